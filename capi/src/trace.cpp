@@ -1,0 +1,287 @@
+// Tracing: the tm_trace_* and tm_op_* shims. Each checks the C-level arguments (null
+// handles and pointers, counts) and hands the rest to tinymlir::Graph, which validates shapes
+// and dtypes with messages that name the op.
+#include <cstring>
+
+#include "capi/src/handles.h"
+#include "core/graph/composites.h"
+
+using tm_capi::Fail;
+using tm_capi::Guard;
+
+namespace {
+
+// Checks trace/out, runs `record(graph, &value)` and writes *out on success.
+template <typename F>
+tm_status Record(tm_trace *trace, const char *op, tm_value *out, F &&record) {
+  if (!trace) return Fail(TM_ERROR_INVALID_ARGUMENT, std::string(op) + ": trace is NULL");
+  if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, std::string(op) + ": out is NULL");
+  return Guard([&] {
+    tinymlir::ValueId v = 0;
+    tinymlir::Status s = record(trace->graph, &v);
+    if (s.ok()) *out = v;
+    return s;
+  });
+}
+
+tinymlir::Status ReadShape(const char *op, int32_t rank, const int64_t *shape, tinymlir::Shape *out) {
+  if (rank < 0 || rank > TM_MAX_RANK)
+    return tinymlir::ShapeError(std::string(op) + ": rank " + std::to_string(rank) +
+                          " is outside 0.." + std::to_string(TM_MAX_RANK));
+  if (rank > 0 && !shape)
+    return tinymlir::InvalidArgument(std::string(op) + ": shape is NULL for rank " +
+                               std::to_string(rank));
+  out->assign(shape, shape + rank);
+  return tinymlir::Status::Ok();
+}
+
+tm_status Binary(tm_trace *t, tinymlir::OpKind kind, const char *op, tm_value a, tm_value b,
+                 tm_value *out) {
+  return Record(t, op, out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return g.Binary(kind, op, a, b, v);
+  });
+}
+
+tm_status Unary(tm_trace *t, tinymlir::OpKind kind, const char *op, tm_value x, tm_value *out) {
+  return Record(t, op, out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) { return g.Unary(kind, op, x, v); });
+}
+
+}  // namespace
+
+extern "C" {
+
+TM_API tm_status tm_trace_begin(tm_context *ctx, const char *name, tm_trace **out) {
+  if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_trace_begin: ctx is NULL");
+  if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_trace_begin: out is NULL");
+  return Guard([&] {
+    *out = new tm_trace(name ? name : "kernel");
+    return tinymlir::Status::Ok();
+  });
+}
+
+TM_API tm_status tm_trace_end(tm_trace *trace, const tm_value *outputs, int32_t n_outputs) {
+  if (!trace) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_trace_end: trace is NULL");
+  if (n_outputs < 1 || !outputs)
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                "tm_trace_end: needs n_outputs >= 1 and a non-NULL outputs array (got " +
+                    std::to_string(n_outputs) + ")");
+  return Guard([&] {
+    return trace->graph.End(std::vector<tinymlir::ValueId>(outputs, outputs + n_outputs));
+  });
+}
+
+TM_API void tm_trace_destroy(tm_trace *trace) { delete trace; }
+
+TM_API tm_status tm_value_type(tm_trace *trace, tm_value value, tm_dtype *dtype, int32_t *rank,
+                               int64_t *shape) {
+  if (!trace) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_value_type: trace is NULL");
+  return Guard([&] {
+    TM_RETURN_IF_ERROR(trace->graph.CheckValue("tm_value_type", value));
+    const tinymlir::TensorType &t = trace->graph.node(value).type;
+    if (dtype) *dtype = t.dtype;
+    if (rank) *rank = t.rank();
+    if (shape) std::copy(t.shape.begin(), t.shape.end(), shape);
+    return tinymlir::Status::Ok();
+  });
+}
+
+TM_API tm_status tm_op_input(tm_trace *t, tm_dtype dtype, int32_t rank, const int64_t *shape,
+                             tm_value *out) {
+  return Record(t, "tm_op_input", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    tinymlir::Shape s;
+    TM_RETURN_IF_ERROR(ReadShape("tm_op_input", rank, shape, &s));
+    return g.Input(dtype, s, v);
+  });
+}
+
+TM_API tm_status tm_op_scalar(tm_trace *t, tm_dtype dtype, double value, tm_value *out) {
+  return Record(t, "tm_op_scalar", out,
+                [&](tinymlir::Graph &g, tinymlir::ValueId *v) { return g.Scalar(dtype, value, v); });
+}
+
+TM_API tm_status tm_op_constant(tm_trace *t, const tm_tensor *data, tm_value *out) {
+  return Record(t, "tm_op_constant", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    if (!data) return tinymlir::InvalidArgument("tm_op_constant: data is NULL");
+    if (!tinymlir::IsValidDtype(data->dtype))
+      return tinymlir::DtypeError("tm_op_constant: unknown dtype " +
+                            std::to_string(static_cast<int>(data->dtype)));
+    tinymlir::Shape shape;
+    TM_RETURN_IF_ERROR(ReadShape("tm_op_constant", data->rank, data->shape, &shape));
+    for (int64_t d : shape)
+      if (d < 0) return tinymlir::ShapeError("tm_op_constant: negative dimension");
+    size_t elem = tinymlir::DtypeSize(data->dtype);
+    int64_t n = tinymlir::TensorType{data->dtype, shape}.NumElements();
+    if (n > 0 && !data->data) return tinymlir::InvalidArgument("tm_op_constant: data->data is NULL");
+    std::vector<uint8_t> bytes(static_cast<size_t>(n) * elem);
+    // Gather the elements in C order, honouring strides.
+    std::vector<int64_t> index(shape.size(), 0);
+    const auto *src = static_cast<const uint8_t *>(data->data);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t offset = 0, step = 1;
+      for (size_t d = shape.size(); d-- > 0;) {
+        offset += index[d] * (data->strides ? data->strides[d] : step);
+        step *= shape[d];
+      }
+      std::memcpy(&bytes[static_cast<size_t>(i) * elem], src + offset * static_cast<int64_t>(elem),
+                  elem);
+      for (size_t d = shape.size(); d-- > 0;) {
+        if (++index[d] < shape[d]) break;
+        index[d] = 0;
+      }
+    }
+    return g.Constant(data->dtype, shape, std::move(bytes), v);
+  });
+}
+
+#define TM_BINARY(fn, kind) \
+  TM_API tm_status fn(tm_trace *t, tm_value a, tm_value b, tm_value *out) { \
+    return Binary(t, tinymlir::OpKind::kind, #fn, a, b, out);                      \
+  }
+TM_BINARY(tm_op_add, kAdd)
+TM_BINARY(tm_op_sub, kSub)
+TM_BINARY(tm_op_mul, kMul)
+TM_BINARY(tm_op_div, kDiv)
+TM_BINARY(tm_op_pow, kPow)
+TM_BINARY(tm_op_maximum, kMaximum)
+TM_BINARY(tm_op_minimum, kMinimum)
+TM_BINARY(tm_op_less, kLess)
+TM_BINARY(tm_op_greater, kGreater)
+TM_BINARY(tm_op_equal, kEqual)
+#undef TM_BINARY
+
+TM_API tm_status tm_op_where(tm_trace *t, tm_value cond, tm_value a, tm_value b,
+                             tm_value *out) {
+  return Record(t, "tm_op_where", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return g.Where("tm_op_where", cond, a, b, v);
+  });
+}
+
+#define TM_UNARY(fn, kind) \
+  TM_API tm_status fn(tm_trace *t, tm_value x, tm_value *out) { \
+    return Unary(t, tinymlir::OpKind::kind, #fn, x, out);             \
+  }
+TM_UNARY(tm_op_neg, kNeg)
+TM_UNARY(tm_op_exp, kExp)
+TM_UNARY(tm_op_log, kLog)
+TM_UNARY(tm_op_tanh, kTanh)
+TM_UNARY(tm_op_sqrt, kSqrt)
+TM_UNARY(tm_op_rsqrt, kRsqrt)
+TM_UNARY(tm_op_erf, kErf)
+TM_UNARY(tm_op_abs, kAbs)
+#undef TM_UNARY
+
+TM_API tm_status tm_op_matmul(tm_trace *t, tm_value a, tm_value b, tm_value *out) {
+  return Record(t, "tm_op_matmul", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return g.Matmul("tm_op_matmul", a, b, v);
+  });
+}
+
+TM_API tm_status tm_op_reduce_sum(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
+                                  tm_value *out) {
+  return Record(t, "tm_op_reduce_sum", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return g.Reduce(tinymlir::OpKind::kReduceSum, "tm_op_reduce_sum", x, axis, keepdims != 0, v);
+  });
+}
+
+TM_API tm_status tm_op_reduce_max(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
+                                  tm_value *out) {
+  return Record(t, "tm_op_reduce_max", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return g.Reduce(tinymlir::OpKind::kReduceMax, "tm_op_reduce_max", x, axis, keepdims != 0, v);
+  });
+}
+
+TM_API tm_status tm_op_reduce_mean(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
+                                   tm_value *out) {
+  return Record(t, "tm_op_reduce_mean", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return tinymlir::ReduceMean(g, "tm_op_reduce_mean", x, axis, keepdims != 0, v);
+  });
+}
+
+TM_API tm_status tm_op_reduce_var(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
+                                  tm_value *out) {
+  return Record(t, "tm_op_reduce_var", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return tinymlir::ReduceVar(g, "tm_op_reduce_var", x, axis, keepdims != 0, v);
+  });
+}
+
+TM_API tm_status tm_op_reshape(tm_trace *t, tm_value x, int32_t rank, const int64_t *shape,
+                               tm_value *out) {
+  return Record(t, "tm_op_reshape", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    tinymlir::Shape s;
+    if (rank < 0 || rank > TM_MAX_RANK || (rank > 0 && !shape))
+      return tinymlir::ShapeError("tm_op_reshape: rank " + std::to_string(rank) +
+                            " is outside 0..8 or shape is NULL");
+    s.assign(shape, shape + rank);
+    return g.Reshape("tm_op_reshape", x, s, v);
+  });
+}
+
+TM_API tm_status tm_op_transpose(tm_trace *t, tm_value x, const int32_t *perm, tm_value *out) {
+  return Record(t, "tm_op_transpose", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    TM_RETURN_IF_ERROR(g.CheckValue("tm_op_transpose", x));
+    int rank = g.node(x).type.rank();
+    std::vector<int64_t> p(rank);
+    for (int i = 0; i < rank; ++i) p[i] = perm ? perm[i] : rank - 1 - i;
+    return g.Transpose("tm_op_transpose", x, p, v);
+  });
+}
+
+TM_API tm_status tm_op_slice(tm_trace *t, tm_value x, const int64_t *begin, const int64_t *end,
+                             tm_value *out) {
+  return Record(t, "tm_op_slice", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    TM_RETURN_IF_ERROR(g.CheckValue("tm_op_slice", x));
+    int rank = g.node(x).type.rank();
+    if (rank > 0 && (!begin || !end))
+      return tinymlir::InvalidArgument("tm_op_slice: begin or end is NULL");
+    return g.Slice("tm_op_slice", x, tinymlir::Shape(begin, begin + rank), tinymlir::Shape(end, end + rank),
+                   v);
+  });
+}
+
+TM_API tm_status tm_op_concat(tm_trace *t, const tm_value *xs, int32_t n, int32_t axis,
+                              tm_value *out) {
+  return Record(t, "tm_op_concat", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    if (n < 1 || !xs)
+      return tinymlir::InvalidArgument("tm_op_concat: needs n >= 1 values and a non-NULL array");
+    return g.Concat("tm_op_concat", std::vector<tinymlir::ValueId>(xs, xs + n), axis, v);
+  });
+}
+
+TM_API tm_status tm_op_gather(tm_trace *t, tm_value table, tm_value indices, tm_value *out) {
+  return Record(t, "tm_op_gather", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return g.Gather("tm_op_gather", table, indices, v);
+  });
+}
+
+TM_API tm_status tm_op_cast(tm_trace *t, tm_value x, tm_dtype dtype, tm_value *out) {
+  return Record(t, "tm_op_cast", out,
+                [&](tinymlir::Graph &g, tinymlir::ValueId *v) { return g.Cast("tm_op_cast", x, dtype, v); });
+}
+
+TM_API tm_status tm_op_softmax(tm_trace *t, tm_value x, int32_t axis, tm_value *out) {
+  return Record(t, "tm_op_softmax", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return tinymlir::Softmax(g, "tm_op_softmax", x, axis, v);
+  });
+}
+
+TM_API tm_status tm_op_layer_norm(tm_trace *t, tm_value x, tm_value gamma, tm_value beta,
+                                  double eps, tm_value *out) {
+  return Record(t, "tm_op_layer_norm", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return tinymlir::LayerNorm(g, "tm_op_layer_norm", x, gamma, beta, eps, v);
+  });
+}
+
+TM_API tm_status tm_op_gelu_tanh(tm_trace *t, tm_value x, tm_value *out) {
+  return Record(t, "tm_op_gelu_tanh", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return tinymlir::GeluTanh(g, "tm_op_gelu_tanh", x, v);
+  });
+}
+
+TM_API tm_status tm_op_causal_mask(tm_trace *t, int64_t rows, int64_t cols, int64_t offset,
+                                   tm_dtype dtype, tm_value *out) {
+  return Record(t, "tm_op_causal_mask", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+    return g.CausalMask("tm_op_causal_mask", rows, cols, offset, dtype, v);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,33 @@
+// Graph -> MLIR: one `func.func @kernel` on tensors, in destination-passing style.
+//
+//   func.func @kernel(%in0: memref<...>, ..., %out0: memref<...>, ...)
+//       attributes {llvm.emit_c_interface}
+//
+// Inputs become tensors through `bufferization.to_tensor ... restrict` (the runtime keeps
+// that promise by copying aliased inputs); each result is written into the caller's output
+// memref with `bufferization.materialize_in_destination`. Matmuls stay linalg.matmul /
+// linalg.batch_matmul so the CPU target can recognise them after fusion; elementwise work
+// is linalg.generic (scalars inlined as constants in the body); reductions linalg.reduce.
+#pragma once
+
+#include "core/graph/graph.h"
+#include "core/support/status.h"
+
+namespace mlir {
+class MLIRContext;
+class ModuleOp;
+template <typename OpTy>
+class OwningOpRef;
+}  // namespace mlir
+
+namespace tinymlir {
+
+// The name of the function the builder emits and the engine calls.
+inline constexpr const char *kKernelName = "kernel";
+
+// Builds the module for an ended graph. Every user error was caught when the graph was
+// recorded, so a failure here is an internal error reported as TM_ERROR_COMPILE.
+Status BuildModule(const Graph &graph, mlir::MLIRContext &context,
+                   mlir::OwningOpRef<mlir::ModuleOp> *module);
+
+}  // namespace tinymlir

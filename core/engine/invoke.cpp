@@ -1,0 +1,225 @@
+// tm_invoke's work: check every caller tensor against the specialisation, keep the
+// `restrict` promise (copy overlapping inputs), make strided tensors contiguous, check
+// gather indices, then call the JIT'd kernel with ranked memref descriptors.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "core/engine/program.h"
+
+namespace tinymlir {
+namespace {
+
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
+
+// A caller tensor after checking: element strides (never NULL) and its byte range.
+struct View {
+  uint8_t *data;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  size_t elem;
+  bool contiguous;
+  uintptr_t lo, hi;  // [lo, hi) bytes touched; lo == hi for empty tensors
+};
+
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t step = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = step;
+    step *= shape[i];
+  }
+  return s;
+}
+
+int64_t NumElements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// Copies elements between two strided layouts of the same shape.
+void CopyStrided(const uint8_t *src, const std::vector<int64_t> &src_strides, uint8_t *dst,
+                 const std::vector<int64_t> &dst_strides, const std::vector<int64_t> &shape,
+                 size_t elem) {
+  size_t rank = shape.size();
+  if (NumElements(shape) == 0) return;
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    int64_t so = 0, d = 0;
+    for (size_t i = 0; i < rank; ++i) {
+      so += index[i] * src_strides[i];
+      d += index[i] * dst_strides[i];
+    }
+    std::memcpy(dst + d * static_cast<int64_t>(elem), src + so * static_cast<int64_t>(elem),
+                elem);
+    size_t i = rank;
+    while (i > 0 && ++index[i - 1] == shape[i - 1]) index[--i] = 0;
+    if (i == 0) return;
+  }
+}
+
+Status CheckTensor(const char *what, int i, const tm_tensor &t, const TensorType &want,
+                   View *view) {
+  std::string name = std::string(what) + " " + std::to_string(i);
+  if (t.dtype != want.dtype)
+    return DtypeError("tm_invoke: " + name + " has dtype " +
+                      (IsValidDtype(t.dtype) ? DtypeName(t.dtype)
+                                             : std::to_string(static_cast<int>(t.dtype))) +
+                      ", the program expects " + want.ToString());
+  if (t.rank != want.rank())
+    return ShapeError("tm_invoke: " + name + " has rank " + std::to_string(t.rank) +
+                      ", the program expects " + want.ToString());
+  if (t.rank > 0 && !t.shape)
+    return InvalidArgument("tm_invoke: " + name + " has rank " + std::to_string(t.rank) +
+                           " but a NULL shape");
+  view->shape.assign(t.shape, t.shape + t.rank);
+  if (view->shape != want.shape)
+    return ShapeError("tm_invoke: " + name + " has shape " + ShapeToString(view->shape) +
+                      ", the program expects " + want.ToString());
+  int64_t n = NumElements(view->shape);
+  if (!t.data && n > 0) return InvalidArgument("tm_invoke: " + name + " has NULL data");
+  view->elem = DtypeSize(want.dtype);
+  std::vector<int64_t> contiguous = ContiguousStrides(view->shape);
+  view->strides = t.strides ? std::vector<int64_t>(t.strides, t.strides + t.rank) : contiguous;
+  view->contiguous = true;
+  for (int d = 0; d < t.rank; ++d)
+    if (view->shape[d] > 1 && view->strides[d] != contiguous[d]) view->contiguous = false;
+  view->data = static_cast<uint8_t *>(t.data);
+  // Byte range: the lowest and highest element addresses reached by the strides.
+  int64_t lo = 0, hi = 0;
+  for (int d = 0; d < t.rank; ++d) {
+    int64_t extent = (view->shape[d] - 1) * view->strides[d];
+    (extent < 0 ? lo : hi) += extent;
+  }
+  auto base = reinterpret_cast<uintptr_t>(t.data);
+  if (n == 0) {
+    view->lo = view->hi = base;
+  } else {
+    view->lo = base + lo * static_cast<int64_t>(view->elem);
+    view->hi = base + (hi + 1) * static_cast<int64_t>(view->elem);
+  }
+  return Status::Ok();
+}
+
+bool Overlap(const View &a, const View &b) { return a.lo < b.hi && b.lo < a.hi; }
+
+Status Allocate(size_t bytes, Buffer *out) {
+  size_t rounded = ((bytes + 63) / 64) * 64;
+  void *p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p) return {TM_ERROR_OUT_OF_MEMORY, "tm_invoke: cannot allocate " +
+                                              std::to_string(bytes) + " bytes"};
+  out->reset(static_cast<uint8_t *>(p));
+  return Status::Ok();
+}
+
+// A contiguous private copy of a view (for strided or aliased inputs).
+Status CopyToContiguous(View *v, std::vector<Buffer> *keep) {
+  Buffer buffer;
+  TM_RETURN_IF_ERROR(Allocate(NumElements(v->shape) * v->elem, &buffer));
+  std::vector<int64_t> contiguous = ContiguousStrides(v->shape);
+  CopyStrided(v->data, v->strides, buffer.get(), contiguous, v->shape, v->elem);
+  v->data = buffer.get();
+  v->strides = contiguous;
+  v->contiguous = true;
+  keep->push_back(std::move(buffer));
+  return Status::Ok();
+}
+
+Status CheckGatherIndices(const View &v, tm_dtype dtype, int input, int64_t rows) {
+  int64_t n = NumElements(v.shape);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t idx = dtype == TM_I32 ? reinterpret_cast<const int32_t *>(v.data)[i]
+                                  : reinterpret_cast<const int64_t *>(v.data)[i];
+    if (idx < 0 || idx >= rows)
+      return OutOfRange("tm_invoke: input " + std::to_string(input) +
+                        " (gather indices) holds " + std::to_string(idx) + " at element " +
+                        std::to_string(i) + ", outside the table's " + std::to_string(rows) +
+                        " rows");
+  }
+  return Status::Ok();
+}
+
+// The ranked memref descriptor layout: {allocated, aligned, offset, sizes[r], strides[r]},
+// every field 8 bytes wide.
+std::vector<int64_t> Descriptor(const View &v) {
+  std::vector<int64_t> d;
+  auto p = static_cast<int64_t>(reinterpret_cast<intptr_t>(v.data));
+  d.push_back(p);
+  d.push_back(p);
+  d.push_back(0);
+  d.insert(d.end(), v.shape.begin(), v.shape.end());
+  d.insert(d.end(), v.strides.begin(), v.strides.end());
+  return d;
+}
+
+}  // namespace
+
+Status Program::Invoke(const tm_tensor *in, int32_t n_in, const tm_tensor *out,
+                       int32_t n_out) const {
+  if (n_in != static_cast<int32_t>(inputs.size()) || n_out != static_cast<int32_t>(outputs.size()))
+    return InvalidArgument("tm_invoke: the program takes " + std::to_string(inputs.size()) +
+                           " inputs and " + std::to_string(outputs.size()) +
+                           " outputs, got " + std::to_string(n_in) + " and " +
+                           std::to_string(n_out));
+  if ((n_in > 0 && !in) || (n_out > 0 && !out))
+    return InvalidArgument("tm_invoke: NULL tensor array");
+  std::vector<View> ins(n_in), outs(n_out);
+  for (int i = 0; i < n_in; ++i) TM_RETURN_IF_ERROR(CheckTensor("input", i, in[i], inputs[i], &ins[i]));
+  for (int i = 0; i < n_out; ++i)
+    TM_RETURN_IF_ERROR(CheckTensor("output", i, out[i], outputs[i], &outs[i]));
+  for (int i = 0; i < n_out; ++i)
+    for (int j = 0; j < i; ++j)
+      if (Overlap(outs[i], outs[j]))
+        return InvalidArgument("tm_invoke: outputs " + std::to_string(j) + " and " +
+                               std::to_string(i) + " overlap in memory");
+
+  std::vector<Buffer> temporaries;
+  for (int i = 0; i < n_in; ++i) {
+    bool aliased = !ins[i].contiguous;
+    for (int j = 0; j < n_out && !aliased; ++j) aliased = Overlap(ins[i], outs[j]);
+    for (int j = 0; j < i && !aliased; ++j) aliased = Overlap(ins[i], ins[j]);
+    if (aliased) TM_RETURN_IF_ERROR(CopyToContiguous(&ins[i], &temporaries));
+  }
+  for (const GatherCheck &g : gather_checks)
+    TM_RETURN_IF_ERROR(
+        CheckGatherIndices(ins[g.input], inputs[g.input].dtype, g.input, g.table_rows));
+
+  // Strided outputs are computed into a contiguous temporary and scattered afterwards.
+  std::vector<View> results = outs;
+  for (View &r : results)
+    if (!r.contiguous) {
+      Buffer buffer;
+      TM_RETURN_IF_ERROR(Allocate(NumElements(r.shape) * r.elem, &buffer));
+      r.data = buffer.get();
+      r.strides = ContiguousStrides(r.shape);
+      temporaries.push_back(std::move(buffer));
+    }
+  // Empty tensors may come with NULL data; the kernel never dereferences them.
+  static uint8_t empty_storage[64];
+  for (View &v : ins) if (!v.data) v.data = empty_storage;
+  for (View &v : results) if (!v.data) v.data = empty_storage;
+
+  std::vector<std::vector<int64_t>> descriptors;
+  for (const View &v : ins) descriptors.push_back(Descriptor(v));
+  for (const View &v : results) descriptors.push_back(Descriptor(v));
+  std::vector<void *> pointers(descriptors.size());
+  std::vector<void *> args(descriptors.size());
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    pointers[i] = descriptors[i].data();
+    args[i] = &pointers[i];
+  }
+  entry(args.data());
+
+  for (int i = 0; i < n_out; ++i)
+    if (!outs[i].contiguous)
+      CopyStrided(results[i].data, results[i].strides, outs[i].data, outs[i].strides,
+                  outs[i].shape, outs[i].elem);
+  return Status::Ok();
+}
+
+}  // namespace tinymlir

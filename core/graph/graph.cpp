@@ -1,0 +1,589 @@
+#include "core/graph/graph.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+namespace tinymlir {
+
+int64_t TensorType::NumElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeToString(const Shape &shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+std::string TensorType::ToString() const {
+  return std::string(DtypeName(dtype)) + ShapeToString(shape);
+}
+
+const char *OpKindName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kInput: return "input";
+    case OpKind::kScalar: return "scalar";
+    case OpKind::kConstant: return "constant";
+    case OpKind::kAdd: return "add";
+    case OpKind::kSub: return "sub";
+    case OpKind::kMul: return "mul";
+    case OpKind::kDiv: return "div";
+    case OpKind::kPow: return "pow";
+    case OpKind::kMaximum: return "maximum";
+    case OpKind::kMinimum: return "minimum";
+    case OpKind::kLess: return "less";
+    case OpKind::kGreater: return "greater";
+    case OpKind::kEqual: return "equal";
+    case OpKind::kWhere: return "where";
+    case OpKind::kNeg: return "neg";
+    case OpKind::kExp: return "exp";
+    case OpKind::kLog: return "log";
+    case OpKind::kTanh: return "tanh";
+    case OpKind::kSqrt: return "sqrt";
+    case OpKind::kRsqrt: return "rsqrt";
+    case OpKind::kErf: return "erf";
+    case OpKind::kAbs: return "abs";
+    case OpKind::kCast: return "cast";
+    case OpKind::kMatmul: return "matmul";
+    case OpKind::kReduceSum: return "reduce_sum";
+    case OpKind::kReduceMax: return "reduce_max";
+    case OpKind::kReshape: return "reshape";
+    case OpKind::kTranspose: return "transpose";
+    case OpKind::kSlice: return "slice";
+    case OpKind::kConcat: return "concat";
+    case OpKind::kGather: return "gather";
+    case OpKind::kCausalMask: return "causal_mask";
+  }
+  return "unknown";
+}
+
+bool IsElementwise(OpKind kind) {
+  return kind >= OpKind::kAdd && kind <= OpKind::kCast;
+}
+
+namespace {
+
+bool IsComparison(OpKind k) {
+  return k == OpKind::kLess || k == OpKind::kGreater || k == OpKind::kEqual;
+}
+
+bool IsTranscendental(OpKind k) {
+  return k == OpKind::kExp || k == OpKind::kLog || k == OpKind::kTanh ||
+         k == OpKind::kSqrt || k == OpKind::kRsqrt || k == OpKind::kErf;
+}
+
+Status CheckShape(const char *op, const Shape &shape) {
+  if (shape.size() > TM_MAX_RANK)
+    return ShapeError(std::string(op) + ": rank " + std::to_string(shape.size()) +
+                      " exceeds the maximum of " + std::to_string(TM_MAX_RANK));
+  for (int64_t d : shape)
+    if (d < 0)
+      return ShapeError(std::string(op) + ": negative dimension in shape " +
+                        ShapeToString(shape));
+  return Status::Ok();
+}
+
+}  // namespace
+
+ValueId Graph::Add(Node node) {
+  nodes_.push_back(std::move(node));
+  return static_cast<ValueId>(nodes_.size() - 1);
+}
+
+Status Graph::CheckOpen(const char *op) const {
+  if (ended_)
+    return InvalidArgument(std::string(op) + ": trace '" + name_ +
+                           "' has already ended; no op can be added");
+  return Status::Ok();
+}
+
+Status Graph::CheckValue(const char *op, ValueId v) const {
+  if (!Has(v))
+    return InvalidArgument(std::string(op) + ": value %" + std::to_string(v) +
+                           " does not belong to trace '" + name_ + "' (it has " +
+                           std::to_string(nodes_.size()) + " values)");
+  return Status::Ok();
+}
+
+Status Graph::NormalizeAxis(const char *op, int32_t axis, int rank, int *out) {
+  if (axis < -rank || axis >= rank || rank == 0)
+    return OutOfRange(std::string(op) + ": axis " + std::to_string(axis) +
+                      " is out of range for rank " + std::to_string(rank));
+  *out = axis < 0 ? axis + rank : axis;
+  return Status::Ok();
+}
+
+ValueId Graph::Convert(ValueId v, tm_dtype dtype) {
+  const Node &n = nodes_[v];
+  if (n.type.dtype == dtype) return v;
+  if (n.kind == OpKind::kScalar) {
+    Node s = n;
+    s.type.dtype = dtype;
+    if (IsInteger(dtype)) s.scalar = static_cast<double>(static_cast<int64_t>(n.scalar));
+    if (dtype == TM_BOOL) s.scalar = n.scalar != 0.0 ? 1.0 : 0.0;
+    return Add(std::move(s));
+  }
+  Node c;
+  c.kind = OpKind::kCast;
+  c.type = {dtype, n.type.shape};
+  c.operands = {v};
+  c.weak = n.weak;
+  return Add(std::move(c));
+}
+
+Status Graph::BroadcastShapes(const char *op, const Shape &a, const Shape &b,
+                              Shape *out) const {
+  size_t rank = std::max(a.size(), b.size());
+  Shape result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return ShapeError(std::string(op) + ": shapes " + ShapeToString(a) + " and " +
+                        ShapeToString(b) + " do not broadcast (dimension " +
+                        std::to_string(i) + ": " + std::to_string(da) + " vs " +
+                        std::to_string(db) + ")");
+    result[i] = da == 1 ? db : da;
+  }
+  *out = std::move(result);
+  return Status::Ok();
+}
+
+Status Graph::Input(tm_dtype dtype, const Shape &shape, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen("tm_op_input"));
+  if (!IsValidDtype(dtype))
+    return DtypeError("tm_op_input: unknown dtype " + std::to_string(static_cast<int>(dtype)));
+  TM_RETURN_IF_ERROR(CheckShape("tm_op_input", shape));
+  Node n;
+  n.kind = OpKind::kInput;
+  n.type = {dtype, shape};
+  n.input_index = static_cast<int32_t>(inputs_.size());
+  *out = Add(std::move(n));
+  inputs_.push_back(*out);
+  return Status::Ok();
+}
+
+Status Graph::Scalar(tm_dtype dtype, double value, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen("tm_op_scalar"));
+  if (!IsValidDtype(dtype))
+    return DtypeError("tm_op_scalar: unknown dtype " + std::to_string(static_cast<int>(dtype)));
+  Node n;
+  n.kind = OpKind::kScalar;
+  n.type = {dtype, {}};
+  n.scalar = IsInteger(dtype) ? static_cast<double>(static_cast<int64_t>(value))
+             : dtype == TM_BOOL ? (value != 0.0 ? 1.0 : 0.0)
+                                : value;
+  n.weak = true;
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::Constant(tm_dtype dtype, const Shape &shape, std::vector<uint8_t> data,
+                       ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen("tm_op_constant"));
+  if (!IsValidDtype(dtype))
+    return DtypeError("tm_op_constant: unknown dtype " +
+                      std::to_string(static_cast<int>(dtype)));
+  TM_RETURN_IF_ERROR(CheckShape("tm_op_constant", shape));
+  Node n;
+  n.kind = OpKind::kConstant;
+  n.type = {dtype, shape};
+  if (data.size() != static_cast<size_t>(n.type.NumElements()) * DtypeSize(dtype))
+    return ShapeError("tm_op_constant: data size does not match " + n.type.ToString());
+  n.data = std::move(data);
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckValue(op, a));
+  TM_RETURN_IF_ERROR(CheckValue(op, b));
+  const Node &na = nodes_[a], &nb = nodes_[b];
+  Shape shape;
+  TM_RETURN_IF_ERROR(BroadcastShapes(op, na.type.shape, nb.type.shape, &shape));
+
+  tm_dtype dtype;
+  if (na.weak && !nb.weak) dtype = PromoteWithWeakScalar(nb.type.dtype, na.type.dtype);
+  else if (nb.weak && !na.weak) dtype = PromoteWithWeakScalar(na.type.dtype, nb.type.dtype);
+  else dtype = PromoteTypes(na.type.dtype, nb.type.dtype);
+  bool weak = na.weak && nb.weak;
+
+  // Arithmetic on bools is not defined (NumPy rejects bool - bool); comparisons are.
+  if (dtype == TM_BOOL && !IsComparison(kind) && kind != OpKind::kMaximum &&
+      kind != OpKind::kMinimum && kind != OpKind::kMul && kind != OpKind::kAdd)
+    return DtypeError(std::string(op) + ": not defined for bool operands " +
+                      na.type.ToString() + " and " + nb.type.ToString());
+  if (kind == OpKind::kDiv && !IsFloat(dtype)) dtype = TM_F64;  // true division
+  if (kind == OpKind::kPow && dtype == TM_BOOL) dtype = TM_I64;
+
+  ValueId ca = Convert(a, dtype), cb = Convert(b, dtype);
+  Node n;
+  n.kind = kind;
+  n.type = {IsComparison(kind) ? TM_BOOL : dtype, shape};
+  n.operands = {ca, cb};
+  n.weak = weak;
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckValue(op, cond));
+  TM_RETURN_IF_ERROR(CheckValue(op, a));
+  TM_RETURN_IF_ERROR(CheckValue(op, b));
+  if (nodes_[cond].type.dtype != TM_BOOL)
+    return DtypeError(std::string(op) + ": condition must be bool, got " +
+                      nodes_[cond].type.ToString());
+  Shape ab, shape;
+  TM_RETURN_IF_ERROR(BroadcastShapes(op, nodes_[a].type.shape, nodes_[b].type.shape, &ab));
+  TM_RETURN_IF_ERROR(BroadcastShapes(op, nodes_[cond].type.shape, ab, &shape));
+  const Node &na = nodes_[a], &nb = nodes_[b];
+  tm_dtype dtype;
+  if (na.weak && !nb.weak) dtype = PromoteWithWeakScalar(nb.type.dtype, na.type.dtype);
+  else if (nb.weak && !na.weak) dtype = PromoteWithWeakScalar(na.type.dtype, nb.type.dtype);
+  else dtype = PromoteTypes(na.type.dtype, nb.type.dtype);
+  Node n;
+  n.kind = OpKind::kWhere;
+  n.type = {dtype, shape};
+  n.operands = {cond, Convert(a, dtype), Convert(b, dtype)};
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::Unary(OpKind kind, const char *op, ValueId x, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckValue(op, x));
+  tm_dtype dtype = nodes_[x].type.dtype;
+  if (dtype == TM_BOOL)
+    return DtypeError(std::string(op) + ": not defined for bool operand " +
+                      nodes_[x].type.ToString());
+  if (IsTranscendental(kind) && !IsFloat(dtype)) dtype = TM_F64;
+  ValueId cx = Convert(x, dtype);
+  Node n;
+  n.kind = kind;
+  n.type = {dtype, nodes_[x].type.shape};
+  n.operands = {cx};
+  n.weak = nodes_[x].weak;
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::Cast(const char *op, ValueId x, tm_dtype dtype, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckValue(op, x));
+  if (!IsValidDtype(dtype))
+    return DtypeError(std::string(op) + ": unknown dtype " +
+                      std::to_string(static_cast<int>(dtype)));
+  if (nodes_[x].type.dtype == dtype) {
+    *out = x;
+    return Status::Ok();
+  }
+  *out = Convert(x, dtype);
+  nodes_[*out].weak = false;  // an explicit cast fixes the dtype
+  return Status::Ok();
+}
+
+Status Graph::Matmul(const char *op, ValueId a, ValueId b, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckValue(op, a));
+  TM_RETURN_IF_ERROR(CheckValue(op, b));
+  Shape sa = nodes_[a].type.shape, sb = nodes_[b].type.shape;
+  auto shapes = [&] { return ShapeToString(sa) + " @ " + ShapeToString(sb); };
+  if (sa.size() < 2 || sb.size() < 2)
+    return ShapeError(std::string(op) + ": operands must have rank >= 2, got " + shapes());
+  if (sa.back() != sb[sb.size() - 2])
+    return ShapeError(std::string(op) + ": inner dimensions differ in " + shapes() + " (" +
+                      std::to_string(sa.back()) + " vs " + std::to_string(sb[sb.size() - 2]) +
+                      ")");
+  if (sb.size() > 2 && !std::equal(sa.begin(), sa.end() - 2, sb.begin(), sb.end() - 2))
+    return ShapeError(std::string(op) + ": batch dimensions differ in " + shapes());
+  tm_dtype dtype = PromoteTypes(nodes_[a].type.dtype, nodes_[b].type.dtype);
+  if (dtype == TM_BOOL)
+    return DtypeError(std::string(op) + ": not defined for bool operands");
+  ValueId ca = Convert(a, dtype), cb = Convert(b, dtype);
+
+  Shape result(sa.begin(), sa.end() - 1);
+  result.push_back(sb.back());
+  int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+
+  auto record = [&](ValueId x, ValueId y, Shape shape) {
+    Node node;
+    node.kind = OpKind::kMatmul;
+    node.type = {dtype, std::move(shape)};
+    node.operands = {x, y};
+    return Add(std::move(node));
+  };
+  if (sa.size() == 2 && sb.size() == 2) {
+    *out = record(ca, cb, result);
+  } else if (sb.size() == 2) {
+    // (..., m, k) @ (k, n): fold the leading dims into the rows of one GEMM.
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < sa.size(); ++i) rows *= sa[i];
+    ValueId a2, y;
+    TM_RETURN_IF_ERROR(Reshape(op, ca, {rows, k}, &a2));
+    y = record(a2, cb, {rows, n});
+    TM_RETURN_IF_ERROR(Reshape(op, y, result, out));
+  } else if (sa.size() == 3) {
+    *out = record(ca, cb, result);
+  } else {
+    // (b1, ..., m, k) @ (b1, ..., k, n): one batch dimension.
+    int64_t batch = 1;
+    for (size_t i = 0; i + 2 < sa.size(); ++i) batch *= sa[i];
+    ValueId a3, b3, y;
+    TM_RETURN_IF_ERROR(Reshape(op, ca, {batch, m, k}, &a3));
+    TM_RETURN_IF_ERROR(Reshape(op, cb, {batch, k, n}, &b3));
+    y = record(a3, b3, {batch, m, n});
+    TM_RETURN_IF_ERROR(Reshape(op, y, result, out));
+  }
+  return Status::Ok();
+}
+
+Status Graph::Reduce(OpKind kind, const char *op, ValueId x, int32_t axis, bool keepdims,
+                     ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckValue(op, x));
+  const TensorType &t = nodes_[x].type;
+  int ax;
+  TM_RETURN_IF_ERROR(NormalizeAxis(op, axis, t.rank(), &ax));
+  if (t.dtype == TM_BOOL)
+    return DtypeError(std::string(op) + ": not defined for bool operand " + t.ToString());
+  Shape shape = t.shape;
+  if (keepdims) shape[ax] = 1;
+  else shape.erase(shape.begin() + ax);
+  Node n;
+  n.kind = kind;
+  n.type = {t.dtype, shape};
+  n.operands = {x};
+  n.ints = {ax, keepdims ? 1 : 0};
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::Reshape(const char *op, ValueId x, const Shape &requested, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckValue(op, x));
+  const TensorType &t = nodes_[x].type;
+  if (requested.size() > TM_MAX_RANK)
+    return ShapeError(std::string(op) + ": rank " + std::to_string(requested.size()) +
+                      " exceeds the maximum of " + std::to_string(TM_MAX_RANK));
+  Shape shape = requested;
+  int inferred = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (inferred >= 0)
+        return ShapeError(std::string(op) + ": more than one -1 in " + ShapeToString(shape));
+      inferred = static_cast<int>(i);
+    } else if (shape[i] < 0) {
+      return ShapeError(std::string(op) + ": negative dimension in " + ShapeToString(shape));
+    } else {
+      known *= shape[i];
+    }
+  }
+  int64_t total = t.NumElements();
+  if (inferred >= 0) {
+    if (known == 0 || total % known != 0)
+      return ShapeError(std::string(op) + ": cannot reshape " + ShapeToString(t.shape) +
+                        " (" + std::to_string(total) + " elements) to " +
+                        ShapeToString(requested));
+    shape[inferred] = total / known;
+  }
+  if (TensorType{t.dtype, shape}.NumElements() != total)
+    return ShapeError(std::string(op) + ": cannot reshape " + ShapeToString(t.shape) + " (" +
+                      std::to_string(total) + " elements) to " + ShapeToString(requested));
+  if (shape == t.shape) {
+    *out = x;
+    return Status::Ok();
+  }
+  Node n;
+  n.kind = OpKind::kReshape;
+  n.type = {t.dtype, shape};
+  n.operands = {x};
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::Transpose(const char *op, ValueId x, const std::vector<int64_t> &perm,
+                        ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckValue(op, x));
+  const TensorType &t = nodes_[x].type;
+  std::vector<bool> seen(t.rank(), false);
+  Shape shape(t.rank());
+  for (int i = 0; i < t.rank(); ++i) {
+    int64_t p = perm[i];
+    if (p < 0 || p >= t.rank() || seen[p])
+      return OutOfRange(std::string(op) + ": perm is not a permutation of the " +
+                        std::to_string(t.rank()) + " axes of " + t.ToString());
+    seen[p] = true;
+    shape[i] = t.shape[p];
+  }
+  bool identity = true;
+  for (int i = 0; i < t.rank(); ++i) identity &= perm[i] == i;
+  if (identity) {
+    *out = x;
+    return Status::Ok();
+  }
+  Node n;
+  n.kind = OpKind::kTranspose;
+  n.type = {t.dtype, shape};
+  n.operands = {x};
+  n.ints = perm;
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::Slice(const char *op, ValueId x, const Shape &begin, const Shape &end,
+                    ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckValue(op, x));
+  const TensorType &t = nodes_[x].type;
+  Shape shape(t.rank());
+  for (int i = 0; i < t.rank(); ++i) {
+    if (begin[i] < 0 || begin[i] > end[i] || end[i] > t.shape[i])
+      return OutOfRange(std::string(op) + ": slice [" + std::to_string(begin[i]) + ":" +
+                        std::to_string(end[i]) + "] is out of range for dimension " +
+                        std::to_string(i) + " of " + t.ToString());
+    shape[i] = end[i] - begin[i];
+  }
+  if (shape == t.shape) {
+    *out = x;
+    return Status::Ok();
+  }
+  Node n;
+  n.kind = OpKind::kSlice;
+  n.type = {t.dtype, shape};
+  n.operands = {x};
+  n.ints = begin;
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::Concat(const char *op, const std::vector<ValueId> &xs, int32_t axis,
+                     ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  if (xs.empty()) return InvalidArgument(std::string(op) + ": needs at least one value");
+  for (ValueId v : xs) TM_RETURN_IF_ERROR(CheckValue(op, v));
+  const TensorType &first = nodes_[xs[0]].type;
+  int ax;
+  TM_RETURN_IF_ERROR(NormalizeAxis(op, axis, first.rank(), &ax));
+  Shape shape = first.shape;
+  tm_dtype dtype = first.dtype;
+  shape[ax] = 0;
+  for (ValueId v : xs) {
+    const TensorType &t = nodes_[v].type;
+    bool agree = t.rank() == first.rank();
+    for (int i = 0; agree && i < t.rank(); ++i) agree = i == ax || t.shape[i] == first.shape[i];
+    if (!agree)
+      return ShapeError(std::string(op) + ": shapes " + ShapeToString(first.shape) + " and " +
+                        ShapeToString(t.shape) + " differ outside axis " +
+                        std::to_string(ax));
+    shape[ax] += t.shape[ax];
+    dtype = PromoteTypes(dtype, t.dtype);
+  }
+  if (xs.size() == 1) {
+    *out = xs[0];
+    return Status::Ok();
+  }
+  Node n;
+  n.kind = OpKind::kConcat;
+  n.type = {dtype, shape};
+  for (ValueId v : xs) n.operands.push_back(Convert(v, dtype));
+  n.ints = {ax};
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::Gather(const char *op, ValueId table, ValueId indices, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckValue(op, table));
+  TM_RETURN_IF_ERROR(CheckValue(op, indices));
+  const TensorType &tt = nodes_[table].type, &it = nodes_[indices].type;
+  if (!IsInteger(it.dtype))
+    return DtypeError(std::string(op) + ": indices must be i32 or i64, got " + it.ToString() +
+                      " (table " + tt.ToString() + ")");
+  if (tt.rank() == 0)
+    return ShapeError(std::string(op) + ": table must have rank >= 1, got " + tt.ToString());
+  Shape shape = it.shape;
+  shape.insert(shape.end(), tt.shape.begin() + 1, tt.shape.end());
+  if (shape.size() > TM_MAX_RANK)
+    return ShapeError(std::string(op) + ": result rank " + std::to_string(shape.size()) +
+                      " exceeds the maximum of " + std::to_string(TM_MAX_RANK));
+  Node n;
+  n.kind = OpKind::kGather;
+  n.type = {tt.dtype, shape};
+  n.operands = {table, indices};
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::CausalMask(const char *op, int64_t rows, int64_t cols, int64_t offset,
+                         tm_dtype dtype, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  if (rows < 0 || cols < 0)
+    return ShapeError(std::string(op) + ": negative size (" + std::to_string(rows) + ", " +
+                      std::to_string(cols) + ")");
+  if (!IsValidDtype(dtype) || !IsFloat(dtype))
+    return DtypeError(std::string(op) + ": dtype must be f32 or f64");
+  Node n;
+  n.kind = OpKind::kCausalMask;
+  n.type = {dtype, {rows, cols}};
+  n.ints = {offset};
+  *out = Add(std::move(n));
+  return Status::Ok();
+}
+
+Status Graph::End(const std::vector<ValueId> &outputs) {
+  TM_RETURN_IF_ERROR(CheckOpen("tm_trace_end"));
+  if (outputs.empty())
+    return InvalidArgument("tm_trace_end: a program needs at least one output");
+  for (ValueId v : outputs) TM_RETURN_IF_ERROR(CheckValue("tm_trace_end", v));
+  outputs_ = outputs;
+  ended_ = true;
+  return Status::Ok();
+}
+
+std::vector<bool> Graph::Live() const {
+  std::vector<bool> live(nodes_.size(), false);
+  for (ValueId o : outputs_) live[o] = true;
+  for (size_t i = nodes_.size(); i-- > 0;)
+    if (live[i])
+      for (ValueId op : nodes_[i].operands) live[op] = true;
+  return live;
+}
+
+std::string Graph::Fingerprint() const {
+  // Binary, length-prefixed fields: unambiguous and cheap to compare.
+  std::string s;
+  auto put = [&s](const void *p, size_t n) { s.append(static_cast<const char *>(p), n); };
+  auto put64 = [&](int64_t v) { put(&v, sizeof v); };
+  put64(static_cast<int64_t>(nodes_.size()));
+  for (const Node &n : nodes_) {
+    put64(static_cast<int64_t>(n.kind));
+    put64(n.type.dtype);
+    put64(n.type.rank());
+    for (int64_t d : n.type.shape) put64(d);
+    put64(static_cast<int64_t>(n.operands.size()));
+    for (ValueId v : n.operands) put64(v);
+    put64(static_cast<int64_t>(n.ints.size()));
+    for (int64_t v : n.ints) put64(v);
+    put(&n.scalar, sizeof n.scalar);
+    put64(n.weak);
+    put64(n.input_index);
+    put64(static_cast<int64_t>(n.data.size()));
+    s.append(n.data.begin(), n.data.end());
+  }
+  put64(static_cast<int64_t>(outputs_.size()));
+  for (ValueId v : outputs_) put64(v);
+  return s;
+}
+
+}  // namespace tinymlir

@@ -1,0 +1,124 @@
+// The traced program: a list of typed values, each produced by one op record.
+//
+// Every op is validated when it is recorded (shapes, dtypes, axes), so a Graph that
+// exists is well-formed and the builder never has to report a user error. Promotion and
+// broadcasting are made explicit here: binary ops receive operands of one dtype (Cast
+// nodes are inserted) and matmuls are normalised to 2-D or 3-D, which keeps the builder a
+// direct translation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/graph/dtype.h"
+#include "core/support/status.h"
+
+namespace tinymlir {
+
+using ValueId = uint32_t;
+using Shape = std::vector<int64_t>;
+
+struct TensorType {
+  tm_dtype dtype = TM_F32;
+  Shape shape;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t NumElements() const;
+  bool operator==(const TensorType &o) const { return dtype == o.dtype && shape == o.shape; }
+  std::string ToString() const;  // "f32[2,3]"
+};
+
+std::string ShapeToString(const Shape &shape);  // "(2,3)"
+
+enum class OpKind : uint8_t {
+  kInput, kScalar, kConstant,
+  // Elementwise binary (operands share the result's dtype, except comparisons/where).
+  kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kLess, kGreater, kEqual, kWhere,
+  // Elementwise unary.
+  kNeg, kExp, kLog, kTanh, kSqrt, kRsqrt, kErf, kAbs, kCast,
+  // Structured.
+  kMatmul,      // 2-D (m,k)@(k,n) or 3-D batched
+  kReduceSum,   // ints = {axis, keepdims}
+  kReduceMax,   // ints = {axis, keepdims}
+  kReshape,     // target shape is the node's type
+  kTranspose,   // ints = perm
+  kSlice,       // ints = begin..., (end is begin + result shape)
+  kConcat,      // ints = {axis}
+  kGather,      // operands = {table, indices}
+  kCausalMask,  // ints = {offset}
+};
+
+const char *OpKindName(OpKind kind);
+bool IsElementwise(OpKind kind);
+
+struct Node {
+  OpKind kind;
+  TensorType type;
+  std::vector<ValueId> operands;
+  std::vector<int64_t> ints;
+  double scalar = 0.0;         // kScalar
+  bool weak = false;           // a Python-like scalar (promotes to the other side's dtype)
+  int32_t input_index = -1;    // kInput: position among the program inputs
+  std::vector<uint8_t> data;   // kConstant: C-contiguous bytes
+};
+
+class Graph {
+ public:
+  explicit Graph(std::string name) : name_(std::move(name)) {}
+
+  const std::string &name() const { return name_; }
+  bool ended() const { return ended_; }
+  size_t size() const { return nodes_.size(); }
+  bool Has(ValueId v) const { return v < nodes_.size(); }
+  const Node &node(ValueId v) const { return nodes_[v]; }
+  const std::vector<ValueId> &inputs() const { return inputs_; }
+  const std::vector<ValueId> &outputs() const { return outputs_; }
+
+  // Recording. Each returns a failed Status naming `op` and the offending shapes/dtypes.
+  Status Input(tm_dtype dtype, const Shape &shape, ValueId *out);
+  Status Scalar(tm_dtype dtype, double value, ValueId *out);
+  Status Constant(tm_dtype dtype, const Shape &shape, std::vector<uint8_t> data, ValueId *out);
+  Status Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId *out);
+  Status Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId *out);
+  Status Unary(OpKind kind, const char *op, ValueId x, ValueId *out);
+  Status Cast(const char *op, ValueId x, tm_dtype dtype, ValueId *out);
+  Status Matmul(const char *op, ValueId a, ValueId b, ValueId *out);
+  Status Reduce(OpKind kind, const char *op, ValueId x, int32_t axis, bool keepdims,
+                ValueId *out);
+  Status Reshape(const char *op, ValueId x, const Shape &shape, ValueId *out);
+  Status Transpose(const char *op, ValueId x, const std::vector<int64_t> &perm, ValueId *out);
+  Status Slice(const char *op, ValueId x, const Shape &begin, const Shape &end, ValueId *out);
+  Status Concat(const char *op, const std::vector<ValueId> &xs, int32_t axis, ValueId *out);
+  Status Gather(const char *op, ValueId table, ValueId indices, ValueId *out);
+  Status CausalMask(const char *op, int64_t rows, int64_t cols, int64_t offset,
+                    tm_dtype dtype, ValueId *out);
+  Status End(const std::vector<ValueId> &outputs);
+
+  // Checks that a value id belongs to this graph (for the C API's argument checks).
+  Status CheckValue(const char *op, ValueId v) const;
+  // Resolves a negative axis; fails with OutOfRange naming op and rank.
+  static Status NormalizeAxis(const char *op, int32_t axis, int rank, int *out);
+
+  // A canonical byte string of everything that determines the compiled code (ops, types,
+  // constants, inputs, outputs; not the name). Equal programs have equal fingerprints.
+  std::string Fingerprint() const;
+
+  // live[v]: value v contributes to an output (promotion can leave unused casts behind).
+  std::vector<bool> Live() const;
+
+ private:
+  ValueId Add(Node node);
+  Status CheckOpen(const char *op) const;
+  // Casts v to dtype (a new Scalar for weak scalars, a Cast node otherwise).
+  ValueId Convert(ValueId v, tm_dtype dtype);
+  Status BroadcastShapes(const char *op, const Shape &a, const Shape &b, Shape *out) const;
+
+  std::string name_;
+  std::vector<Node> nodes_;
+  std::vector<ValueId> inputs_;
+  std::vector<ValueId> outputs_;
+  bool ended_ = false;
+};
+
+}  // namespace tinymlir

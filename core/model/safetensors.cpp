@@ -1,0 +1,273 @@
+#include "core/model/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+namespace tinymlir {
+namespace {
+
+// Same bound as the reference implementation: a larger header is a corrupt length field,
+// not a real checkpoint, and must not make us parse gigabytes.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+bool ParseDtype(const std::string &s, SafetensorsDtype *dtype) {
+  if (s == "F32") *dtype = SafetensorsDtype::kF32;
+  else if (s == "F16") *dtype = SafetensorsDtype::kF16;
+  else if (s == "BF16") *dtype = SafetensorsDtype::kBF16;
+  else return false;
+  return true;
+}
+
+// Validates one header entry against a data section of `data_size` bytes.
+Status ParseEntry(const std::string &prefix, const std::string &name,
+                  const nlohmann::json &entry, uint64_t data_size, TensorInfo *info) {
+  const std::string where = prefix + "tensor '" + name + "': ";
+  if (!entry.is_object()) return IoError(where + "entry is not a JSON object");
+
+  auto dtype_it = entry.find("dtype");
+  if (dtype_it == entry.end()) return IoError(where + "missing 'dtype'");
+  if (!dtype_it->is_string()) return IoError(where + "'dtype' is not a string");
+  const std::string dtype_name = dtype_it->get<std::string>();
+  if (!ParseDtype(dtype_name, &info->dtype)) {
+    return IoError(where + "unsupported dtype '" + dtype_name + "' (expected F32, F16 or BF16)");
+  }
+
+  auto shape_it = entry.find("shape");
+  if (shape_it == entry.end()) return IoError(where + "missing 'shape'");
+  if (!shape_it->is_array()) return IoError(where + "'shape' is not an array");
+  uint64_t elements = 1;
+  bool overflow = false;
+  for (size_t i = 0; i < shape_it->size(); ++i) {
+    const nlohmann::json &dim = (*shape_it)[i];
+    if (dim.is_number_integer() && !dim.is_number_unsigned()) {
+      return IoError(where + "shape[" + std::to_string(i) + "] is negative (" + dim.dump() + ")");
+    }
+    if (!dim.is_number_unsigned()) {
+      return IoError(where + "shape[" + std::to_string(i) + "] is not a non-negative integer (" +
+                     dim.dump() + ")");
+    }
+    const uint64_t d = dim.get<uint64_t>();
+    if (d > static_cast<uint64_t>(INT64_MAX)) {
+      return IoError(where + "shape[" + std::to_string(i) + "] = " + std::to_string(d) +
+                     " is too large");
+    }
+    info->shape.push_back(static_cast<int64_t>(d));
+    overflow = overflow || __builtin_mul_overflow(elements, d, &elements);
+  }
+  uint64_t expected_bytes = 0;
+  overflow = overflow ||
+             __builtin_mul_overflow(elements, SafetensorsDtypeSize(info->dtype), &expected_bytes);
+
+  auto off_it = entry.find("data_offsets");
+  if (off_it == entry.end()) return IoError(where + "missing 'data_offsets'");
+  if (!off_it->is_array() || off_it->size() != 2 || !(*off_it)[0].is_number_unsigned() ||
+      !(*off_it)[1].is_number_unsigned()) {
+    return IoError(where + "'data_offsets' must be [begin, end] of non-negative integers, got " +
+                   off_it->dump());
+  }
+  const uint64_t begin = (*off_it)[0].get<uint64_t>();
+  const uint64_t end = (*off_it)[1].get<uint64_t>();
+  if (begin > end) {
+    return IoError(where + "data_offsets begin " + std::to_string(begin) + " > end " +
+                   std::to_string(end));
+  }
+  if (end > data_size) {
+    return IoError(where + "data_offsets [" + std::to_string(begin) + ", " +
+                   std::to_string(end) + "] lie outside the data section of " +
+                   std::to_string(data_size) + " bytes");
+  }
+  if (overflow || expected_bytes != end - begin) {
+    return IoError(where + "shape " + shape_it->dump() + " x " + dtype_name + " needs " +
+                   (overflow ? std::string("more than 2^64") : std::to_string(expected_bytes)) +
+                   " bytes but data_offsets span " + std::to_string(end - begin) + " bytes");
+  }
+  info->name = name;
+  info->data_begin = begin;
+  info->nbytes = static_cast<size_t>(end - begin);
+  return Status::Ok();
+}
+
+}  // namespace
+
+size_t SafetensorsDtypeSize(SafetensorsDtype dtype) {
+  return dtype == SafetensorsDtype::kF32 ? 4 : 2;
+}
+
+const char *SafetensorsDtypeName(SafetensorsDtype dtype) {
+  switch (dtype) {
+    case SafetensorsDtype::kF32: return "F32";
+    case SafetensorsDtype::kF16: return "F16";
+    case SafetensorsDtype::kBF16: return "BF16";
+  }
+  return "?";
+}
+
+float F16BitsToF32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);  // inf, or NaN with its payload kept
+  } else if (exp != 0) {
+    bits = sign | ((exp + (127 - 15)) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;  // signed zero
+  } else {
+    // Subnormal half: normalize, since every one is a normal float.
+    exp = 127 - 15 + 1;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float BF16BitsToF32(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+int64_t TensorInfo::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_ != nullptr) munmap(map_, map_size_);
+}
+
+Status SafetensorsFile::Open(const std::string &path, std::unique_ptr<SafetensorsFile> *out) {
+  if (out == nullptr) return InvalidArgument("SafetensorsFile::Open: out is null");
+  const std::string prefix = "safetensors file '" + path + "': ";
+
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError(prefix + "cannot open: " + ErrnoText());
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    Status s = IoError(prefix + "cannot stat: " + ErrnoText());
+    ::close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return IoError(prefix + "not a regular file");
+  }
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size < 8) {
+    ::close(fd);
+    return IoError(prefix + "truncated: " + std::to_string(file_size) +
+                   " bytes, need at least 8 for the header length");
+  }
+  void *map = mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const std::string mmap_error = map == MAP_FAILED ? ErrnoText() : std::string();
+  ::close(fd);  // the mapping keeps the file alive
+  if (map == MAP_FAILED) return IoError(prefix + "mmap failed: " + mmap_error);
+
+  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->path_ = path;
+  file->map_ = map;
+  file->map_size_ = file_size;
+  const uint8_t *bytes = static_cast<const uint8_t *>(map);
+
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
+  if (header_len > file_size - 8) {
+    return IoError(prefix + "truncated: header length " + std::to_string(header_len) +
+                   " exceeds the " + std::to_string(file_size - 8) +
+                   " bytes after the length field");
+  }
+  if (header_len < 2 || header_len > kMaxHeaderBytes) {
+    return IoError(prefix + "bad header length " + std::to_string(header_len) +
+                   " (must be between 2 and " + std::to_string(kMaxHeaderBytes) + ")");
+  }
+  const char *header = reinterpret_cast<const char *>(bytes + 8);
+  const uint8_t *data = bytes + 8 + header_len;
+  const uint64_t data_size = file_size - 8 - header_len;
+
+  try {
+    nlohmann::json root;
+    try {
+      root = nlohmann::json::parse(header, header + header_len);
+    } catch (const nlohmann::json::parse_error &e) {
+      return IoError(prefix + "header is not valid JSON: " + e.what());
+    }
+    if (!root.is_object()) return IoError(prefix + "header is not a JSON object");
+
+    std::vector<std::tuple<uint64_t, uint64_t, const TensorInfo *>> spans;
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      if (it.key() == "__metadata__") continue;  // free-form strings; nothing we need
+      TensorInfo info;
+      TM_RETURN_IF_ERROR(ParseEntry(prefix, it.key(), it.value(), data_size, &info));
+      info.data = data + info.data_begin;
+      const TensorInfo &stored = file->tensors_.emplace(it.key(), std::move(info)).first->second;
+      file->names_.push_back(it.key());
+      if (stored.nbytes > 0) {
+        spans.emplace_back(stored.data_begin, stored.data_begin + stored.nbytes, &stored);
+      }
+    }
+    // Overlapping spans mean a corrupt or hostile header: two tensors would alias.
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i) {
+      const auto &[pb, pe, prev] = spans[i - 1];
+      const auto &[cb, ce, cur] = spans[i];
+      if (cb < pe) {
+        return IoError(prefix + "tensor '" + cur->name + "' data_offsets [" +
+                       std::to_string(cb) + ", " + std::to_string(ce) +
+                       "] overlap tensor '" + prev->name + "' data_offsets [" +
+                       std::to_string(pb) + ", " + std::to_string(pe) + "]");
+      }
+    }
+  } catch (const std::exception &e) {
+    return IoError(prefix + "malformed header: " + e.what());
+  }
+  std::sort(file->names_.begin(), file->names_.end());
+  *out = std::move(file);
+  return Status::Ok();
+}
+
+const TensorInfo *SafetensorsFile::Find(const std::string &name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+Status SafetensorsFile::ReadAsF32(const std::string &name, std::vector<float> *out) const {
+  if (out == nullptr) return InvalidArgument("ReadAsF32: out is null");
+  const TensorInfo *info = Find(name);
+  if (info == nullptr) {
+    return InvalidArgument("safetensors file '" + path_ + "': no tensor named '" + name + "'");
+  }
+  const size_t n = info->nbytes / SafetensorsDtypeSize(info->dtype);
+  out->resize(n);
+  if (info->dtype == SafetensorsDtype::kF32) {
+    if (n > 0) std::memcpy(out->data(), info->data, info->nbytes);
+    return Status::Ok();
+  }
+  const bool half = info->dtype == SafetensorsDtype::kF16;
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, info->data + 2 * i, sizeof bits);  // data may be unaligned
+    (*out)[i] = half ? F16BitsToF32(bits) : BF16BitsToF32(bits);
+  }
+  return Status::Ok();
+}
+
+}  // namespace tinymlir

@@ -1,0 +1,79 @@
+// Reader for the safetensors checkpoint format (Hugging Face): an 8-byte little-endian
+// header length, a JSON header mapping tensor names to {dtype, shape, data_offsets}, then
+// the raw tensor bytes. The file is mmapped read-only and every header field is validated
+// at Open, so later lookups cannot run off the mapping.
+//
+// Thread-safety: after Open the object is immutable; all const methods may be called
+// concurrently. The host is assumed little-endian (as is the format).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/support/status.h"
+
+namespace tinymlir {
+
+// Element types accepted in a checkpoint. Everything is upcast to F32 for computation.
+enum class SafetensorsDtype { kF32, kF16, kBF16 };
+
+// Bytes per element (4 or 2).
+size_t SafetensorsDtypeSize(SafetensorsDtype dtype);
+// The header spelling: "F32", "F16", "BF16".
+const char *SafetensorsDtypeName(SafetensorsDtype dtype);
+
+// Exact conversions (every half/bfloat value is representable as a float): F16 keeps
+// subnormals, signed zeros, infinities and NaN payloads; BF16 is the upper half of an F32.
+float F16BitsToF32(uint16_t bits);
+float BF16BitsToF32(uint16_t bits);
+
+struct TensorInfo {
+  std::string name;
+  SafetensorsDtype dtype = SafetensorsDtype::kF32;
+  std::vector<int64_t> shape;
+  // Points into the mapping; valid while the SafetensorsFile lives. Not necessarily
+  // aligned to the element size: copy with memcpy.
+  const uint8_t *data = nullptr;
+  size_t nbytes = 0;
+  // Offset of the span within the data section (after the header).
+  uint64_t data_begin = 0;
+
+  int64_t num_elements() const;
+};
+
+class SafetensorsFile {
+ public:
+  // Maps and validates `path`. On failure `*out` is left untouched and the status is
+  // TM_ERROR_IO (missing file, truncated file, bad header, bad entry) or
+  // TM_ERROR_INVALID_ARGUMENT (null `out`).
+  static Status Open(const std::string &path, std::unique_ptr<SafetensorsFile> *out);
+
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile &) = delete;
+  SafetensorsFile &operator=(const SafetensorsFile &) = delete;
+
+  const std::string &path() const { return path_; }
+  // Tensor names in lexicographic order (`__metadata__` excluded).
+  const std::vector<std::string> &names() const { return names_; }
+  // nullptr when the file has no tensor called `name`.
+  const TensorInfo *Find(const std::string &name) const;
+
+  // Copies tensor `name` into `*out` as F32 (resized to num_elements). TM_ERROR_INVALID_ARGUMENT
+  // when the tensor does not exist or `out` is null.
+  Status ReadAsF32(const std::string &name, std::vector<float> *out) const;
+
+ private:
+  SafetensorsFile() = default;
+
+  std::string path_;
+  void *map_ = nullptr;
+  size_t map_size_ = 0;
+  std::vector<std::string> names_;
+  std::map<std::string, TensorInfo> tensors_;
+};
+
+}  // namespace tinymlir

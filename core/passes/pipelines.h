@@ -1,0 +1,44 @@
+// The pass pipelines, as named constants in the order they run (the seed chapter's
+// pipelines, kept as strings so that each stage can be reproduced with mlir-opt).
+#pragma once
+
+#include <string>
+
+#include "core/support/status.h"
+
+namespace mlir {
+class ModuleOp;
+}
+
+namespace tinymlir {
+
+// 1. Target-independent clean-up and elementwise fusion (3 generics -> 1 for the seed's
+//    affine_activation).
+inline constexpr const char *kOptimizePipeline =
+    "canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,cse";
+
+// 2. Bufferization, once for every target: tensors become memrefs, internal buffers are
+//    freed by the deallocation pipeline.
+inline constexpr const char *kBufferizePipeline =
+    "one-shot-bufferize{bufferize-function-boundaries},buffer-deallocation-pipeline";
+
+// 3. (CPU) The BLAS rewrite runs here, between bufferization and lowering; see
+//    blas_rewrite.h.
+
+// 4. Lowering to the LLVM dialect. convert-math-to-funcs is added to the seed's list: it
+//    expands math.ipowi (integer pow), which no other conversion handles.
+inline constexpr const char *kLowerToLLVMPipeline =
+    "convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+    "convert-math-to-funcs,convert-math-to-libm,convert-math-to-llvm,convert-arith-to-llvm,"
+    "convert-func-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"
+    "reconcile-unrealized-casts";
+
+// Parses `pipeline` (a comma-separated list of passes, anchored on builtin.module) and runs
+// it on the module with the verifier on. Diagnostics go into the returned Status, which
+// names `stage`.
+Status RunPipeline(mlir::ModuleOp module, const char *stage, const std::string &pipeline);
+
+// Verifies the module; a failure names `stage` and carries the diagnostics.
+Status VerifyModule(mlir::ModuleOp module, const char *stage);
+
+}  // namespace tinymlir
