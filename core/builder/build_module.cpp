@@ -215,7 +215,9 @@ Value ModuleBuilder::ElementwiseBody(OpBuilder &b, const Node &n,
     case OpKind::kLog: return math::LogOp::create(b, loc_, a[0]);
     case OpKind::kTanh: return math::TanhOp::create(b, loc_, a[0]);
     case OpKind::kSqrt: return math::SqrtOp::create(b, loc_, a[0]);
-    case OpKind::kRsqrt: return math::RsqrtOp::create(b, loc_, a[0]);
+    case OpKind::kRsqrt:  // 1 / sqrt(x): libm has no rsqrtf for math-to-libm to call
+      return arith::DivFOp::create(b, loc_, ScalarConstant(b, operand, 1.0),
+                                   math::SqrtOp::create(b, loc_, a[0]));
     case OpKind::kErf: return math::ErfOp::create(b, loc_, a[0]);
     case OpKind::kAbs:
       if (f) return math::AbsFOp::create(b, loc_, a[0]);

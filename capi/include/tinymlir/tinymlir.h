@@ -349,6 +349,97 @@ TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text)
 TM_API tm_status tm_invoke(tm_program *program, const tm_tensor *inputs, int32_t n_inputs,
                            const tm_tensor *outputs, int32_t n_outputs);
 
+/* ---- GPT-2 models --------------------------------------------------------------------- */
+
+typedef struct tm_model tm_model;
+
+/* Loads a GPT-2 checkpoint in Hugging Face layout from the folder `dir`: config.json and
+ * model.safetensors (F32, F16 or BF16 weights, converted to F32 once; keys with or without
+ * the "transformer." prefix), plus vocab.json and merges.txt when present (without them
+ * the model works on token ids only). Programs are compiled through ctx's cache as they are
+ * first needed; ctx must outlive the model. *out receives a model to release with
+ * tm_model_destroy. Errors: TM_ERROR_INVALID_ARGUMENT (null), TM_ERROR_IO (missing or
+ * malformed file, wrong tensor name/shape/dtype; the message names it), TM_ERROR_UNSUPPORTED
+ * (a configuration this implementation does not run, e.g. another activation or target). */
+TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, tm_target target,
+                               tm_model **out);
+
+/* Frees a model (weights, tokenizer, KV cache, its references to programs). Accepts NULL. */
+TM_API void tm_model_destroy(tm_model *model);
+
+/* The model's dimensions; any output pointer may be NULL.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (null model). */
+TM_API tm_status tm_model_info(const tm_model *model, int32_t *vocab_size, int32_t *n_ctx,
+                               int32_t *n_layer, int32_t *n_embd);
+
+/* Encodes `len` bytes of UTF-8 text into token ids (GPT-2 byte-level BPE). At most
+ * `capacity` ids are written to `ids`; *n_ids receives the number of ids the text needs.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (null, invalid UTF-8, or capacity too small: *n_ids then
+ * holds the size needed), TM_ERROR_UNSUPPORTED (the model has no tokenizer files). */
+TM_API tm_status tm_tokenize(tm_model *model, const char *text, size_t len, int32_t *ids,
+                             size_t capacity, size_t *n_ids);
+
+/* Decodes ids into bytes (not NUL-terminated; a piece may end inside a UTF-8 character).
+ * At most `capacity` bytes are written to `buf`; *len receives the number needed.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (null, capacity too small: *len holds the size needed),
+ * TM_ERROR_OUT_OF_RANGE (an id outside the vocabulary), TM_ERROR_UNSUPPORTED (no tokenizer). */
+TM_API tm_status tm_detokenize(tm_model *model, const int32_t *ids, size_t n, char *buf,
+                               size_t capacity, size_t *len);
+
+/* Runs the model on ids[0..n) (full recompute, no cache) and writes the vocab_size logits
+ * of the last position to `logits` (caller-owned).
+ * Errors: TM_ERROR_INVALID_ARGUMENT (null, n == 0), TM_ERROR_OUT_OF_RANGE (an id outside
+ * the vocabulary, n > n_ctx), TM_ERROR_COMPILE. Not thread-safe per model. */
+TM_API tm_status tm_model_logits(tm_model *model, const int32_t *ids, size_t n, float *logits);
+
+typedef struct tm_generate_options {
+  uint32_t struct_size;   /* sizeof(tm_generate_options); set by tm_generate_options_init */
+  int32_t max_new_tokens; /* tokens to generate (default 32) */
+  float temperature;      /* 0 = greedy (default); > 0 samples from softmax(logits / T) */
+  int32_t top_k;          /* keep the k most likely tokens; 0 = all (default) */
+  float top_p;            /* keep the smallest set with probability >= p; 1 = all (default) */
+  uint64_t seed;          /* random seed for sampling (default 0) */
+  int32_t use_kv_cache;   /* 1 = KV cache (default); 0 = recompute the prefix every step */
+  int32_t stop_at_eos;    /* 1 = stop after emitting the config's eos_token_id (GPT-2:
+                           * <|endoftext|>, 50256); default 0 */
+} tm_generate_options;
+
+/* Fills options with the defaults: 32 tokens, greedy, KV cache on, no stop at EOS. */
+TM_API void tm_generate_options_init(tm_generate_options *options);
+
+/* Called with each generated token as soon as it is chosen; a non-zero return stops the
+ * generation after that token. */
+typedef int (*tm_token_callback)(void *user, int32_t token);
+
+/* Generates up to max_new_tokens tokens after prompt[0..n_prompt). Each new token is passed
+ * to `callback` (may be NULL) and written to out_ids; out_ids may be NULL with capacity 0
+ * when only the callback is wanted. *n_out receives the number generated. options may be
+ * NULL (defaults).
+ * Errors: TM_ERROR_INVALID_ARGUMENT (null, empty prompt, bad options, capacity smaller than
+ * max_new_tokens: *n_out then holds the size needed), TM_ERROR_OUT_OF_RANGE (a prompt id
+ * outside the vocabulary, prompt + new tokens beyond n_ctx), TM_ERROR_COMPILE.
+ * Not thread-safe per model (it owns one KV cache); use one model per thread. */
+TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
+                             const tm_generate_options *options, tm_token_callback callback,
+                             void *user, int32_t *out_ids, size_t capacity, size_t *n_out);
+
+/* Statistics of the model's work so far (any pointer may be NULL): programs compiled and
+ * found in the cache, and time spent compiling, in prefill and in decode steps. */
+typedef struct tm_model_stats {
+  uint32_t struct_size;
+  uint64_t programs_compiled;
+  uint64_t programs_cached;
+  double compile_seconds;
+  double load_seconds;
+  double prefill_seconds;   /* last tm_generate: prompt processing */
+  double decode_seconds;    /* last tm_generate: all decode steps */
+  uint64_t decode_tokens;   /* last tm_generate: tokens produced by decode steps */
+} tm_model_stats;
+
+/* Fills *stats (set stats->struct_size = sizeof(tm_model_stats) first).
+ * Errors: TM_ERROR_INVALID_ARGUMENT. */
+TM_API tm_status tm_model_get_stats(const tm_model *model, tm_model_stats *stats);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

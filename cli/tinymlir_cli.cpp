@@ -1,0 +1,207 @@
+// The `tinymlir` command: GPT-2 text generation on the public C API.
+//
+//   tinymlir generate [--model DIR] [--tokens N] [--temperature T] [--top-k K] [--top-p P]
+//                     [--seed S] [--no-kv-cache] [--stop-at-eos] [--ids] "prompt"
+//
+// The continuation streams to stdout as tokens are produced; a short report (load, compile,
+// prefill, decode speed) goes to stderr. Without --model the embedded default model
+// (share/tinymlir/models/kjv-tiny next to the binary, in the build tree or an install) runs.
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tinymlir/tinymlir.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: tinymlir generate [options] \"prompt\"\n"
+    "  --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
+    "  --tokens N         tokens to generate (default 50)\n"
+    "  --temperature T    0 = greedy (default); > 0 samples\n"
+    "  --top-k K          sample among the K most likely tokens (0 = all)\n"
+    "  --top-p P          sample among the smallest set with probability >= P (default 1)\n"
+    "  --seed S           random seed for sampling (default 0)\n"
+    "  --no-kv-cache      recompute the whole prefix for every token\n"
+    "  --stop-at-eos      stop after the end-of-text token\n"
+    "  --ids              the prompt is token ids (\"1 2 3\"); print ids, not text\n";
+
+struct Args {
+  std::string model;
+  std::string prompt;
+  bool have_prompt = false;
+  tm_generate_options options;
+  bool ids = false;
+};
+
+[[noreturn]] void Die(const std::string &message) {
+  std::fprintf(stderr, "tinymlir: %s\n", message.c_str());
+  std::exit(1);
+}
+
+void Check(tm_status s, const char *what) {
+  if (s != TM_OK) Die(std::string(what) + ": " + tm_last_error());
+}
+
+double ParseNumber(const char *flag, const char *text, double lo, double hi) {
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(text, &end);
+  if (errno || end == text || *end || v < lo || v > hi)
+    Die(std::string(flag) + " expects a number in [" + std::to_string(lo) + ", " +
+        std::to_string(hi) + "], got '" + text + "'");
+  return v;
+}
+
+Args ParseArgs(int argc, char **argv) {
+  if (argc < 2 || std::strcmp(argv[1], "generate") != 0) {
+    std::fputs(kUsage, stderr);
+    std::exit(argc < 2 ? 1 : (std::strcmp(argv[1], "--help") == 0 ? 0 : 1));
+  }
+  Args a;
+  tm_generate_options_init(&a.options);
+  a.options.max_new_tokens = 50;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc) Die(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--model") a.model = value();
+    else if (arg == "--tokens") a.options.max_new_tokens = static_cast<int32_t>(ParseNumber("--tokens", value(), 0, INT32_MAX));
+    else if (arg == "--temperature") a.options.temperature = static_cast<float>(ParseNumber("--temperature", value(), 0, 1e6));
+    else if (arg == "--top-k") a.options.top_k = static_cast<int32_t>(ParseNumber("--top-k", value(), 0, INT32_MAX));
+    else if (arg == "--top-p") a.options.top_p = static_cast<float>(ParseNumber("--top-p", value(), 1e-9, 1));
+    else if (arg == "--seed") a.options.seed = static_cast<uint64_t>(ParseNumber("--seed", value(), 0, 9007199254740992.0));
+    else if (arg == "--no-kv-cache") a.options.use_kv_cache = 0;
+    else if (arg == "--stop-at-eos") a.options.stop_at_eos = 1;
+    else if (arg == "--ids") a.ids = true;
+    else if (arg == "--help" || arg == "-h") { std::fputs(kUsage, stdout); std::exit(0); }
+    else if (arg.size() > 1 && arg[0] == '-' && arg[1] == '-') Die("unknown option " + arg + "\n" + kUsage);
+    else if (a.have_prompt) Die("more than one prompt given (quote the prompt)");
+    else { a.prompt = arg; a.have_prompt = true; }
+  }
+  if (!a.have_prompt) Die(std::string("no prompt given\n") + kUsage);
+  return a;
+}
+
+// The embedded model: <dir of this binary>/../share/tinymlir/models/kjv-tiny. The build tree
+// links share/ to the source's models/, an install copies them, so both find it.
+std::string DefaultModelDir() {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) Die("cannot locate the tinymlir binary to find the default model; use --model");
+  exe[n] = '\0';
+  std::string dir(exe);
+  dir = dir.substr(0, dir.rfind('/'));
+  std::string model = dir + "/../share/tinymlir/models/kjv-tiny";
+  if (access((model + "/config.json").c_str(), R_OK) != 0)
+    Die("the default model is not at " + model + "; pass --model DIR");
+  return model;
+}
+
+std::vector<int32_t> ParseIds(const std::string &text) {
+  std::vector<int32_t> ids;
+  const char *p = text.c_str();
+  while (*p) {
+    if (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') { ++p; continue; }
+    char *end = nullptr;
+    errno = 0;
+    long v = std::strtol(p, &end, 10);
+    if (end == p || errno || v < INT32_MIN || v > INT32_MAX) Die("--ids: cannot read an id at '" + std::string(p) + "'");
+    ids.push_back(static_cast<int32_t>(v));
+    p = end;
+  }
+  return ids;
+}
+
+// Streams decoded text, holding back an incomplete UTF-8 sequence at the end so a
+// character split across tokens is printed whole.
+struct Streamer {
+  tm_model *model;
+  bool ids;
+  std::string pending;
+
+  static size_t CompletePrefix(const std::string &s) {
+    size_t i = s.size(), back = 0;
+    while (i > 0 && back < 4 && (static_cast<unsigned char>(s[i - 1]) & 0xC0) == 0x80) { --i; ++back; }
+    if (i == 0) return s.size();
+    unsigned char lead = static_cast<unsigned char>(s[i - 1]);
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return (back + 1 >= need) ? s.size() : i - 1;
+  }
+
+  static int OnToken(void *user, int32_t token) {
+    auto *s = static_cast<Streamer *>(user);
+    if (s->ids) {
+      std::printf(" %d", token);
+    } else {
+      char buf[256];
+      size_t len = 0;
+      if (tm_detokenize(s->model, &token, 1, buf, sizeof buf, &len) == TM_OK) s->pending.append(buf, len);
+      size_t n = CompletePrefix(s->pending);
+      std::fwrite(s->pending.data(), 1, n, stdout);
+      s->pending.erase(0, n);
+    }
+    std::fflush(stdout);
+    return 0;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  Args args = ParseArgs(argc, argv);
+  std::string dir = args.model.empty() ? DefaultModelDir() : args.model;
+
+  tm_context *ctx = nullptr;
+  tm_model *model = nullptr;
+  Check(tm_context_create(&ctx), "creating a context");
+  std::fprintf(stderr, "[tinymlir] loading %s\n", dir.c_str());
+  Check(tm_model_load(ctx, dir.c_str(), TM_TARGET_CPU, &model), "loading the model");
+
+  std::vector<int32_t> prompt;
+  if (args.ids) {
+    prompt = ParseIds(args.prompt);
+  } else {
+    size_t n = 0;
+    tm_status s = tm_tokenize(model, args.prompt.data(), args.prompt.size(), nullptr, 0, &n);
+    if (s != TM_OK && s != TM_ERROR_INVALID_ARGUMENT) Check(s, "tokenizing the prompt");
+    if (s == TM_ERROR_INVALID_ARGUMENT && n == 0) Check(s, "tokenizing the prompt");
+    prompt.resize(n);
+    Check(tm_tokenize(model, args.prompt.data(), args.prompt.size(), prompt.data(), n, &n),
+          "tokenizing the prompt");
+  }
+  std::fprintf(stderr, "[tinymlir] prompt: %zu tokens; compiling on first use...\n", prompt.size());
+
+  Streamer streamer{model, args.ids, {}};
+  std::fputs(args.prompt.c_str(), stdout);
+  std::fflush(stdout);
+  size_t produced = 0;
+  Check(tm_generate(model, prompt.data(), prompt.size(), &args.options, Streamer::OnToken, &streamer,
+                    nullptr, 0, &produced),
+        "generating");
+  std::fwrite(streamer.pending.data(), 1, streamer.pending.size(), stdout);
+  std::fputc('\n', stdout);
+
+  tm_model_stats st;
+  st.struct_size = sizeof st;
+  Check(tm_model_get_stats(model, &st), "reading statistics");
+  std::fprintf(stderr,
+               "[tinymlir] load %.0f ms | compile %.0f ms (%llu programs compiled, %llu from cache)"
+               " | prefill %.1f ms | decode %.1f tokens/s (%llu tokens)\n",
+               st.load_seconds * 1e3, st.compile_seconds * 1e3,
+               static_cast<unsigned long long>(st.programs_compiled),
+               static_cast<unsigned long long>(st.programs_cached), st.prefill_seconds * 1e3,
+               st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0,
+               static_cast<unsigned long long>(st.decode_tokens));
+  tm_model_destroy(model);
+  tm_context_destroy(ctx);
+  return 0;
+}

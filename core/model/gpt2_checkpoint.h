@@ -1,0 +1,58 @@
+// A GPT-2 checkpoint in Hugging Face layout: config.json plus model.safetensors, read,
+// validated against each other and converted to F32 once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/support/status.h"
+
+namespace tinymlir {
+
+struct Gpt2Config {
+  int32_t vocab_size = 0;
+  int32_t n_ctx = 0;    // n_positions: the longest sequence
+  int32_t n_embd = 0;
+  int32_t n_layer = 0;
+  int32_t n_head = 0;
+  int32_t n_inner = 0;  // 4 * n_embd when config.json says null
+  double layer_norm_epsilon = 1e-5;
+  int32_t eos_token_id = -1;  // config's eos_token_id; -1 when it has none
+
+  int32_t head_dim() const { return n_embd / n_head; }
+};
+
+// Reads and validates config.json; configurations the model cannot run faithfully (other
+// activations, attention variants, n_embd not divisible by n_head) are TM_ERROR_UNSUPPORTED.
+Status ReadGpt2Config(const std::string &path, Gpt2Config *config);
+
+// One F32 tensor (C-contiguous).
+struct Weight {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+struct Gpt2Layer {
+  Weight ln_1_g, ln_1_b;        // (d)
+  Weight attn_w, attn_b;        // Conv1D (d, 3d), (3d)
+  Weight attn_proj_w, attn_proj_b;  // (d, d), (d)
+  Weight ln_2_g, ln_2_b;        // (d)
+  Weight fc_w, fc_b;            // (d, n_inner), (n_inner)
+  Weight mlp_proj_w, mlp_proj_b;  // (n_inner, d), (d)
+};
+
+struct Gpt2Weights {
+  Weight wte;  // (vocab, d); also the LM head (tied)
+  Weight wpe;  // (n_ctx, d)
+  std::vector<Gpt2Layer> layers;
+  Weight ln_f_g, ln_f_b;
+};
+
+// Loads every tensor the config calls for, with or without the "transformer." prefix,
+// skipping attention-mask buffers (h.N.attn.bias / masked_bias) and a tied lm_head.weight.
+// A missing tensor, a wrong shape or an unexpected tensor is TM_ERROR_IO naming it.
+Status LoadGpt2Weights(const std::string &safetensors_path, const Gpt2Config &config,
+                       Gpt2Weights *weights);
+
+}  // namespace tinymlir

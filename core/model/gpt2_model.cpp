@@ -1,0 +1,261 @@
+#include "core/model/gpt2_model.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <limits>
+
+namespace tinymlir {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+bool FileExists(const std::string &path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int64_t NextPowerOfTwo(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+Status FromC(tm_status s) { return s == TM_OK ? Status::Ok() : Status(s, tm_last_error()); }
+
+// The tm_tensor array of one tm_invoke call; the shapes live as long as the builder.
+class Tensors {
+ public:
+  void Add(const float *data, std::vector<int64_t> shape) { Add(data, TM_F32, std::move(shape)); }
+  void Add(const void *data, tm_dtype dtype, std::vector<int64_t> shape) {
+    shapes_.push_back(std::move(shape));
+    tensors_.push_back({const_cast<void *>(data), dtype,
+                        static_cast<int32_t>(shapes_.back().size()), shapes_.back().data(),
+                        nullptr});
+  }
+  void Add(const Weight &w) { Add(w.data.data(), w.shape); }
+  const tm_tensor *data() const { return tensors_.data(); }
+  int32_t size() const { return static_cast<int32_t>(tensors_.size()); }
+
+ private:
+  std::deque<std::vector<int64_t>> shapes_;
+  std::vector<tm_tensor> tensors_;
+};
+
+Status Invoke(tm_program *p, const Tensors &in, const Tensors &out) {
+  return FromC(tm_invoke(p, in.data(), in.size(), out.data(), out.size()));
+}
+
+}  // namespace
+
+Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target,
+                       std::unique_ptr<Gpt2Model> *out) {
+  auto start = Clock::now();
+  if (target != TM_TARGET_CPU)
+    return Unsupported("tm_model_load: only the CPU target runs GPT-2 in this build");
+  std::unique_ptr<Gpt2Model> m(new Gpt2Model());
+  m->ctx_ = ctx;
+  m->target_ = target;
+  TM_RETURN_IF_ERROR(ReadGpt2Config(dir + "/config.json", &m->config_));
+  TM_RETURN_IF_ERROR(LoadGpt2Weights(dir + "/model.safetensors", m->config_, &m->weights_));
+
+  std::string vocab = dir + "/vocab.json", merges = dir + "/merges.txt";
+  bool has_vocab = FileExists(vocab), has_merges = FileExists(merges);
+  if (has_vocab != has_merges)
+    return IoError(dir + ": has " + (has_vocab ? "vocab.json but no merges.txt"
+                                               : "merges.txt but no vocab.json") +
+                   " (the tokenizer needs both)");
+  if (has_vocab) {
+    TM_RETURN_IF_ERROR(BpeTokenizer::Load(vocab, merges, &m->tokenizer_));
+    if (m->tokenizer_->vocab_size() > m->config_.vocab_size)
+      return IoError(dir + ": the tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
+                     " tokens but the model only " + std::to_string(m->config_.vocab_size));
+  }
+
+  const Gpt2Config &c = m->config_;
+  size_t cache = static_cast<size_t>(c.n_ctx) * c.n_embd;
+  m->k_cache_.assign(c.n_layer, std::vector<float>(cache, 0.0f));  // zeros: masked rows stay finite
+  m->v_cache_.assign(c.n_layer, std::vector<float>(cache, 0.0f));
+  m->stats_.struct_size = sizeof(tm_model_stats);
+  m->stats_.load_seconds = Seconds(start);
+  *out = std::move(m);
+  return Status::Ok();
+}
+
+Gpt2Model::~Gpt2Model() {
+  for (auto &entry : programs_) tm_program_release(entry.second);
+}
+
+Status Gpt2Model::GetProgram(Gpt2ProgramKind kind, int64_t t, int64_t l, tm_program **out) {
+  auto key = std::make_tuple(static_cast<int>(kind), t, l);
+  auto it = programs_.find(key);
+  if (it != programs_.end()) {
+    *out = it->second;
+    return Status::Ok();
+  }
+  auto start = Clock::now();
+  bool cached = false;
+  tm_program *p = nullptr;
+  TM_RETURN_IF_ERROR(FromC(CompileGpt2Program(ctx_, config_, target_, kind, t, l, &p, &cached)));
+  (cached ? stats_.programs_cached : stats_.programs_compiled) += 1;
+  stats_.compile_seconds += Seconds(start);
+  programs_.emplace(key, p);
+  *out = p;
+  return Status::Ok();
+}
+
+Status Gpt2Model::CheckIds(const char *fn, const int32_t *ids, size_t n) const {
+  if (n == 0) return InvalidArgument(std::string(fn) + ": the prompt is empty");
+  if (!ids) return InvalidArgument(std::string(fn) + ": ids is NULL");
+  if (n > static_cast<size_t>(config_.n_ctx))
+    return OutOfRange(std::string(fn) + ": " + std::to_string(n) +
+                      " tokens exceed the model's context of " + std::to_string(config_.n_ctx));
+  for (size_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= config_.vocab_size)
+      return OutOfRange(std::string(fn) + ": token id " + std::to_string(ids[i]) +
+                        " at position " + std::to_string(i) + " is outside the vocabulary (" +
+                        std::to_string(config_.vocab_size) + " tokens)");
+  return Status::Ok();
+}
+
+Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logits) {
+  const Gpt2Config &c = config_;
+  const int64_t d = c.n_embd;
+  const int64_t t = NextPowerOfTwo(static_cast<int64_t>(n));
+  const int64_t l = std::min<int64_t>(std::max<int64_t>(16, NextPowerOfTwo(pos + n)), c.n_ctx);
+
+  // Padded rows read token 0 at position 0: valid indices, results never used.
+  std::vector<int32_t> padded_ids(t, 0), positions(t, 0);
+  for (size_t i = 0; i < n; ++i) {
+    padded_ids[i] = ids[i];
+    positions[i] = static_cast<int32_t>(pos + static_cast<int64_t>(i));
+  }
+  // Row i (position pos + i) sees cache rows j <= pos + i; padded rows see row 0 only, so
+  // no row is fully masked.
+  const float hidden = std::numeric_limits<float>::lowest();
+  mask_.assign(static_cast<size_t>(t * l), hidden);
+  for (int64_t i = 0; i < t; ++i) {
+    int64_t last = i < static_cast<int64_t>(n) ? pos + i : 0;
+    for (int64_t j = 0; j <= last && j < l; ++j) mask_[i * l + j] = 0.0f;
+  }
+  x_.resize(t * d);
+  x_next_.resize(t * d);
+  q_.resize(t * d);
+  k_.resize(t * d);
+  v_.resize(t * d);
+
+  tm_program *embed, *qkv, *attn_mlp, *head;
+  TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kEmbed, t, 0, &embed));
+  TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kQkv, t, 0, &qkv));
+  TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kAttnMlp, t, l, &attn_mlp));
+  TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kHead, 1, 0, &head));
+
+  {
+    Tensors in, out;
+    in.Add(padded_ids.data(), TM_I32, {t});
+    in.Add(positions.data(), TM_I32, {t});
+    in.Add(weights_.wte);
+    in.Add(weights_.wpe);
+    out.Add(x_.data(), {t, d});
+    TM_RETURN_IF_ERROR(Invoke(embed, in, out));
+  }
+  for (int layer = 0; layer < c.n_layer; ++layer) {
+    const Gpt2Layer &w = weights_.layers[layer];
+    Tensors qkv_in, qkv_out;
+    qkv_in.Add(x_.data(), {t, d});
+    qkv_in.Add(w.ln_1_g);
+    qkv_in.Add(w.ln_1_b);
+    qkv_in.Add(w.attn_w);
+    qkv_in.Add(w.attn_b);
+    qkv_out.Add(q_.data(), {t, d});
+    qkv_out.Add(k_.data(), {t, d});
+    qkv_out.Add(v_.data(), {t, d});
+    TM_RETURN_IF_ERROR(Invoke(qkv, qkv_in, qkv_out));
+    // Only real rows enter the cache.
+    std::memcpy(&k_cache_[layer][pos * d], k_.data(), n * d * sizeof(float));
+    std::memcpy(&v_cache_[layer][pos * d], v_.data(), n * d * sizeof(float));
+
+    Tensors in, out;
+    in.Add(x_.data(), {t, d});
+    in.Add(q_.data(), {t, d});
+    in.Add(k_cache_[layer].data(), {l, d});
+    in.Add(v_cache_[layer].data(), {l, d});
+    in.Add(mask_.data(), {t, l});
+    in.Add(w.attn_proj_w);
+    in.Add(w.attn_proj_b);
+    in.Add(w.ln_2_g);
+    in.Add(w.ln_2_b);
+    in.Add(w.fc_w);
+    in.Add(w.fc_b);
+    in.Add(w.mlp_proj_w);
+    in.Add(w.mlp_proj_b);
+    out.Add(x_next_.data(), {t, d});
+    TM_RETURN_IF_ERROR(Invoke(attn_mlp, in, out));
+    std::swap(x_, x_next_);
+  }
+  Tensors in, out;
+  in.Add(&x_[(n - 1) * d], {1, d});
+  in.Add(weights_.ln_f_g);
+  in.Add(weights_.ln_f_b);
+  in.Add(weights_.wte);
+  out.Add(logits, {c.vocab_size});
+  return Invoke(head, in, out);
+}
+
+Status Gpt2Model::Logits(const int32_t *ids, size_t n, float *logits) {
+  TM_RETURN_IF_ERROR(CheckIds("tm_model_logits", ids, n));
+  if (!logits) return InvalidArgument("tm_model_logits: logits is NULL");
+  return Forward(ids, n, 0, logits);
+}
+
+Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateRequest &request,
+                           std::vector<int32_t> *out) {
+  TM_RETURN_IF_ERROR(CheckIds("tm_generate", prompt, n));
+  if (request.max_new_tokens < 0)
+    return InvalidArgument("tm_generate: max_new_tokens must be >= 0, got " +
+                           std::to_string(request.max_new_tokens));
+  if (n + static_cast<size_t>(request.max_new_tokens) > static_cast<size_t>(config_.n_ctx))
+    return OutOfRange("tm_generate: the prompt (" + std::to_string(n) + " tokens) plus " +
+                      std::to_string(request.max_new_tokens) +
+                      " new tokens exceed the model's context of " +
+                      std::to_string(config_.n_ctx) + " tokens");
+  stats_.prefill_seconds = stats_.decode_seconds = 0.0;
+  stats_.decode_tokens = 0;
+  out->clear();
+  if (request.max_new_tokens == 0) return Status::Ok();
+
+  Sampler sampler(request.sampling);
+  std::vector<int32_t> tokens(prompt, prompt + n);
+  std::vector<float> logits(config_.vocab_size);
+  const int32_t eos = config_.eos_token_id;
+  for (int32_t step = 0; step < request.max_new_tokens; ++step) {
+    auto start = Clock::now();
+    double compiling = stats_.compile_seconds;  // compile time is reported separately
+    if (step == 0 || !request.use_kv_cache)
+      TM_RETURN_IF_ERROR(Forward(tokens.data(), tokens.size(), 0, logits.data()));
+    else
+      TM_RETURN_IF_ERROR(Forward(&tokens.back(), 1, static_cast<int64_t>(tokens.size()) - 1,
+                                 logits.data()));
+    double elapsed = Seconds(start) - (stats_.compile_seconds - compiling);
+    if (step == 0) {
+      stats_.prefill_seconds = elapsed;
+    } else {
+      stats_.decode_seconds += elapsed;
+      stats_.decode_tokens += 1;
+    }
+    int32_t token = sampler.Next(logits.data(), config_.vocab_size);
+    tokens.push_back(token);
+    out->push_back(token);
+    if (request.callback && request.callback(request.user, token) != 0) break;
+    if (request.stop_at_eos && token == eos) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace tinymlir

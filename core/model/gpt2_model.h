@@ -1,0 +1,72 @@
+// GPT-2 inference: weights, tokenizer, the compiled programs and a KV cache.
+//
+// Sequence lengths are bucketed so that a whole generation compiles O(log n_ctx) programs:
+// a chunk of n new tokens runs in a program for T = next power of two >= n (padded rows are
+// masked out and never written to the cache), attending to L = next power of two >= the
+// positions filled so far (at least 16, at most n_ctx) rows of the cache.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/model/bpe_tokenizer.h"
+#include "core/model/gpt2_checkpoint.h"
+#include "core/model/gpt2_programs.h"
+#include "core/model/sampler.h"
+#include "tinymlir/tinymlir.h"
+
+namespace tinymlir {
+
+struct GenerateRequest {
+  int32_t max_new_tokens = 32;
+  SamplingOptions sampling;
+  bool use_kv_cache = true;
+  bool stop_at_eos = false;
+  tm_token_callback callback = nullptr;
+  void *user = nullptr;
+};
+
+class Gpt2Model {
+ public:
+  // Loads config, weights and (when both files exist) the tokenizer from `dir`.
+  static Status Load(tm_context *ctx, const std::string &dir, tm_target target,
+                     std::unique_ptr<Gpt2Model> *out);
+  ~Gpt2Model();
+  Gpt2Model(const Gpt2Model &) = delete;
+  Gpt2Model &operator=(const Gpt2Model &) = delete;
+
+  const Gpt2Config &config() const { return config_; }
+  const BpeTokenizer *tokenizer() const { return tokenizer_.get(); }  // null: ids only
+  const tm_model_stats &stats() const { return stats_; }
+
+  // Logits of the last position for ids[0..n), recomputing everything from position 0.
+  Status Logits(const int32_t *ids, size_t n, float *logits);
+
+  // Generates tokens after the prompt into *out (also streamed to the callback).
+  Status Generate(const int32_t *prompt, size_t n, const GenerateRequest &request,
+                  std::vector<int32_t> *out);
+
+ private:
+  Gpt2Model() = default;
+
+  Status CheckIds(const char *fn, const int32_t *ids, size_t n) const;
+  // Runs ids[0..n) at positions [pos, pos + n): fills the cache rows and writes the last
+  // position's logits.
+  Status Forward(const int32_t *ids, size_t n, int64_t pos, float *logits);
+  Status GetProgram(Gpt2ProgramKind kind, int64_t t, int64_t l, tm_program **out);
+
+  tm_context *ctx_ = nullptr;
+  tm_target target_ = TM_TARGET_CPU;
+  Gpt2Config config_;
+  Gpt2Weights weights_;
+  std::unique_ptr<BpeTokenizer> tokenizer_;
+  std::map<std::tuple<int, int64_t, int64_t>, tm_program *> programs_;  // one reference each
+  std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer: (n_ctx, d)
+  std::vector<float> x_, x_next_, q_, k_, v_, mask_;    // scratch
+  tm_model_stats stats_{};
+};
+
+}  // namespace tinymlir

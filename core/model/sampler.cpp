@@ -1,0 +1,73 @@
+#include "core/model/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace tinymlir {
+
+int32_t Argmax(const float *logits, int32_t n) {
+  int32_t best = 0;
+  for (int32_t i = 1; i < n; ++i)
+    if (logits[i] > logits[best] || std::isnan(logits[best])) best = i;
+  return best;
+}
+
+Sampler::Sampler(const SamplingOptions &options) : options_(options), state_(options.seed) {}
+
+// splitmix64: a small, well-tested generator with a fully specified output sequence.
+double Sampler::Uniform() {
+  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * (1.0 / 9007199254740992.0);  // 53 bits
+}
+
+int32_t Sampler::Next(const float *logits, int32_t n) {
+  if (options_.temperature <= 0.0f) return Argmax(logits, n);
+
+  // Candidates by decreasing logit (ties by id), cut to top-k.
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), 0);
+  auto by_logit = [&](int32_t a, int32_t b) {
+    float la = std::isnan(logits[a]) ? -INFINITY : logits[a];
+    float lb = std::isnan(logits[b]) ? -INFINITY : logits[b];
+    return la > lb || (la == lb && a < b);
+  };
+  int32_t k = options_.top_k > 0 ? std::min(options_.top_k, n) : n;
+  std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), by_logit);
+  order_.resize(k);
+
+  // Softmax of logit / T over the candidates, in double.
+  probs_.resize(k);
+  double max = logits[order_[0]] / static_cast<double>(options_.temperature), sum = 0.0;
+  for (int32_t i = 0; i < k; ++i) {
+    double l = logits[order_[i]];
+    probs_[i] = std::isnan(l) ? 0.0 : std::exp(l / options_.temperature - max);
+    sum += probs_[i];
+  }
+  for (double &p : probs_) p /= sum;
+
+  // Top-p: the smallest prefix whose probability reaches p (at least one token).
+  int32_t keep = k;
+  if (options_.top_p < 1.0f) {
+    double cumulative = 0.0;
+    for (int32_t i = 0; i < k; ++i) {
+      cumulative += probs_[i];
+      if (cumulative >= options_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  double total = std::accumulate(probs_.begin(), probs_.begin() + keep, 0.0);
+  double r = Uniform() * total;
+  for (int32_t i = 0; i < keep; ++i) {
+    r -= probs_[i];
+    if (r < 0.0) return order_[i];
+  }
+  return order_[keep - 1];
+}
+
+}  // namespace tinymlir

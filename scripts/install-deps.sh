@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tinymlir needs, only those missing. Idempotent; needs root
+# (or sudo) when something is missing.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake ninja-build pkg-config g++
+  # compiler core
+  llvm-22-dev libmlir-22-dev mlir-22-tools libopenblas-dev
+  # model
+  nlohmann-json3-dev libpcre2-dev
+  # tests
+  libgtest-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "Installing: ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
