@@ -1,0 +1,332 @@
+// The model C API's contract: argument errors, context limits, capacities, sampling,
+// callbacks, and clean TM_ERROR_IO / TM_ERROR_UNSUPPORTED for bad checkpoints.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tinymlir/tinymlir.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+const std::string kTinyA = std::string(TM_TEST_DATA_DIR) + "/tiny-a";
+const std::string kKjv = std::string(TM_MODELS_DIR) + "/kjv-tiny";
+
+class ModelApi : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(tm_context_create(&ctx_), TM_OK); }
+  void TearDown() override {
+    for (tm_model *m : models_) tm_model_destroy(m);
+    tm_context_destroy(ctx_);
+  }
+  tm_model *Load(const std::string &dir) {
+    tm_model *m = nullptr;
+    EXPECT_EQ(tm_model_load(ctx_, dir.c_str(), TM_TARGET_CPU, &m), TM_OK) << tm_last_error();
+    if (m) models_.push_back(m);
+    return m;
+  }
+  tm_status TryLoad(const std::string &dir) {
+    tm_model *m = nullptr;
+    tm_status s = tm_model_load(ctx_, dir.c_str(), TM_TARGET_CPU, &m);
+    if (m) models_.push_back(m);
+    return s;
+  }
+  tm_context *ctx_ = nullptr;
+  std::vector<tm_model *> models_;
+};
+
+TEST_F(ModelApi, InfoReportsTheConfig) {
+  tm_model *m = Load(kTinyA);
+  int32_t vocab, n_ctx, n_layer, n_embd;
+  ASSERT_EQ(tm_model_info(m, &vocab, &n_ctx, &n_layer, &n_embd), TM_OK);
+  EXPECT_EQ(vocab, 512);
+  EXPECT_EQ(n_ctx, 64);
+  EXPECT_EQ(n_layer, 2);
+  EXPECT_EQ(n_embd, 32);
+}
+
+TEST_F(ModelApi, BadPromptsAreErrorsWithMessages) {
+  tm_model *m = Load(kTinyA);
+  std::vector<float> logits(512);
+  int32_t bad[] = {1, 512, 3};
+  EXPECT_EQ(tm_model_logits(m, bad, 3, logits.data()), TM_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(tm_last_error()).find("512"), std::string::npos) << tm_last_error();
+  int32_t negative[] = {-1};
+  EXPECT_EQ(tm_model_logits(m, negative, 1, logits.data()), TM_ERROR_OUT_OF_RANGE);
+  EXPECT_EQ(tm_model_logits(m, bad, 0, logits.data()), TM_ERROR_INVALID_ARGUMENT);
+
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 62;  // 3 + 62 > n_ctx 64
+  int32_t ok[] = {1, 2, 3};
+  std::vector<int32_t> out(62);
+  size_t n = 0;
+  EXPECT_EQ(tm_generate(m, ok, 3, &o, nullptr, nullptr, out.data(), out.size(), &n),
+            TM_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(tm_last_error()).find("context"), std::string::npos) << tm_last_error();
+  EXPECT_EQ(tm_generate(m, ok, 0, nullptr, nullptr, nullptr, nullptr, 0, &n),
+            TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(tm_generate(nullptr, ok, 3, nullptr, nullptr, nullptr, nullptr, 0, &n),
+            TM_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(ModelApi, SmallCapacityReportsTheNeededSize) {
+  tm_model *m = Load(kKjv);
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 8;
+  int32_t prompt[] = {818, 262, 3726};
+  int32_t out[4];
+  size_t n = 0;
+  EXPECT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, out, 4, &n),
+            TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(n, 8u);
+
+  const char text[] = "In the beginning God created";
+  int32_t ids[2];
+  EXPECT_EQ(tm_tokenize(m, text, sizeof text - 1, ids, 2, &n), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(n, 5u);
+  char buf[4];
+  size_t len = 0;
+  EXPECT_EQ(tm_detokenize(m, prompt, 3, buf, sizeof buf, &len), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(len, std::string("In the beginning").size());
+}
+
+TEST_F(ModelApi, TokenizerErrors) {
+  tm_model *kjv = Load(kKjv);
+  int32_t ids[8];
+  size_t n = 0;
+  EXPECT_EQ(tm_tokenize(kjv, "\xff\xfe", 2, ids, 8, &n), TM_ERROR_INVALID_ARGUMENT);
+  int32_t bad = 50257;
+  char buf[16];
+  EXPECT_EQ(tm_detokenize(kjv, &bad, 1, buf, sizeof buf, &n), TM_ERROR_OUT_OF_RANGE);
+  // The random fixtures ship no tokenizer files: ids only.
+  tm_model *tiny = Load(kTinyA);
+  EXPECT_EQ(tm_tokenize(tiny, "hi", 2, ids, 8, &n), TM_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(tm_last_error()).find("tokenizer"), std::string::npos);
+}
+
+struct Collected {
+  std::vector<int32_t> tokens;
+  size_t stop_after = SIZE_MAX;
+};
+
+int Collect(void *user, int32_t token) {
+  auto *c = static_cast<Collected *>(user);
+  c->tokens.push_back(token);
+  return c->tokens.size() >= c->stop_after ? 1 : 0;
+}
+
+TEST_F(ModelApi, CallbackStreamsEveryTokenAndCanStop) {
+  tm_model *m = Load(kKjv);
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 10;
+  int32_t prompt[] = {818, 262, 3726};
+  std::vector<int32_t> out(10);
+  size_t n = 0;
+  Collected all;
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, Collect, &all, out.data(), out.size(), &n), TM_OK);
+  EXPECT_EQ(n, 10u);
+  EXPECT_EQ(all.tokens, std::vector<int32_t>(out.begin(), out.begin() + n));
+
+  Collected three;
+  three.stop_after = 3;
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, Collect, &three, nullptr, 0, &n), TM_OK);
+  EXPECT_EQ(n, 3u);
+  EXPECT_EQ(three.tokens, std::vector<int32_t>(out.begin(), out.begin() + 3));
+}
+
+TEST_F(ModelApi, SamplingIsSeededAndDiffersFromGreedy) {
+  tm_model *m = Load(kKjv);
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 24;
+  o.temperature = 1.0f;
+  o.top_k = 50;
+  o.top_p = 0.95f;
+  o.seed = 42;
+  int32_t prompt[] = {818, 262, 3726};
+  std::vector<int32_t> a(24), b(24), c(24), greedy(24);
+  size_t n = 0;
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, a.data(), 24, &n), TM_OK);
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, b.data(), 24, &n), TM_OK);
+  EXPECT_EQ(a, b) << "the same seed must give the same tokens";
+  o.seed = 7;
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, c.data(), 24, &n), TM_OK);
+  EXPECT_NE(a, c) << "24 tokens sampled at T=1 with another seed should differ";
+  o.temperature = 0.0f;
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, greedy.data(), 24, &n), TM_OK);
+  EXPECT_NE(a, greedy);
+  // top_k = 1 is greedy whatever the temperature.
+  o.temperature = 2.0f;
+  o.top_k = 1;
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, c.data(), 24, &n), TM_OK);
+  EXPECT_EQ(c, greedy);
+}
+
+TEST_F(ModelApi, BadOptionsAreRejected) {
+  tm_model *m = Load(kTinyA);
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  int32_t prompt[] = {1};
+  size_t n = 0;
+  o.top_p = 0.0f;
+  EXPECT_EQ(tm_generate(m, prompt, 1, &o, nullptr, nullptr, nullptr, 0, &n),
+            TM_ERROR_INVALID_ARGUMENT);
+  tm_generate_options_init(&o);
+  o.struct_size = 3;
+  EXPECT_EQ(tm_generate(m, prompt, 1, &o, nullptr, nullptr, nullptr, 0, &n),
+            TM_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(ModelApi, ProgramsAreSharedAcrossLayersAndModels) {
+  tm_model *a = Load(kKjv);
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 20;
+  int32_t prompt[] = {818, 262, 3726};
+  size_t n = 0;
+  ASSERT_EQ(tm_generate(a, prompt, 3, &o, nullptr, nullptr, nullptr, 0, &n), TM_OK);
+  tm_model_stats st;
+  st.struct_size = sizeof st;
+  ASSERT_EQ(tm_model_get_stats(a, &st), TM_OK);
+  // 4 layers share their block programs; 23 positions need a handful of buckets, not one
+  // program per layer or per length.
+  EXPECT_LE(st.programs_compiled, 12u);
+  EXPECT_EQ(st.decode_tokens, 19u);
+  // A second model in the same context finds every program in the cache.
+  tm_model *b = Load(kKjv);
+  ASSERT_EQ(tm_generate(b, prompt, 3, &o, nullptr, nullptr, nullptr, 0, &n), TM_OK);
+  ASSERT_EQ(tm_model_get_stats(b, &st), TM_OK);
+  EXPECT_EQ(st.programs_compiled, 0u);
+  EXPECT_GT(st.programs_cached, 0u);
+}
+
+// ---- Bad checkpoints -------------------------------------------------------------------
+
+class BadCheckpoint : public ModelApi {
+ protected:
+  void SetUp() override {
+    ModelApi::SetUp();
+    char tmpl[] = "/tmp/tinymlir-ckpt-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    config_ = json::parse(std::ifstream(kTinyA + "/config.json"));
+  }
+  void TearDown() override {
+    std::remove((dir_ + "/config.json").c_str());
+    std::remove((dir_ + "/model.safetensors").c_str());
+    rmdir(dir_.c_str());
+    ModelApi::TearDown();
+  }
+  void WriteConfig() { std::ofstream(dir_ + "/config.json") << config_.dump(); }
+  // A safetensors file holding tiny-a's tensors (zeros), edited by `edit`.
+  void WriteWeights(const std::function<void(json &)> &edit) {
+    json header = json::object();
+    uint64_t offset = 0;
+    auto add = [&](const std::string &name, std::vector<int64_t> shape) {
+      uint64_t bytes = 4;
+      for (int64_t d : shape) bytes *= d;
+      header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+      offset += bytes;
+    };
+    add("wte.weight", {512, 32});
+    add("wpe.weight", {64, 32});
+    for (int i = 0; i < 2; ++i) {
+      std::string h = "h." + std::to_string(i) + ".";
+      add(h + "ln_1.weight", {32}); add(h + "ln_1.bias", {32});
+      add(h + "attn.c_attn.weight", {32, 96}); add(h + "attn.c_attn.bias", {96});
+      add(h + "attn.c_proj.weight", {32, 32}); add(h + "attn.c_proj.bias", {32});
+      add(h + "ln_2.weight", {32}); add(h + "ln_2.bias", {32});
+      add(h + "mlp.c_fc.weight", {32, 128}); add(h + "mlp.c_fc.bias", {128});
+      add(h + "mlp.c_proj.weight", {128, 32}); add(h + "mlp.c_proj.bias", {32});
+    }
+    add("ln_f.weight", {32});
+    add("ln_f.bias", {32});
+    edit(header);
+    uint64_t end = 0;
+    for (auto &[k, v] : header.items()) end = std::max<uint64_t>(end, v["data_offsets"][1]);
+    std::string text = header.dump();
+    std::ofstream out(dir_ + "/model.safetensors", std::ios::binary);
+    uint64_t len = text.size();
+    out.write(reinterpret_cast<const char *>(&len), 8);
+    out << text;
+    std::string zeros(end, '\0');
+    out << zeros;
+  }
+  std::string dir_;
+  json config_;
+};
+
+TEST_F(BadCheckpoint, ValidSyntheticCheckpointLoads) {
+  WriteConfig();
+  WriteWeights([](json &) {});
+  EXPECT_EQ(TryLoad(dir_), TM_OK) << tm_last_error();
+}
+
+TEST_F(BadCheckpoint, MissingFolderOrConfig) {
+  EXPECT_EQ(TryLoad(dir_ + "/nope"), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("config.json"), std::string::npos);
+  WriteWeights([](json &) {});
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_IO);
+}
+
+TEST_F(BadCheckpoint, MissingTensorIsNamed) {
+  WriteConfig();
+  WriteWeights([](json &h) { h.erase("h.1.mlp.c_fc.bias"); });
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("h.1.mlp.c_fc.bias"), std::string::npos)
+      << tm_last_error();
+}
+
+TEST_F(BadCheckpoint, WrongShapeIsNamed) {
+  WriteConfig();
+  WriteWeights([](json &h) {
+    h["ln_f.bias"]["shape"] = {16, 2};  // same bytes, wrong shape
+  });
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("ln_f.bias"), std::string::npos) << tm_last_error();
+}
+
+TEST_F(BadCheckpoint, UnexpectedTensorIsNamed) {
+  WriteConfig();
+  WriteWeights([](json &h) {
+    h["h.7.attn.c_attn.weight"] = {{"dtype", "F32"}, {"shape", {0}}, {"data_offsets", {0, 0}}};
+  });
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("h.7"), std::string::npos) << tm_last_error();
+}
+
+TEST_F(BadCheckpoint, UnsupportedConfigurations) {
+  WriteWeights([](json &) {});
+  config_["activation_function"] = "relu";
+  WriteConfig();
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(tm_last_error()).find("relu"), std::string::npos);
+  config_["activation_function"] = "gelu_new";
+  config_["n_head"] = 3;  // 32 % 3 != 0
+  WriteConfig();
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(tm_last_error()).find("divisible"), std::string::npos);
+}
+
+TEST_F(BadCheckpoint, TruncatedFileIsAnIoError) {
+  WriteConfig();
+  std::ofstream(dir_ + "/model.safetensors") << "abc";
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_IO);
+}
+
+}  // namespace
