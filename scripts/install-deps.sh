@@ -12,9 +12,13 @@ packages=(
   nlohmann-json3-dev libpcre2-dev
   # tests
   libgtest-dev
+  # bindings: Python (SWIG, Debian's python3 with numpy/pytest), Rust (bindgen), Go
+  swig python3-dev python3-numpy python3-pytest bindgen golang-go
 )
 
 missing=()
+# Rust's cargo may come from rustup rather than Debian; only install Debian's if none.
+command -v cargo >/dev/null 2>&1 || packages+=(cargo)
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

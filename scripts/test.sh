@@ -3,6 +3,8 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# cargo may live in ~/.cargo/bin (rustup) rather than on a minimal PATH.
+if [ -d "$HOME/.cargo/bin" ]; then export PATH="$HOME/.cargo/bin:$PATH"; fi
 if [ "${1:-}" = "--sanitize" ]; then
   scripts/build.sh build-asan -DTINYMLIR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
   # JIT'd code and LLVM's own allocations are outside the sanitizer's view; leaks of

@@ -208,10 +208,7 @@ TM_API tm_status tm_op_reshape(tm_trace *t, tm_value x, int32_t rank, const int6
                                tm_value *out) {
   return Record(t, "tm_op_reshape", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
     tinymlir::Shape s;
-    if (rank < 0 || rank > TM_MAX_RANK || (rank > 0 && !shape))
-      return tinymlir::ShapeError("tm_op_reshape: rank " + std::to_string(rank) +
-                            " is outside 0..8 or shape is NULL");
-    s.assign(shape, shape + rank);
+    TM_RETURN_IF_ERROR(ReadShape("tm_op_reshape", rank, shape, &s));
     return g.Reshape("tm_op_reshape", x, s, v);
   });
 }

@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "core/passes/fuse_elementwise.h"
 #include "core/support/diagnostics.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
@@ -14,7 +15,10 @@ namespace tinymlir {
 namespace {
 void RegisterPassesOnce() {
   static std::once_flag once;
-  std::call_once(once, [] { mlir::registerAllPasses(); });
+  std::call_once(once, [] {
+    mlir::registerAllPasses();
+    RegisterFuseElementwisePass();
+  });
 }
 }  // namespace
 

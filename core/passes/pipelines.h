@@ -13,9 +13,10 @@ class ModuleOp;
 namespace tinymlir {
 
 // 1. Target-independent clean-up and elementwise fusion (3 generics -> 1 for the seed's
-//    affine_activation).
+//    affine_activation). The seed's pipeline with linalg-fuse-elementwise-ops replaced by
+//    tm-fuse-elementwise-ops, which keeps matmuls named (see fuse_elementwise.h).
 inline constexpr const char *kOptimizePipeline =
-    "canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,cse";
+    "canonicalize,cse,tm-fuse-elementwise-ops,canonicalize,cse";
 
 // 2. Bufferization, once for every target: tensors become memrefs, internal buffers are
 //    freed by the deallocation pipeline.

@@ -1,0 +1,367 @@
+// Errors: invalid programs fail at the op call with a message naming the op and shapes;
+// every entry point survives NULL and bad arguments; statuses, versions, per-thread
+// tm_last_error.
+#include <string>
+#include <thread>
+
+#include "test_util.h"
+
+namespace tmtest {
+namespace {
+
+::testing::AssertionResult Mentions(const std::vector<std::string> &words) {
+  std::string msg = tm_last_error();
+  for (const std::string &w : words)
+    if (msg.find(w) == std::string::npos)
+      return ::testing::AssertionFailure() << "message '" << msg << "' lacks '" << w << "'";
+  return ::testing::AssertionSuccess();
+}
+
+class Errors : public ::testing::Test {
+ protected:
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx, "errors");
+  tm_value out = 12345;  // output parameters are written only on success
+};
+
+// ---- Invalid programs fail at the op call -------------------------------------------------
+
+TEST_F(Errors, BadBroadcastNamesOpAndShapes) {
+  tm_value a = Input(t, TM_F32, {2, 3}), b = Input(t, TM_F32, {4, 3});
+  TM_EXPECT_STATUS(tm_op_add(t, a, b, &out), TM_ERROR_SHAPE);
+  EXPECT_TRUE(Mentions({"tm_op_add", "(2,3)", "(4,3)"}));
+  EXPECT_EQ(out, 12345u);
+  // The failed op recorded nothing: the trace is still usable.
+  tm_value c = Op(tm_op_add, t, a, a);
+  End(t, {c});
+  Program p;
+  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+  EXPECT_EQ(tm_program_num_inputs(p), 2);
+}
+
+TEST_F(Errors, BadMatmulShapes) {
+  tm_value a = Input(t, TM_F32, {2, 3}), b = Input(t, TM_F32, {4, 5});
+  TM_EXPECT_STATUS(tm_op_matmul(t, a, b, &out), TM_ERROR_SHAPE);
+  EXPECT_TRUE(Mentions({"tm_op_matmul", "(2,3)", "(4,5)"}));
+  tm_value a3 = Input(t, TM_F32, {2, 3, 4}), b3 = Input(t, TM_F32, {3, 4, 5});
+  TM_EXPECT_STATUS(tm_op_matmul(t, a3, b3, &out), TM_ERROR_SHAPE);  // batch dims differ
+  EXPECT_TRUE(Mentions({"tm_op_matmul", "(2,3,4)", "(3,4,5)"}));
+  tm_value v = Input(t, TM_F32, {3});
+  TM_EXPECT_STATUS(tm_op_matmul(t, v, b, &out), TM_ERROR_SHAPE);  // rank < 2
+  tm_value bools = Input(t, TM_BOOL, {3, 3});
+  TM_EXPECT_STATUS(tm_op_matmul(t, bools, bools, &out), TM_ERROR_DTYPE);
+  EXPECT_EQ(out, 12345u);
+}
+
+TEST_F(Errors, BadReshape) {
+  tm_value x = Input(t, TM_F32, {2, 3});
+  const int64_t wrong[] = {4, 2}, two_inferred[] = {-1, -1}, not_divisible[] = {4, -1},
+                negative[] = {-2, -3};
+  TM_EXPECT_STATUS(tm_op_reshape(t, x, 2, wrong, &out), TM_ERROR_SHAPE);
+  EXPECT_TRUE(Mentions({"tm_op_reshape", "(2,3)", "(4,2)"}));
+  TM_EXPECT_STATUS(tm_op_reshape(t, x, 2, two_inferred, &out), TM_ERROR_SHAPE);
+  TM_EXPECT_STATUS(tm_op_reshape(t, x, 2, not_divisible, &out), TM_ERROR_SHAPE);
+  TM_EXPECT_STATUS(tm_op_reshape(t, x, 2, negative, &out), TM_ERROR_SHAPE);
+  EXPECT_EQ(out, 12345u);
+}
+
+TEST_F(Errors, AxisAndIndexOutOfRange) {
+  tm_value x = Input(t, TM_F32, {2, 3});
+  TM_EXPECT_STATUS(tm_op_reduce_sum(t, x, 2, 0, &out), TM_ERROR_OUT_OF_RANGE);
+  EXPECT_TRUE(Mentions({"tm_op_reduce_sum"}));
+  TM_EXPECT_STATUS(tm_op_reduce_max(t, x, -3, 1, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_reduce_mean(t, x, 5, 0, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_reduce_var(t, x, -4, 0, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_softmax(t, x, 2, &out), TM_ERROR_OUT_OF_RANGE);
+  tm_value xs[] = {x, x};
+  TM_EXPECT_STATUS(tm_op_concat(t, xs, 2, 2, &out), TM_ERROR_OUT_OF_RANGE);
+  const int32_t repeated[] = {0, 0}, too_big[] = {0, 2};
+  TM_EXPECT_STATUS(tm_op_transpose(t, x, repeated, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_transpose(t, x, too_big, &out), TM_ERROR_OUT_OF_RANGE);
+  const int64_t b0[] = {0, 0}, past[] = {2, 4}, b_neg[] = {-1, 0}, e_ok[] = {1, 1},
+                b_after[] = {1, 2};
+  TM_EXPECT_STATUS(tm_op_slice(t, x, b0, past, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_slice(t, x, b_neg, e_ok, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_slice(t, x, b_after, e_ok, &out), TM_ERROR_OUT_OF_RANGE);  // begin > end
+  EXPECT_EQ(out, 12345u);
+}
+
+TEST_F(Errors, GatherWithFloatOrBoolIndicesIsDtypeError) {
+  tm_value table = Input(t, TM_F32, {4, 2});
+  tm_value f = Input(t, TM_F32, {3}), b = Input(t, TM_BOOL, {3});
+  TM_EXPECT_STATUS(tm_op_gather(t, table, f, &out), TM_ERROR_DTYPE);
+  EXPECT_TRUE(Mentions({"tm_op_gather"}));
+  TM_EXPECT_STATUS(tm_op_gather(t, table, b, &out), TM_ERROR_DTYPE);
+  tm_value scalar_table = Input(t, TM_F32, {}), idx = Input(t, TM_I32, {3});
+  TM_EXPECT_STATUS(tm_op_gather(t, scalar_table, idx, &out), TM_ERROR_SHAPE);
+  EXPECT_EQ(out, 12345u);
+}
+
+TEST_F(Errors, DtypeErrorsAtTheOpCall) {
+  tm_value f = Input(t, TM_F32, {3}), i = Input(t, TM_I32, {3}), b = Input(t, TM_BOOL, {3});
+  TM_EXPECT_STATUS(tm_op_where(t, f, f, f, &out), TM_ERROR_DTYPE);  // cond not bool
+  TM_EXPECT_STATUS(tm_op_exp(t, b, &out), TM_ERROR_DTYPE);
+  TM_EXPECT_STATUS(tm_op_neg(t, b, &out), TM_ERROR_DTYPE);
+  TM_EXPECT_STATUS(tm_op_sub(t, b, b, &out), TM_ERROR_DTYPE);
+  TM_EXPECT_STATUS(tm_op_reduce_sum(t, b, 0, 0, &out), TM_ERROR_DTYPE);
+  TM_EXPECT_STATUS(tm_op_softmax(t, i, 0, &out), TM_ERROR_DTYPE);
+  TM_EXPECT_STATUS(tm_op_gelu_tanh(t, i, &out), TM_ERROR_DTYPE);
+  TM_EXPECT_STATUS(tm_op_causal_mask(t, 2, 2, 0, TM_I32, &out), TM_ERROR_DTYPE);
+  TM_EXPECT_STATUS(tm_op_causal_mask(t, -1, 2, 0, TM_F32, &out), TM_ERROR_SHAPE);
+  TM_EXPECT_STATUS(tm_op_cast(t, f, static_cast<tm_dtype>(42), &out), TM_ERROR_DTYPE);
+  TM_EXPECT_STATUS(tm_op_scalar(t, static_cast<tm_dtype>(0), 1.0, &out), TM_ERROR_DTYPE);
+  TM_EXPECT_STATUS(tm_op_input(t, static_cast<tm_dtype>(6), 0, nullptr, &out), TM_ERROR_DTYPE);
+  EXPECT_EQ(out, 12345u);
+}
+
+TEST_F(Errors, RanksAndDimsAreChecked) {
+  const int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, negative[2] = {2, -1};
+  TM_EXPECT_STATUS(tm_op_input(t, TM_F32, 9, nine, &out), TM_ERROR_SHAPE);
+  TM_EXPECT_STATUS(tm_op_input(t, TM_F32, -1, nine, &out), TM_ERROR_SHAPE);
+  TM_EXPECT_STATUS(tm_op_input(t, TM_F32, 2, negative, &out), TM_ERROR_SHAPE);
+  float data[2] = {0, 0};
+  tm_tensor bad = {data, TM_F32, 2, negative, nullptr};
+  TM_EXPECT_STATUS(tm_op_constant(t, &bad, &out), TM_ERROR_SHAPE);
+  tm_tensor deep = {data, TM_F32, 9, nine, nullptr};
+  TM_EXPECT_STATUS(tm_op_constant(t, &deep, &out), TM_ERROR_SHAPE);
+  EXPECT_EQ(out, 12345u);
+  // TM_MAX_RANK itself is fine.
+  TM_ASSERT_OK(tm_op_input(t, TM_F32, TM_MAX_RANK, nine, &out));
+}
+
+// ---- Trace and compile lifecycle ----------------------------------------------------------
+
+TEST_F(Errors, TraceEndNeedsOutputsAndHappensOnce) {
+  tm_value x = Input(t, TM_F32, {2});
+  TM_EXPECT_STATUS(tm_trace_end(t, &x, 0), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_trace_end(t, nullptr, 1), TM_ERROR_INVALID_ARGUMENT);
+  tm_value unknown = 999;
+  TM_EXPECT_STATUS(tm_trace_end(t, &unknown, 1), TM_ERROR_INVALID_ARGUMENT);
+  TM_ASSERT_OK(tm_trace_end(t, &x, 1));
+  TM_EXPECT_STATUS(tm_trace_end(t, &x, 1), TM_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(Errors, NoOpsAfterTraceEnd) {
+  tm_value x = Input(t, TM_F32, {2});
+  End(t, {x});
+  const int64_t shape[] = {2};
+  TM_EXPECT_STATUS(tm_op_input(t, TM_F32, 1, shape, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_scalar(t, TM_F32, 1.0, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_add(t, x, x, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_exp(t, x, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_softmax(t, x, 0, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_reduce_mean(t, x, 0, 0, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_layer_norm(t, x, x, x, 1e-5, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_gelu_tanh(t, x, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_causal_mask(t, 2, 2, 0, TM_F32, &out), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(out, 12345u);
+}
+
+TEST_F(Errors, UnknownValueIsInvalidArgument) {
+  tm_value x = Input(t, TM_F32, {2});
+  TM_EXPECT_STATUS(tm_op_add(t, x, 999, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_exp(t, 999, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_transpose(t, 999, nullptr, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_softmax(t, 999, 0, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_value_type(t, 999, nullptr, nullptr, nullptr), TM_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(Errors, CompileChecksTraceAndOptions) {
+  tm_value x = Input(t, TM_F32, {2});
+  Program p;
+  TM_EXPECT_STATUS(tm_compile(ctx, t, nullptr, p.out()), TM_ERROR_INVALID_ARGUMENT);  // not ended
+  EXPECT_EQ(p.get(), nullptr);
+  End(t, {Op(tm_op_exp, t, x)});
+  tm_compile_options o = Options();
+  o.struct_size = sizeof(o) - 4;
+  TM_EXPECT_STATUS(tm_compile(ctx, t, &o, p.out()), TM_ERROR_INVALID_ARGUMENT);
+  o = Options(1, 1, 4);
+  TM_EXPECT_STATUS(tm_compile(ctx, t, &o, p.out()), TM_ERROR_INVALID_ARGUMENT);
+  o = Options();
+  o.target = static_cast<tm_target>(7);
+  TM_EXPECT_STATUS(tm_compile(ctx, t, &o, p.out()), TM_ERROR_INVALID_ARGUMENT);
+  o = Options();
+  o.target = TM_TARGET_GPU;
+  TM_EXPECT_STATUS(tm_compile(ctx, t, &o, p.out()), TM_ERROR_UNSUPPORTED);
+  EXPECT_EQ(p.get(), nullptr);
+  uint64_t entries = 9;
+  TM_ASSERT_OK(tm_cache_stats(ctx, nullptr, nullptr, &entries));
+  EXPECT_EQ(entries, 0u);
+}
+
+TEST_F(Errors, InvokeCountsAndNullData) {
+  tm_value x = Input(t, TM_F32, {2});
+  End(t, {Op(tm_op_neg, t, x)});
+  Program p;
+  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+  Host<float> xs({2}, {1, 2}), ys({2}, 0.f), extra({2}, 0.f);
+  tm_tensor in = xs.view(), outs[] = {ys.view(), extra.view()};
+  TM_EXPECT_STATUS(tm_invoke(p, &in, 1, outs, 2), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_invoke(p, &in, 1, outs, 0), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_invoke(p, &in, 0, outs, 1), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_invoke(p, &in, -1, outs, 1), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_invoke(p, nullptr, 1, outs, 1), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_invoke(p, &in, 1, nullptr, 1), TM_ERROR_INVALID_ARGUMENT);
+  tm_tensor null_data = {nullptr, TM_F32, 1, xs.shape.data(), nullptr};
+  TM_EXPECT_STATUS(tm_invoke(p, &null_data, 1, outs, 1), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_invoke(p, &in, 1, &null_data, 1), TM_ERROR_INVALID_ARGUMENT);
+  tm_tensor null_shape = {xs.data.data(), TM_F32, 1, nullptr, nullptr};
+  TM_EXPECT_STATUS(tm_invoke(p, &null_shape, 1, outs, 1), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(ys.data, (std::vector<float>{0, 0}));
+}
+
+// ---- NULL handles and pointers everywhere ------------------------------------------------
+
+TEST_F(Errors, NullHandlesAndPointersAreErrorsNotCrashes) {
+  const int64_t shape[] = {2};
+  tm_value x = Input(t, TM_F32, {2});
+  tm_trace *nt = nullptr;
+  tm_value *no = nullptr;
+  const tm_status kInvalid = TM_ERROR_INVALID_ARGUMENT;
+  TM_EXPECT_STATUS(tm_context_create(nullptr), kInvalid);
+  TM_EXPECT_STATUS(tm_cache_stats(nullptr, nullptr, nullptr, nullptr), kInvalid);
+  tm_trace *tr = nullptr;
+  TM_EXPECT_STATUS(tm_trace_begin(nullptr, "x", &tr), kInvalid);
+  TM_EXPECT_STATUS(tm_trace_begin(ctx, "x", nullptr), kInvalid);
+  TM_EXPECT_STATUS(tm_trace_end(nullptr, &x, 1), kInvalid);
+  TM_EXPECT_STATUS(tm_value_type(nullptr, x, nullptr, nullptr, nullptr), kInvalid);
+  // Every op, with a NULL trace and with a NULL out.
+  for (int null_trace = 0; null_trace < 2; ++null_trace) {
+    tm_trace *tt = null_trace ? nt : t.get();
+    tm_value *oo = null_trace ? &out : no;
+    float c = 0;
+    tm_tensor ct = {&c, TM_F32, 0, nullptr, nullptr};
+    const int32_t perm[] = {0};
+    const int64_t b[] = {0}, e[] = {1};
+    tm_value xs[] = {x, x};
+    TM_EXPECT_STATUS(tm_op_input(tt, TM_F32, 1, shape, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_scalar(tt, TM_F32, 1.0, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_constant(tt, &ct, oo), kInvalid);
+    for (auto op : {tm_op_add, tm_op_sub, tm_op_mul, tm_op_div, tm_op_pow, tm_op_maximum,
+                    tm_op_minimum, tm_op_less, tm_op_greater, tm_op_equal, tm_op_matmul,
+                    tm_op_gather})
+      TM_EXPECT_STATUS(op(tt, x, x, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_where(tt, x, x, x, oo), kInvalid);
+    for (auto op : {tm_op_neg, tm_op_exp, tm_op_log, tm_op_tanh, tm_op_sqrt, tm_op_rsqrt,
+                    tm_op_erf, tm_op_abs, tm_op_gelu_tanh})
+      TM_EXPECT_STATUS(op(tt, x, oo), kInvalid);
+    for (auto op : {tm_op_reduce_sum, tm_op_reduce_max, tm_op_reduce_mean, tm_op_reduce_var})
+      TM_EXPECT_STATUS(op(tt, x, 0, 0, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_reshape(tt, x, 1, shape, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_transpose(tt, x, perm, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_slice(tt, x, b, e, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_concat(tt, xs, 2, 0, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_cast(tt, x, TM_F64, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_softmax(tt, x, 0, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_layer_norm(tt, x, x, x, 1e-5, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_causal_mask(tt, 2, 2, 0, TM_F32, oo), kInvalid);
+  }
+  // NULL pointer arguments other than the handles.
+  TM_EXPECT_STATUS(tm_op_input(t, TM_F32, 1, nullptr, &out), kInvalid);
+  TM_EXPECT_STATUS(tm_op_constant(t, nullptr, &out), kInvalid);
+  tm_tensor no_data = {nullptr, TM_F32, 1, shape, nullptr};
+  TM_EXPECT_STATUS(tm_op_constant(t, &no_data, &out), kInvalid);
+  TM_EXPECT_STATUS(tm_op_reshape(t, x, 1, nullptr, &out), kInvalid);
+  TM_EXPECT_STATUS(tm_op_slice(t, x, nullptr, nullptr, &out), kInvalid);
+  TM_EXPECT_STATUS(tm_op_concat(t, nullptr, 2, 0, &out), kInvalid);
+  TM_EXPECT_STATUS(tm_op_concat(t, &x, 0, 0, &out), kInvalid);
+  EXPECT_EQ(out, 12345u);
+
+  End(t, {x});
+  tm_program *np = nullptr;
+  TM_EXPECT_STATUS(tm_compile(nullptr, t, nullptr, &np), kInvalid);
+  TM_EXPECT_STATUS(tm_compile(ctx, nullptr, nullptr, &np), kInvalid);
+  TM_EXPECT_STATUS(tm_compile(ctx, t, nullptr, nullptr), kInvalid);
+  EXPECT_EQ(np, nullptr);
+  char *text = nullptr;
+  TM_EXPECT_STATUS(tm_program_ir(nullptr, TM_STAGE_TRACED, &text), kInvalid);
+  TM_EXPECT_STATUS(tm_program_input_type(nullptr, 0, nullptr, nullptr, nullptr), kInvalid);
+  TM_EXPECT_STATUS(tm_program_output_type(nullptr, 0, nullptr, nullptr, nullptr), kInvalid);
+  TM_EXPECT_STATUS(tm_invoke(nullptr, nullptr, 0, nullptr, 0), kInvalid);
+  EXPECT_EQ(tm_program_num_inputs(nullptr), 0);
+  EXPECT_EQ(tm_program_num_outputs(nullptr), 0);
+  Program p;
+  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+  TM_EXPECT_STATUS(tm_program_ir(p, TM_STAGE_TRACED, nullptr), kInvalid);
+  TM_EXPECT_STATUS(tm_program_ir(p, static_cast<tm_stage>(42), &text), kInvalid);
+  TM_EXPECT_STATUS(tm_program_input_type(p, 1, nullptr, nullptr, nullptr), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_program_output_type(p, -1, nullptr, nullptr, nullptr), TM_ERROR_OUT_OF_RANGE);
+  EXPECT_EQ(text, nullptr);
+}
+
+TEST(ErrorsNoFixture, DestroyAndReleaseAcceptNull) {
+  tm_context_destroy(nullptr);
+  tm_trace_destroy(nullptr);
+  tm_program_retain(nullptr);
+  tm_program_release(nullptr);
+  tm_free(nullptr);
+  SUCCEED();
+}
+
+// ---- IR stages, statuses, versions ----------------------------------------------------------
+
+TEST_F(Errors, EveryStageHasText) {
+  tm_value a = Input(t, TM_F32, {4, 4});
+  End(t, {Op(tm_op_exp, t, Op(tm_op_matmul, t, a, a))});
+  Program p;
+  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+  const char *marker[] = {"linalg", "linalg", "memref", "llvm.func", "define", ""};
+  for (int s = TM_STAGE_TRACED; s <= TM_STAGE_ASSEMBLY; ++s) {
+    std::string text = StageText(p, static_cast<tm_stage>(s));
+    EXPECT_FALSE(text.empty()) << "stage " << s;
+    EXPECT_NE(text.find(marker[s]), std::string::npos) << "stage " << s;
+  }
+  // x86-64 assembly (AT&T syntax, the LLVM default): 64-bit registers, x86 mnemonics.
+  std::string asm_text = StageText(p, TM_STAGE_ASSEMBLY);
+  EXPECT_NE(asm_text.find("%rsp"), std::string::npos);
+  EXPECT_NE(asm_text.find("\tret"), std::string::npos);
+  EXPECT_NE(asm_text.find("\tmovq\t"), std::string::npos);
+  EXPECT_NE(asm_text.find(".globl"), std::string::npos);
+}
+
+TEST(ErrorsNoFixture, StatusStringsAndVersions) {
+  const std::pair<tm_status, const char *> names[] = {
+      {TM_OK, "TM_OK"},
+      {TM_ERROR_INVALID_ARGUMENT, "TM_ERROR_INVALID_ARGUMENT"},
+      {TM_ERROR_SHAPE, "TM_ERROR_SHAPE"},
+      {TM_ERROR_DTYPE, "TM_ERROR_DTYPE"},
+      {TM_ERROR_OUT_OF_RANGE, "TM_ERROR_OUT_OF_RANGE"},
+      {TM_ERROR_COMPILE, "TM_ERROR_COMPILE"},
+      {TM_ERROR_RUNTIME, "TM_ERROR_RUNTIME"},
+      {TM_ERROR_UNSUPPORTED, "TM_ERROR_UNSUPPORTED"},
+      {TM_ERROR_IO, "TM_ERROR_IO"},
+      {TM_ERROR_OUT_OF_MEMORY, "TM_ERROR_OUT_OF_MEMORY"},
+  };
+  for (const auto &[status, name] : names) EXPECT_STREQ(tm_status_string(status), name);
+  EXPECT_NE(tm_status_string(static_cast<tm_status>(1000)), nullptr);
+  EXPECT_EQ(tm_api_version(), TM_API_VERSION);
+  ASSERT_NE(tm_version(), nullptr);
+  EXPECT_STRNE(tm_version(), "");
+  EXPECT_STREQ(tm_version(), TM_VERSION_STRING);
+}
+
+// ---- tm_last_error is per thread ------------------------------------------------------------
+
+TEST_F(Errors, LastErrorIsPerThread) {
+  tm_value a = Input(t, TM_F32, {2, 3}), b = Input(t, TM_F32, {4, 3});
+  ASSERT_NE(tm_op_add(t, a, b, &out), TM_OK);
+  const std::string mine = tm_last_error();
+  ASSERT_NE(mine.find("tm_op_add"), std::string::npos);
+
+  std::string fresh, theirs;
+  std::thread other([&] {
+    fresh = tm_last_error();  // nothing failed on this thread yet
+    tm_context_create(nullptr);
+    theirs = tm_last_error();
+  });
+  other.join();
+  EXPECT_EQ(fresh, "");
+  EXPECT_NE(theirs.find("tm_context_create"), std::string::npos) << theirs;
+  EXPECT_EQ(std::string(tm_last_error()), mine);
+  // Successful calls leave it unchanged.
+  Op(tm_op_add, t, a, a);
+  EXPECT_EQ(std::string(tm_last_error()), mine);
+}
+
+}  // namespace
+}  // namespace tmtest
