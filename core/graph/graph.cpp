@@ -1,6 +1,7 @@
 #include "core/graph/graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -90,7 +91,22 @@ Status CheckShape(const char *op, const Shape &shape) {
   return Status::Ok();
 }
 
+// Whether a scalar value can be represented in an integer dtype (floats always can).
+bool ScalarFits(double v, tm_dtype dtype) {
+  if (dtype == TM_I32) return v >= -2147483648.0 && v <= 2147483647.0;
+  if (dtype == TM_I64) return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+  return true;
+}
+
 }  // namespace
+
+Status Graph::CheckScalarFits(const char *op, ValueId v, tm_dtype dtype) const {
+  const Node &n = nodes_[v];
+  if (n.kind == OpKind::kScalar && !ScalarFits(n.scalar, dtype))
+    return OutOfRange(std::string(op) + ": scalar " + std::to_string(n.scalar) +
+                      " does not fit " + DtypeName(dtype));
+  return Status::Ok();
+}
 
 ValueId Graph::Add(Node node) {
   nodes_.push_back(std::move(node));
@@ -174,6 +190,9 @@ Status Graph::Scalar(tm_dtype dtype, double value, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen("tm_op_scalar"));
   if (!IsValidDtype(dtype))
     return DtypeError("tm_op_scalar: unknown dtype " + std::to_string(static_cast<int>(dtype)));
+  if (IsInteger(dtype) && !(std::isfinite(value) && ScalarFits(value, dtype)))
+    return OutOfRange("tm_op_scalar: " + std::to_string(value) + " does not fit " +
+                      DtypeName(dtype));
   Node n;
   n.kind = OpKind::kScalar;
   n.type = {dtype, {}};
@@ -223,6 +242,8 @@ Status Graph::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId 
                       na.type.ToString() + " and " + nb.type.ToString());
   if (kind == OpKind::kDiv && !IsFloat(dtype)) dtype = TM_F64;  // true division
   if (kind == OpKind::kPow && dtype == TM_BOOL) dtype = TM_I64;
+  TM_RETURN_IF_ERROR(CheckScalarFits(op, a, dtype));
+  TM_RETURN_IF_ERROR(CheckScalarFits(op, b, dtype));
 
   ValueId ca = Convert(a, dtype), cb = Convert(b, dtype);
   Node n;
@@ -250,6 +271,8 @@ Status Graph::Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId 
   if (na.weak && !nb.weak) dtype = PromoteWithWeakScalar(nb.type.dtype, na.type.dtype);
   else if (nb.weak && !na.weak) dtype = PromoteWithWeakScalar(na.type.dtype, nb.type.dtype);
   else dtype = PromoteTypes(na.type.dtype, nb.type.dtype);
+  TM_RETURN_IF_ERROR(CheckScalarFits(op, a, dtype));
+  TM_RETURN_IF_ERROR(CheckScalarFits(op, b, dtype));
   Node n;
   n.kind = OpKind::kWhere;
   n.type = {dtype, shape};
@@ -286,6 +309,7 @@ Status Graph::Cast(const char *op, ValueId x, tm_dtype dtype, ValueId *out) {
     *out = x;
     return Status::Ok();
   }
+  TM_RETURN_IF_ERROR(CheckScalarFits(op, x, dtype));
   *out = Convert(x, dtype);
   nodes_[*out].weak = false;  // an explicit cast fixes the dtype
   return Status::Ok();

@@ -112,6 +112,8 @@ class Graph {
   Status CheckOpen(const char *op) const;
   // Casts v to dtype (a new Scalar for weak scalars, a Cast node otherwise).
   ValueId Convert(ValueId v, tm_dtype dtype);
+  // A weak scalar about to become an integer dtype must fit it (NumPy raises too).
+  Status CheckScalarFits(const char *op, ValueId v, tm_dtype dtype) const;
   Status BroadcastShapes(const char *op, const Shape &a, const Shape &b, Shape *out) const;
 
   std::string name_;

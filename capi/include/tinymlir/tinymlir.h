@@ -55,7 +55,16 @@ extern "C" {
 
 /* ---- Basic types (enums are append-only; values are fixed forever) ---------------- */
 
-typedef enum tm_status {
+/* Enums are int-sized in C and C++ alike. C++ gets a fixed underlying type so that any int
+ * a caller passes (an unknown dtype, say) is a valid value to check, not undefined
+ * behaviour. */
+#ifdef __cplusplus
+#  define TM_ENUM(name) enum name : int
+#else
+#  define TM_ENUM(name) enum name
+#endif
+
+typedef TM_ENUM(tm_status) {
   TM_OK = 0,
   TM_ERROR_INVALID_ARGUMENT = 1, /* null pointer, bad count, use after end, ... */
   TM_ERROR_SHAPE = 2,            /* shapes do not agree (op or invoke) */
@@ -68,7 +77,7 @@ typedef enum tm_status {
   TM_ERROR_OUT_OF_MEMORY = 9
 } tm_status;
 
-typedef enum tm_dtype {
+typedef TM_ENUM(tm_dtype) {
   TM_F32 = 1,
   TM_F64 = 2,
   TM_I32 = 3,
@@ -76,10 +85,10 @@ typedef enum tm_dtype {
   TM_BOOL = 5 /* one byte per element, 0 or 1 */
 } tm_dtype;
 
-typedef enum tm_target { TM_TARGET_CPU = 0, TM_TARGET_GPU = 1 } tm_target;
+typedef TM_ENUM(tm_target) { TM_TARGET_CPU = 0, TM_TARGET_GPU = 1 } tm_target;
 
 /* The stages of compilation whose text a program keeps (see tm_program_ir). */
-typedef enum tm_stage {
+typedef TM_ENUM(tm_stage) {
   TM_STAGE_TRACED = 0,     /* the module as built from the trace, before any pass */
   TM_STAGE_OPTIMIZED = 1,  /* after canonicalize, cse and elementwise fusion */
   TM_STAGE_BUFFERIZED = 2, /* after one-shot bufferization and deallocation */
