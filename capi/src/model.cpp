@@ -146,10 +146,10 @@ TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_pr
     request.callback = callback;
     request.user = user;
     std::vector<int32_t> generated;
-    tinymlir::Status s = model->impl->Generate(prompt, n_prompt, request, &generated);
+    TM_RETURN_IF_ERROR(model->impl->Generate(prompt, n_prompt, request, &generated));
     if (store) std::copy(generated.begin(), generated.end(), out_ids);
     *n_out = generated.size();
-    return s;
+    return tinymlir::Status::Ok();
   });
 }
 

@@ -1,0 +1,3 @@
+module tinymlir.dev/tinymlir
+
+go 1.19

@@ -1,0 +1,288 @@
+package tinymlir
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <tinymlir/tinymlir.h>
+
+// goTokenCallback is exported by callback.go (an //export file may only declare C, hence
+// the C side of the callback lives here).
+extern int goTokenCallback(uintptr_t handle, int32_t token);
+
+static int tmg_token_trampoline(void *user, int32_t token) {
+  return goTokenCallback((uintptr_t)user, token);
+}
+
+// The callback's user pointer carries a cgo.Handle, an integer: it becomes a void * only
+// on the C side, so Go never passes a non-pointer disguised as a pointer.
+static tm_status tmg_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
+                              const tm_generate_options *options, uintptr_t handle,
+                              int32_t *out_ids, size_t capacity, size_t *n_out) {
+  return tm_generate(model, prompt, n_prompt, options, handle ? tmg_token_trampoline : NULL,
+                     (void *)handle, out_ids, capacity, n_out);
+}
+*/
+import "C"
+
+import (
+	"runtime"
+	"runtime/cgo"
+	"sync"
+	"unsafe"
+)
+
+// Model is a loaded GPT-2 model. It compiles its programs through its context, which stays
+// alive (even if closed) until the model is closed. A model owns one KV cache, so it serves
+// one call at a time: a concurrent call, or a call from inside a Generate callback, fails
+// with StatusInvalidArgument instead of corrupting it. Use one model per goroutine; they can
+// share a context.
+type Model struct {
+	mu  sync.Mutex
+	c   *C.tm_model
+	ctx *Context
+}
+
+// ModelInfo is a model's dimensions.
+type ModelInfo struct {
+	VocabSize, NCtx, NLayer, NEmbd int
+}
+
+// LoadModel loads a GPT-2 checkpoint in Hugging Face layout from dir (config.json,
+// model.safetensors, and vocab.json + merges.txt for the tokenizer).
+func LoadModel(ctx *Context, dir string, target Target) (*Model, error) {
+	cdir := C.CString(dir)
+	defer C.free(unsafe.Pointer(cdir))
+	m := &Model{ctx: ctx}
+	err := ctx.use(func(c *C.tm_context) error {
+		err := call(func() C.tm_status { return C.tm_model_load(c, cdir, C.tm_target(target), &m.c) })
+		if err == nil {
+			ctx.models.Add(1) // under the read lock: Close cannot run until it is counted
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	runtime.SetFinalizer(m, (*Model).Close)
+	return m, nil
+}
+
+// Close frees the model (weights, tokenizer, KV cache). Closing twice is fine.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	runtime.SetFinalizer(m, nil)
+	if m.c == nil {
+		return nil
+	}
+	C.tm_model_destroy(m.c)
+	m.c = nil
+	m.ctx.mu.Lock()
+	defer m.ctx.mu.Unlock()
+	m.ctx.models.Add(-1)
+	m.ctx.destroyIfUnused()
+	return nil
+}
+
+func (m *Model) use(f func(*C.tm_model) error) error {
+	if !m.mu.TryLock() {
+		return newError(StatusInvalidArgument,
+			"the model is in use (a model serves one call at a time; a Generate callback must not call its model)")
+	}
+	defer m.mu.Unlock()
+	if m.c == nil {
+		return newError(StatusInvalidArgument, "the model is closed")
+	}
+	return f(m.c)
+}
+
+// Info returns the model's dimensions.
+func (m *Model) Info() (ModelInfo, error) {
+	var vocab, nctx, nlayer, nembd C.int32_t
+	err := m.use(func(c *C.tm_model) error {
+		return call(func() C.tm_status { return C.tm_model_info(c, &vocab, &nctx, &nlayer, &nembd) })
+	})
+	return ModelInfo{int(vocab), int(nctx), int(nlayer), int(nembd)}, err
+}
+
+// fill calls f with a buffer of n elements, growing it when the library reports (through
+// needed) that it was too small: the C API fills caller buffers and returns the size needed.
+func fill[T any](n int, f func(buf *T, capacity C.size_t, needed *C.size_t) C.tm_status) ([]T, error) {
+	buf := make([]T, n+1) // never empty, so &buf[0] exists
+	for {
+		var needed C.size_t
+		var status C.tm_status
+		err := call(func() C.tm_status {
+			status = f(&buf[0], C.size_t(len(buf)), &needed)
+			return status
+		})
+		if status == C.TM_ERROR_INVALID_ARGUMENT && int(needed) > len(buf) {
+			buf = make([]T, needed)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:needed], nil
+	}
+}
+
+// Tokenize encodes text into token ids (GPT-2 byte-level BPE).
+func (m *Model) Tokenize(text string) ([]int32, error) {
+	var ids []int32
+	err := m.use(func(c *C.tm_model) (err error) {
+		bytes := append([]byte(text), 0) // Go memory without pointers, read during the call
+		// Byte-level BPE never makes more tokens than bytes: one call usually suffices.
+		ids, err = fill(len(text), func(buf *int32, capacity C.size_t, needed *C.size_t) C.tm_status {
+			return C.tm_tokenize(c, (*C.char)(unsafe.Pointer(&bytes[0])), C.size_t(len(text)),
+				(*C.int32_t)(buf), capacity, needed)
+		})
+		return err
+	})
+	return ids, err
+}
+
+// Detokenize decodes ids into bytes; a piece may end inside a UTF-8 character.
+func (m *Model) Detokenize(ids []int32) ([]byte, error) {
+	var text []byte
+	err := m.use(func(c *C.tm_model) (err error) {
+		ptr := (*C.int32_t)(nil)
+		if len(ids) > 0 {
+			ptr = (*C.int32_t)(unsafe.Pointer(&ids[0]))
+		}
+		text, err = fill(8*len(ids), func(buf *byte, capacity C.size_t, needed *C.size_t) C.tm_status {
+			return C.tm_detokenize(c, ptr, C.size_t(len(ids)), (*C.char)(unsafe.Pointer(buf)), capacity, needed)
+		})
+		return err
+	})
+	return text, err
+}
+
+// Logits runs the model on ids (no KV cache) and returns the last position's logits.
+func (m *Model) Logits(ids []int32) ([]float32, error) {
+	info, err := m.Info()
+	if err != nil {
+		return nil, err
+	}
+	logits := make([]float32, info.VocabSize)
+	err = m.use(func(c *C.tm_model) error {
+		ptr := (*C.int32_t)(nil)
+		if len(ids) > 0 {
+			ptr = (*C.int32_t)(unsafe.Pointer(&ids[0]))
+		}
+		return call(func() C.tm_status {
+			return C.tm_model_logits(c, ptr, C.size_t(len(ids)), (*C.float)(unsafe.Pointer(&logits[0])))
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return logits, nil
+}
+
+// GenerateOptions are tm_generate_options; DefaultGenerateOptions gives the library's
+// defaults (32 tokens, greedy, KV cache on, no stop at end-of-text).
+type GenerateOptions struct {
+	MaxNewTokens int
+	Temperature  float32 // 0 = greedy; > 0 samples from softmax(logits / T)
+	TopK         int     // keep the k most likely tokens; 0 = all
+	TopP         float32 // keep the smallest set with probability >= p; 1 = all
+	Seed         uint64
+	UseKVCache   bool // false recomputes the whole prefix at every step
+	StopAtEOS    bool // stop after emitting the end-of-text token
+}
+
+// DefaultGenerateOptions returns the library's defaults (tm_generate_options_init).
+func DefaultGenerateOptions() GenerateOptions {
+	var raw C.tm_generate_options
+	C.tm_generate_options_init(&raw)
+	return GenerateOptions{
+		MaxNewTokens: int(raw.max_new_tokens),
+		Temperature:  float32(raw.temperature),
+		TopK:         int(raw.top_k),
+		TopP:         float32(raw.top_p),
+		Seed:         uint64(raw.seed),
+		UseKVCache:   raw.use_kv_cache != 0,
+		StopAtEOS:    raw.stop_at_eos != 0,
+	}
+}
+
+func (o GenerateOptions) raw() C.tm_generate_options {
+	var raw C.tm_generate_options
+	C.tm_generate_options_init(&raw) // struct_size
+	raw.max_new_tokens = C.int32_t(o.MaxNewTokens)
+	raw.temperature = C.float(o.Temperature)
+	raw.top_k = C.int32_t(o.TopK)
+	raw.top_p = C.float(o.TopP)
+	raw.seed = C.uint64_t(o.Seed)
+	raw.use_kv_cache = cbool(o.UseKVCache)
+	raw.stop_at_eos = cbool(o.StopAtEOS)
+	return raw
+}
+
+// Generate generates up to options.MaxNewTokens tokens after prompt (options nil = the
+// defaults) and returns them. callback (may be nil) sees each token as soon as it is
+// chosen and returns true to continue, false to stop after that token. A panic in the
+// callback stops generation and is raised again here once the library has returned.
+func (m *Model) Generate(prompt []int32, options *GenerateOptions, callback func(token int32) bool) ([]int32, error) {
+	opts := DefaultGenerateOptions()
+	if options != nil {
+		opts = *options
+	}
+	if opts.MaxNewTokens < 0 {
+		return nil, newError(StatusInvalidArgument, "MaxNewTokens is negative (%d)", opts.MaxNewTokens)
+	}
+	raw := opts.raw()
+	out := make([]int32, opts.MaxNewTokens+1) // never empty, so &out[0] exists
+	var handle cgo.Handle
+	var state *tokenCallback
+	if callback != nil {
+		state = &tokenCallback{f: callback}
+		handle = cgo.NewHandle(state)
+		defer handle.Delete()
+	}
+	var n C.size_t
+	err := m.use(func(c *C.tm_model) error {
+		var prompt0 *C.int32_t
+		if len(prompt) > 0 {
+			prompt0 = (*C.int32_t)(unsafe.Pointer(&prompt[0]))
+		}
+		return call(func() C.tm_status {
+			return C.tmg_generate(c, prompt0, C.size_t(len(prompt)), &raw, C.uintptr_t(handle),
+				(*C.int32_t)(unsafe.Pointer(&out[0])), C.size_t(opts.MaxNewTokens), &n)
+		})
+	})
+	if state != nil && state.panicked {
+		panic(state.panicValue)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out[:n], nil
+}
+
+// ModelStats is the model's work so far.
+type ModelStats struct {
+	ProgramsCompiled, ProgramsCached uint64
+	CompileSeconds, LoadSeconds      float64
+	PrefillSeconds, DecodeSeconds    float64 // last Generate
+	DecodeTokens                     uint64  // last Generate: tokens from decode steps
+}
+
+// Stats returns the model's statistics.
+func (m *Model) Stats() (ModelStats, error) {
+	var raw C.tm_model_stats
+	raw.struct_size = C.uint32_t(unsafe.Sizeof(raw))
+	err := m.use(func(c *C.tm_model) error {
+		return call(func() C.tm_status { return C.tm_model_get_stats(c, &raw) })
+	})
+	return ModelStats{
+		ProgramsCompiled: uint64(raw.programs_compiled),
+		ProgramsCached:   uint64(raw.programs_cached),
+		CompileSeconds:   float64(raw.compile_seconds),
+		LoadSeconds:      float64(raw.load_seconds),
+		PrefillSeconds:   float64(raw.prefill_seconds),
+		DecodeSeconds:    float64(raw.decode_seconds),
+		DecodeTokens:     uint64(raw.decode_tokens),
+	}, err
+}

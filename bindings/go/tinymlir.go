@@ -1,0 +1,144 @@
+// Package tinymlir drives tinymlir, a small tensor compiler on MLIR/LLVM, through its C API
+// (libtinymlir, found with pkg-config).
+//
+// A program is traced op by op (NewTrace, Trace.Input, Trace.Add, ...), compiled
+// (Context.Compile: fused, bufferized, JIT-compiled) and invoked on Go slices
+// (Program.Invoke). LoadModel runs GPT-2 checkpoints.
+//
+// Every object has an idempotent Close; a finalizer closes what was forgotten, but Close
+// frees the native memory (compiled code, weights) as soon as you are done. Failures are
+// *Error values with the C status and the library's message. Context and Program may be
+// used from several goroutines at once; a Trace or a Model serves one call at a time (a
+// concurrent call fails with an error instead of corrupting it).
+package tinymlir
+
+/*
+#cgo pkg-config: tinymlir
+#include <stdlib.h>
+#include <tinymlir/tinymlir.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Status is the C API's tm_status.
+type Status int
+
+// The statuses (tm_status; append-only in the C API).
+const (
+	StatusOK              Status = C.TM_OK
+	StatusInvalidArgument Status = C.TM_ERROR_INVALID_ARGUMENT
+	StatusShape           Status = C.TM_ERROR_SHAPE
+	StatusDType           Status = C.TM_ERROR_DTYPE
+	StatusOutOfRange      Status = C.TM_ERROR_OUT_OF_RANGE
+	StatusCompile         Status = C.TM_ERROR_COMPILE
+	StatusRuntime         Status = C.TM_ERROR_RUNTIME
+	StatusUnsupported     Status = C.TM_ERROR_UNSUPPORTED
+	StatusIO              Status = C.TM_ERROR_IO
+	StatusOutOfMemory     Status = C.TM_ERROR_OUT_OF_MEMORY
+)
+
+// String is the C name of the status ("TM_ERROR_SHAPE").
+func (s Status) String() string {
+	return C.GoString(C.tm_status_string(C.tm_status(s)))
+}
+
+// Error is a failed call: the status and the library's message (which names the op, the
+// shapes or the file involved). Errors raised by this package itself (a closed object, a
+// slice shorter than its shape) use the status the library would have used.
+type Error struct {
+	Status  Status
+	Message string
+}
+
+func (e *Error) Error() string {
+	return e.Status.String() + ": " + e.Message
+}
+
+func newError(status Status, format string, args ...any) *Error {
+	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// call runs one C call and turns a failed status into an *Error. tm_last_error is per OS
+// thread and a goroutine may change threads between two cgo calls, so the goroutine is
+// pinned to its thread from the call until the message has been copied.
+func call(f func() C.tm_status) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if status := f(); status != C.TM_OK {
+		return &Error{Status: Status(status), Message: C.GoString(C.tm_last_error())}
+	}
+	return nil
+}
+
+// Version is the loaded library's version, e.g. "0.1.0".
+func Version() string { return C.GoString(C.tm_version()) }
+
+// APIVersion is the loaded library's ABI version; NewContext refuses a library whose ABI
+// differs from the header this package was compiled with.
+func APIVersion() uint32 { return uint32(C.tm_api_version()) }
+
+// HeaderAPIVersion is TM_API_VERSION of the header this package was compiled with.
+const HeaderAPIVersion = uint32(C.TM_API_VERSION)
+
+// MaxRank is the largest tensor rank the API accepts.
+const MaxRank = int(C.TM_MAX_RANK)
+
+// DType is an element type.
+type DType int
+
+// The element types (tm_dtype).
+const (
+	F32  DType = C.TM_F32
+	F64  DType = C.TM_F64
+	I32  DType = C.TM_I32
+	I64  DType = C.TM_I64
+	Bool DType = C.TM_BOOL // one byte per element, 0 or 1 (Go's bool)
+)
+
+// Size is the number of bytes per element (0 for an unknown dtype).
+func (d DType) Size() int {
+	switch d {
+	case F32, I32:
+		return 4
+	case F64, I64:
+		return 8
+	case Bool:
+		return 1
+	}
+	return 0
+}
+
+func (d DType) String() string {
+	switch d {
+	case F32:
+		return "f32"
+	case F64:
+		return "f64"
+	case I32:
+		return "i32"
+	case I64:
+		return "i64"
+	case Bool:
+		return "bool"
+	}
+	return fmt.Sprintf("DType(%d)", int(d))
+}
+
+// TensorType is the dtype and shape of a traced value or a program's input/output.
+type TensorType struct {
+	DType DType
+	Shape []int64
+}
+
+// Target is where a program runs.
+type Target int
+
+// The targets (tm_target). GPU fails with StatusUnsupported in builds without one.
+const (
+	CPU Target = C.TM_TARGET_CPU
+	GPU Target = C.TM_TARGET_GPU
+)

@@ -1,0 +1,328 @@
+package tinymlir
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantStatus checks that err is an *Error with the given status and returns it.
+func wantStatus(t *testing.T, err error, status Status) *Error {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want a %v error, got %v", status, err)
+	}
+	if e.Status != status {
+		t.Fatalf("want %v, got %v", status, e)
+	}
+	return e
+}
+
+var (
+	affineX    = []float32{-2, -1, 0, 1, 2, 3, 4, 5}
+	affineGain = []float32{1, 2, 3, 4}
+	affineBias = []float32{0.5, 0, -1, 2}
+)
+
+// affine traces the seed chapter's example, (x * gain + bias) * 0.5.
+func affine(t *testing.T, ctx *Context) *Trace {
+	v := must[Value](t)
+	tr := must[*Trace](t)(NewTrace(ctx, "affine_activation"))
+	x := v(tr.Input(F32, 2, 4))
+	gain := v(tr.Input(F32, 4))
+	bias := v(tr.Input(F32, 4))
+	half := v(tr.Scalar(F32, 0.5))
+	y := v(tr.Mul(v(tr.Add(v(tr.Mul(x, gain)), bias)), half))
+	check(t, tr.End(y))
+	return tr
+}
+
+func runAffine(p *Program) ([]float32, error) {
+	ys := make([]float32, 8)
+	err := p.Invoke(
+		[]Tensor{NewTensor(affineX, 2, 4), NewTensor(affineGain, 4), NewTensor(affineBias, 4)},
+		[]Tensor{NewTensor(ys, 2, 4)})
+	return ys, err
+}
+
+func TestAffineFusesThreeGenericsIntoOne(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	tr := affine(t, ctx)
+	defer tr.Close()
+	p := must[*Program](t)(ctx.Compile(tr, nil))
+	defer p.Close()
+	for stage, want := range map[Stage]int{StageTraced: 3, StageOptimized: 1} {
+		ir := must[string](t)(p.IR(stage))
+		if got := strings.Count(ir, "linalg.generic"); got != want {
+			t.Errorf("stage %d: %d linalg.generic, want %d", stage, got, want)
+		}
+	}
+	ys := must[[]float32](t)(runAffine(p))
+	for i, y := range ys {
+		want := (affineX[i]*affineGain[i%4] + affineBias[i%4]) * 0.5
+		if math.Abs(float64(y-want)) > 1e-6 {
+			t.Errorf("y[%d] = %v, want %v", i, y, want)
+		}
+	}
+}
+
+func TestProgramTypesCacheClonesAndClose(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	tr := affine(t, ctx)
+	p := must[*Program](t)(ctx.Compile(tr, nil))
+	if p.NumInputs() != 3 || p.NumOutputs() != 1 {
+		t.Fatalf("%d inputs, %d outputs", p.NumInputs(), p.NumOutputs())
+	}
+	in1 := must[TensorType](t)(p.InputType(1))
+	out0 := must[TensorType](t)(p.OutputType(0))
+	if in1.DType != F32 || len(in1.Shape) != 1 || in1.Shape[0] != 4 || len(out0.Shape) != 2 {
+		t.Fatalf("input 1 %+v, output 0 %+v", in1, out0)
+	}
+	wantStatus(t, errOf(p.InputType(3)), StatusOutOfRange)
+
+	// An equal trace is a cache hit.
+	again := must[*Program](t)(ctx.Compile(affine(t, ctx), nil))
+	stats := must[CacheStats](t)(ctx.CacheStats())
+	if stats != (CacheStats{Hits: 1, Misses: 1, Entries: 1}) {
+		t.Fatalf("cache stats %+v", stats)
+	}
+	// Programs outlive trace and context; a clone outlives the original. Close is idempotent.
+	clone := must[*Program](t)(again.Clone())
+	for _, c := range []interface{ Close() error }{tr, p, again, ctx, tr, ctx, again} {
+		check(t, c.Close())
+	}
+	ys := must[[]float32](t)(runAffine(clone))
+	if ys[7] != (5*4+2)*0.5 {
+		t.Fatalf("ys = %v", ys)
+	}
+	check(t, clone.Close())
+	wantStatus(t, errOf(runAffine(clone)), StatusInvalidArgument)
+	wantStatus(t, errOf(tr.Input(F32)), StatusInvalidArgument)
+	wantStatus(t, errOf(NewTrace(ctx, "closed")), StatusInvalidArgument)
+}
+
+func errOf[T any](_ T, err error) error { return err }
+
+func TestProgramsRunOnSeveralGoroutines(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	p := must[*Program](t)(ctx.Compile(affine(t, ctx), nil))
+	defer p.Close()
+	want := must[[]float32](t)(runAffine(p))
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				ys, err := runAffine(p)
+				if err == nil && ys[7] != want[7] {
+					err = newError(StatusRuntime, "got %v", ys)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// randomValues returns deterministic numbers in [-1, 1).
+func randomValues(n int, seed uint64) []float64 {
+	out := make([]float64, n)
+	state := seed*6364136223846793005 + 1442695040888963407
+	for i := range out {
+		state = state*6364136223846793005 + 1442695040888963407
+		out[i] = float64(state>>11)/float64(uint64(1)<<53)*2 - 1
+	}
+	return out
+}
+
+func TestMatmulMatchesADoubleLoop(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	const m, k, n = 7, 13, 5
+	a, b := randomValues(m*k, 1), randomValues(k*n, 2)
+	want := make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			for p := 0; p < k; p++ {
+				want[i*n+j] += a[i*k+p] * b[p*n+j]
+			}
+		}
+	}
+	compile := func(dtype DType, blas bool) *Program {
+		v := must[Value](t)
+		tr := must[*Trace](t)(NewTrace(ctx, "matmul"))
+		defer tr.Close()
+		c := v(tr.Matmul(v(tr.Input(dtype, m, k)), v(tr.Input(dtype, k, n))))
+		check(t, tr.End(c))
+		opts := DefaultCompileOptions()
+		opts.UseBLAS = blas
+		return must[*Program](t)(ctx.Compile(tr, &opts))
+	}
+	for _, blas := range []bool{true, false} {
+		p := compile(F32, blas)
+		a32, b32, c32 := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+		for i := range a {
+			a32[i] = float32(a[i])
+		}
+		for i := range b {
+			b32[i] = float32(b[i])
+		}
+		check(t, p.Invoke([]Tensor{NewTensor(a32, m, k), NewTensor(b32, k, n)}, []Tensor{NewTensor(c32, m, n)}))
+		for i := range want {
+			if math.Abs(float64(c32[i])-want[i]) > 1e-5 {
+				t.Fatalf("blas=%v: c[%d] = %v, want %v", blas, i, c32[i], want[i])
+			}
+		}
+		p.Close()
+	}
+	p := compile(F64, true)
+	defer p.Close()
+	c := make([]float64, m*n)
+	check(t, p.Invoke([]Tensor{NewTensor(a, m, k), NewTensor(b, k, n)}, []Tensor{NewTensor(c, m, n)}))
+	for i := range want {
+		if math.Abs(c[i]-want[i]) > 1e-12 {
+			t.Fatalf("c[%d] = %v, want %v", i, c[i], want[i])
+		}
+	}
+}
+
+func TestReductionsComparisonsAndConstants(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	v := must[Value](t)
+	tr := must[*Trace](t)(NewTrace(ctx, "misc"))
+	defer tr.Close()
+	x := v(tr.Input(F32, 2, 3))
+	offsets := v(tr.Constant(NewTensor([]float32{10, 20, 30}, 3)))
+	sum := v(tr.ReduceSum(v(tr.Add(x, offsets)), -1, false))
+	big := v(tr.Greater(x, v(tr.Scalar(F32, 2.5))))
+	sliced := v(tr.Slice(v(tr.Transpose(x)), []int64{1, 0}, []int64{3, 2}))
+	check(t, tr.End(sum, big, sliced))
+	p := must[*Program](t)(ctx.Compile(tr, nil))
+	defer p.Close()
+	sums, bigs, slice := make([]float32, 2), make([]bool, 6), make([]float32, 4)
+	check(t, p.Invoke([]Tensor{NewTensor([]float32{1, 2, 3, 4, 5, 6}, 2, 3)},
+		[]Tensor{NewTensor(sums, 2), NewTensor(bigs, 2, 3), NewTensor(slice, 2, 2)}))
+	if sums[0] != 66 || sums[1] != 75 {
+		t.Errorf("sums = %v", sums)
+	}
+	if want := []bool{false, false, true, true, true, true}; !equal(bigs, want) {
+		t.Errorf("bigs = %v, want %v", bigs, want)
+	}
+	if want := []float32{2, 5, 3, 6}; !equal(slice, want) {
+		t.Errorf("slice = %v, want %v", slice, want)
+	}
+}
+
+func equal[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestShapeErrorNamesTheOp(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	v := must[Value](t)
+	tr := must[*Trace](t)(NewTrace(ctx, "errors"))
+	defer tr.Close()
+	a, b := v(tr.Input(F32, 2, 3)), v(tr.Input(F32, 4, 3))
+	e := wantStatus(t, errOf(tr.Add(a, b)), StatusShape)
+	for _, word := range []string{"tm_op_add", "(2,3)", "(4,3)"} {
+		if !strings.Contains(e.Message, word) {
+			t.Errorf("%q lacks %q", e.Message, word)
+		}
+	}
+	if !strings.HasPrefix(e.Error(), "TM_ERROR_SHAPE: ") {
+		t.Errorf("Error() = %q", e.Error())
+	}
+	e = wantStatus(t, errOf(tr.Matmul(a, b)), StatusShape)
+	if !strings.Contains(e.Message, "tm_op_matmul") {
+		t.Errorf("%q lacks tm_op_matmul", e.Message)
+	}
+	// Statuses map through; per-axis arrays are checked before C reads them.
+	wantStatus(t, errOf(tr.ReduceSum(a, 2, false)), StatusOutOfRange)
+	wantStatus(t, errOf(tr.Exp(v(tr.Input(Bool, 3)))), StatusDType)
+	wantStatus(t, errOf(tr.Slice(a, []int64{0}, []int64{1})), StatusInvalidArgument)
+	wantStatus(t, errOf(tr.Transpose(a, 0)), StatusInvalidArgument)
+	wantStatus(t, errOf(tr.Transpose(a, 0, 0)), StatusOutOfRange)
+	wantStatus(t, errOf(ctx.Compile(tr, nil)), StatusInvalidArgument) // not ended
+
+	// The failed ops recorded nothing: the trace still compiles.
+	check(t, tr.End(v(tr.Add(a, a))))
+	p := must[*Program](t)(ctx.Compile(tr, nil))
+	defer p.Close()
+	if p.NumInputs() != 3 { // a, b and the bool input
+		t.Errorf("%d inputs", p.NumInputs())
+	}
+}
+
+func TestInvokeChecksTensors(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	v := must[Value](t)
+	tr := must[*Trace](t)(NewTrace(ctx, "invoke"))
+	defer tr.Close()
+	check(t, tr.End(v(tr.Neg(v(tr.Input(F32, 2, 3))))))
+	p := must[*Program](t)(ctx.Compile(tr, nil))
+	defer p.Close()
+	// The slice length against the shape (here), then shape, dtype and counts (library);
+	// the output is untouched on error.
+	out := []float32{7, 7, 7, 7, 7, 7}
+	outs := []Tensor{NewTensor(out, 2, 3)}
+	wantStatus(t, p.Invoke([]Tensor{NewTensor(make([]float32, 5), 2, 3)}, outs), StatusShape)
+	wantStatus(t, p.Invoke([]Tensor{NewTensor(make([]float32, 6), 3, 2)}, outs), StatusShape)
+	wantStatus(t, p.Invoke([]Tensor{NewTensor(make([]float64, 6), 2, 3)}, outs), StatusDType)
+	wantStatus(t, p.Invoke(nil, outs), StatusInvalidArgument)
+	if out[0] != 7 {
+		t.Errorf("output written on error: %v", out)
+	}
+	// An output that is also the input: the copies keep them apart.
+	check(t, p.Invoke([]Tensor{NewTensor(out, 2, 3)}, outs))
+	if out[5] != -7 {
+		t.Errorf("in-place negation: %v", out)
+	}
+}
+
+func TestVersions(t *testing.T) {
+	if APIVersion() != HeaderAPIVersion || Version() == "" {
+		t.Fatalf("library %q ABI %d, header ABI %d", Version(), APIVersion(), HeaderAPIVersion)
+	}
+}

@@ -1,0 +1,274 @@
+//! GPT-2 models: loading a Hugging Face checkpoint, tokenizing, logits and generation.
+
+use std::any::Any;
+use std::ffi::{c_int, c_void, CString};
+use std::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
+use std::ptr;
+
+use tinymlir_sys as sys;
+
+use crate::context::Context;
+use crate::error::{check, Error, ErrorKind, Result};
+use crate::program::Target;
+
+/// A loaded GPT-2 model. It compiles its programs through the context's cache, so it
+/// borrows the context (`Model<'ctx>`), which must outlive it. `Send` but not `Sync`: a
+/// model owns one KV cache and the C API allows one thread at a time on it (use one model
+/// per thread; they can share the context).
+#[derive(Debug)]
+pub struct Model<'ctx> {
+    raw: *mut sys::tm_model,
+    _ctx: PhantomData<&'ctx Context>,
+}
+
+// SAFETY: tinymlir.h: logits/generate are "not thread-safe per model"; nothing in a model is
+// tied to the thread that loaded it, so moving it is fine, sharing it is not.
+unsafe impl Send for Model<'_> {}
+
+/// A model's dimensions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModelInfo {
+    pub vocab_size: usize,
+    pub n_ctx: usize,
+    pub n_layer: usize,
+    pub n_embd: usize,
+}
+
+/// Generation settings; `Default` is the library's (`tm_generate_options_init`): 32 tokens,
+/// greedy, KV cache on, no stop at end-of-text.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GenerateOptions {
+    pub max_new_tokens: usize,
+    /// 0 = greedy; > 0 samples from softmax(logits / temperature).
+    pub temperature: f32,
+    /// Keep the k most likely tokens; 0 = all.
+    pub top_k: usize,
+    /// Keep the smallest set with probability >= top_p; 1 = all.
+    pub top_p: f32,
+    pub seed: u64,
+    /// false recomputes the whole prefix at every step.
+    pub use_kv_cache: bool,
+    /// Stop after emitting the end-of-text token.
+    pub stop_at_eos: bool,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> GenerateOptions {
+        let raw = raw_generate_options();
+        GenerateOptions {
+            max_new_tokens: raw.max_new_tokens.max(0) as usize,
+            temperature: raw.temperature,
+            top_k: raw.top_k.max(0) as usize,
+            top_p: raw.top_p,
+            seed: raw.seed,
+            use_kv_cache: raw.use_kv_cache != 0,
+            stop_at_eos: raw.stop_at_eos != 0,
+        }
+    }
+}
+
+fn raw_generate_options() -> sys::tm_generate_options {
+    let mut raw = std::mem::MaybeUninit::<sys::tm_generate_options>::zeroed();
+    // SAFETY: the init function fills every field, struct_size included.
+    unsafe {
+        sys::tm_generate_options_init(raw.as_mut_ptr());
+        raw.assume_init()
+    }
+}
+
+impl GenerateOptions {
+    fn raw(&self) -> Result<sys::tm_generate_options> {
+        let int = |n: usize, what: &str| {
+            i32::try_from(n)
+                .map_err(|_| Error::new(ErrorKind::InvalidArgument, format!("{what} {n} is too large")))
+        };
+        let mut raw = raw_generate_options();
+        raw.max_new_tokens = int(self.max_new_tokens, "max_new_tokens")?;
+        raw.temperature = self.temperature;
+        raw.top_k = int(self.top_k, "top_k")?;
+        raw.top_p = self.top_p;
+        raw.seed = self.seed;
+        raw.use_kv_cache = self.use_kv_cache as i32;
+        raw.stop_at_eos = self.stop_at_eos as i32;
+        Ok(raw)
+    }
+}
+
+/// Work done so far (see [`Model::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelStats {
+    pub programs_compiled: u64,
+    pub programs_cached: u64,
+    pub compile_seconds: f64,
+    pub load_seconds: f64,
+    /// Last generate: prompt processing.
+    pub prefill_seconds: f64,
+    /// Last generate: all decode steps.
+    pub decode_seconds: f64,
+    /// Last generate: tokens produced by decode steps.
+    pub decode_tokens: u64,
+}
+
+/// State shared with the C callback: the user's closure and a panic caught in it.
+struct Callback<'a> {
+    f: &'a mut dyn FnMut(i32) -> bool,
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+/// The C-ABI token callback. A panic must not unwind through the library's C++ frames, so it
+/// is caught here, generation is stopped (non-zero return), and `generate` resumes it once
+/// the C call has returned.
+unsafe extern "C" fn token_trampoline(user: *mut c_void, token: i32) -> c_int {
+    // SAFETY: `user` is the &mut Callback that `generate` passed, alive for the whole call.
+    let state = unsafe { &mut *(user as *mut Callback<'_>) };
+    match panic::catch_unwind(AssertUnwindSafe(|| (state.f)(token))) {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(payload) => {
+            state.panic = Some(payload);
+            1
+        }
+    }
+}
+
+/// Calls `f(buffer, capacity, &mut needed)` with a growing buffer: the C API fills caller
+/// buffers and reports the size it needs when one is too small.
+fn fill<T: Copy + Default>(
+    first_guess: usize,
+    mut f: impl FnMut(*mut T, usize, &mut usize) -> sys::tm_status,
+) -> Result<Vec<T>> {
+    let mut buf = vec![T::default(); first_guess.max(1)];
+    loop {
+        let mut needed = 0usize;
+        let status = f(buf.as_mut_ptr(), buf.len(), &mut needed);
+        if status == sys::TM_ERROR_INVALID_ARGUMENT && needed > buf.len() {
+            buf.resize(needed, T::default());
+            continue;
+        }
+        check(status)?;
+        buf.truncate(needed);
+        return Ok(buf);
+    }
+}
+
+impl<'ctx> Model<'ctx> {
+    /// Loads a GPT-2 checkpoint in Hugging Face layout from `dir` (config.json,
+    /// model.safetensors, and vocab.json + merges.txt for the tokenizer).
+    pub fn load(ctx: &'ctx Context, dir: impl AsRef<Path>, target: Target) -> Result<Model<'ctx>> {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = dir.as_ref();
+        let c_dir = CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
+            Error::new(ErrorKind::InvalidArgument, format!("model path {dir:?} contains a NUL byte"))
+        })?;
+        let mut raw = ptr::null_mut();
+        check(unsafe { sys::tm_model_load(ctx.as_raw(), c_dir.as_ptr(), target.raw(), &mut raw) })?;
+        Ok(Model { raw, _ctx: PhantomData })
+    }
+
+    pub fn info(&self) -> Result<ModelInfo> {
+        let (mut vocab, mut n_ctx, mut n_layer, mut n_embd) = (0, 0, 0, 0);
+        check(unsafe { sys::tm_model_info(self.raw, &mut vocab, &mut n_ctx, &mut n_layer, &mut n_embd) })?;
+        Ok(ModelInfo {
+            vocab_size: vocab as usize,
+            n_ctx: n_ctx as usize,
+            n_layer: n_layer as usize,
+            n_embd: n_embd as usize,
+        })
+    }
+
+    /// Encodes text into token ids (GPT-2 byte-level BPE).
+    pub fn tokenize(&self, text: &str) -> Result<Vec<i32>> {
+        // Byte-level BPE never makes more tokens than bytes, so one call usually suffices.
+        fill(text.len(), |ids, cap, n| unsafe {
+            sys::tm_tokenize(self.raw, text.as_ptr().cast(), text.len(), ids, cap, n)
+        })
+    }
+
+    /// Decodes ids into bytes. A piece may end inside a UTF-8 character, hence bytes; see
+    /// [`Model::detokenize_lossy`] for text.
+    pub fn detokenize(&self, ids: &[i32]) -> Result<Vec<u8>> {
+        fill(ids.len() * 8, |buf: *mut u8, cap, len| unsafe {
+            sys::tm_detokenize(self.raw, ids.as_ptr(), ids.len(), buf.cast(), cap, len)
+        })
+    }
+
+    /// Decodes ids into text, replacing invalid UTF-8 with U+FFFD.
+    pub fn detokenize_lossy(&self, ids: &[i32]) -> Result<String> {
+        Ok(String::from_utf8_lossy(&self.detokenize(ids)?).into_owned())
+    }
+
+    /// The logits of the last position after running the model on `ids` (no KV cache).
+    pub fn logits(&mut self, ids: &[i32]) -> Result<Vec<f32>> {
+        let mut logits = vec![0f32; self.info()?.vocab_size];
+        check(unsafe { sys::tm_model_logits(self.raw, ids.as_ptr(), ids.len(), logits.as_mut_ptr()) })?;
+        Ok(logits)
+    }
+
+    /// Generates up to `options.max_new_tokens` tokens after `prompt` and returns them.
+    /// `callback` sees each token as soon as it is chosen and returns `true` to continue,
+    /// `false` to stop after that token. A panic in the callback stops generation and is
+    /// resumed here once the library has returned.
+    ///
+    /// `&mut self`: the model is busy (its KV cache in use) for the whole call, so the
+    /// callback cannot call back into it.
+    pub fn generate(
+        &mut self,
+        prompt: &[i32],
+        options: &GenerateOptions,
+        callback: Option<&mut dyn FnMut(i32) -> bool>,
+    ) -> Result<Vec<i32>> {
+        let raw_options = options.raw()?;
+        let mut out = vec![0i32; options.max_new_tokens];
+        let mut n_out = 0usize;
+        let mut state = callback.map(|f| Callback { f, panic: None });
+        let (cb, user): (sys::tm_token_callback, *mut c_void) = match state.as_mut() {
+            Some(state) => (Some(token_trampoline), (state as *mut Callback<'_>).cast()),
+            None => (None, ptr::null_mut()),
+        };
+        let status = unsafe {
+            sys::tm_generate(
+                self.raw,
+                prompt.as_ptr(),
+                prompt.len(),
+                &raw_options,
+                cb,
+                user,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut n_out,
+            )
+        };
+        // Read the message before anything else can touch tm_last_error on this thread.
+        let result = check(status);
+        if let Some(payload) = state.and_then(|s| s.panic) {
+            panic::resume_unwind(payload);
+        }
+        result?;
+        out.truncate(n_out);
+        Ok(out)
+    }
+
+    /// Programs compiled and found in the cache, and time spent so far.
+    pub fn stats(&self) -> Result<ModelStats> {
+        let mut raw: sys::tm_model_stats = unsafe { std::mem::zeroed() };
+        raw.struct_size = std::mem::size_of::<sys::tm_model_stats>() as u32;
+        check(unsafe { sys::tm_model_get_stats(self.raw, &mut raw) })?;
+        Ok(ModelStats {
+            programs_compiled: raw.programs_compiled,
+            programs_cached: raw.programs_cached,
+            compile_seconds: raw.compile_seconds,
+            load_seconds: raw.load_seconds,
+            prefill_seconds: raw.prefill_seconds,
+            decode_seconds: raw.decode_seconds,
+            decode_tokens: raw.decode_tokens,
+        })
+    }
+}
+
+impl Drop for Model<'_> {
+    fn drop(&mut self) {
+        unsafe { sys::tm_model_destroy(self.raw) }
+    }
+}

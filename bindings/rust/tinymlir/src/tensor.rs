@@ -1,0 +1,262 @@
+//! Element types and tensor views: borrowed slices with a shape, handed to the C API as
+//! `tm_tensor` for the duration of one call (the library never keeps the pointers).
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+
+use tinymlir_sys as sys;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Largest rank the C API accepts.
+pub const MAX_RANK: usize = sys::TM_MAX_RANK as usize;
+
+/// Element type of a tensor or traced value.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    F32,
+    F64,
+    I32,
+    I64,
+    /// One byte per element, 0 or 1 (Rust's `bool`).
+    Bool,
+}
+
+impl DType {
+    pub(crate) fn raw(self) -> sys::tm_dtype {
+        match self {
+            DType::F32 => sys::TM_F32,
+            DType::F64 => sys::TM_F64,
+            DType::I32 => sys::TM_I32,
+            DType::I64 => sys::TM_I64,
+            DType::Bool => sys::TM_BOOL,
+        }
+    }
+
+    pub(crate) fn from_raw(raw: sys::tm_dtype) -> Result<DType> {
+        Ok(match raw {
+            sys::TM_F32 => DType::F32,
+            sys::TM_F64 => DType::F64,
+            sys::TM_I32 => DType::I32,
+            sys::TM_I64 => DType::I64,
+            sys::TM_BOOL => DType::Bool,
+            other => {
+                return Err(Error::new(ErrorKind::DType, format!("unknown dtype {other} from the library")))
+            }
+        })
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for i32 {}
+    impl Sealed for i64 {}
+    impl Sealed for bool {}
+}
+
+/// A Rust type whose memory layout is exactly one [`DType`]'s. Sealed: the library writes
+/// raw bytes into output slices, so only types for which every value it writes is valid may
+/// implement it (for `bool`, the C API guarantees that it writes only 0 or 1).
+pub trait Element: sealed::Sealed + Copy + Send + Sync + 'static {
+    const DTYPE: DType;
+}
+
+impl Element for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl Element for f64 {
+    const DTYPE: DType = DType::F64;
+}
+impl Element for i32 {
+    const DTYPE: DType = DType::I32;
+}
+impl Element for i64 {
+    const DTYPE: DType = DType::I64;
+}
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+}
+
+/// The type of a traced value or a program's input/output.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorType {
+    pub dtype: DType,
+    pub shape: Vec<i64>,
+}
+
+/// Shape and strides stored inline, so a view costs no allocation and the `tm_tensor`
+/// built from it can point into it.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    rank: usize,
+    shape: [i64; MAX_RANK],
+    strides: Option<[i64; MAX_RANK]>,
+}
+
+impl Layout {
+    /// Checks that a slice of `len` elements holds every element the shape (and strides)
+    /// address: the C side trusts the view, so a short slice would be an out-of-bounds read
+    /// or write. Contiguous views must match exactly, which also catches swapped dims.
+    fn new(len: usize, shape: &[i64], strides: Option<&[i64]>) -> Result<Layout> {
+        let bad = |msg: String| Err(Error::new(ErrorKind::Shape, msg));
+        if shape.len() > MAX_RANK {
+            return bad(format!("rank {} exceeds the maximum {MAX_RANK}", shape.len()));
+        }
+        if let Some(&d) = shape.iter().find(|&&d| d < 0) {
+            return bad(format!("negative dimension {d} in shape {shape:?}"));
+        }
+        let mut layout = Layout { rank: shape.len(), shape: [0; MAX_RANK], strides: None };
+        layout.shape[..shape.len()].copy_from_slice(shape);
+        let overflow = || Error::new(ErrorKind::Shape, format!("shape {shape:?} is too large"));
+        match strides {
+            None => {
+                let count = shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d)).ok_or_else(overflow)?;
+                if count as u128 != len as u128 {
+                    return bad(format!("shape {shape:?} has {count} elements but the slice has {len}"));
+                }
+            }
+            Some(strides) => {
+                if strides.len() != shape.len() {
+                    return bad(format!("{} strides for a shape of rank {}", strides.len(), shape.len()));
+                }
+                if let Some(&s) = strides.iter().find(|&&s| s < 0) {
+                    return bad(format!("negative stride {s} in {strides:?}"));
+                }
+                // Highest element index addressed, plus one (0 for an empty tensor).
+                let needed = if shape.contains(&0) {
+                    0
+                } else {
+                    shape
+                        .iter()
+                        .zip(strides)
+                        .try_fold(1i64, |n, (&d, &s)| (d - 1).checked_mul(s).and_then(|x| x.checked_add(n)))
+                        .ok_or_else(overflow)?
+                };
+                if needed as u128 > len as u128 {
+                    return bad(format!(
+                        "shape {shape:?} with strides {strides:?} reaches element {} of a slice of {len}",
+                        needed - 1
+                    ));
+                }
+                let mut s = [0; MAX_RANK];
+                s[..strides.len()].copy_from_slice(strides);
+                layout.strides = Some(s);
+            }
+        }
+        Ok(layout)
+    }
+
+    fn raw(&self, data: *mut c_void, dtype: DType) -> sys::tm_tensor {
+        sys::tm_tensor {
+            data,
+            dtype: dtype.raw(),
+            rank: self.rank as i32,
+            shape: self.shape.as_ptr(),
+            strides: self.strides.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+        }
+    }
+}
+
+/// A read-only view of a tensor in a borrowed slice: an input to [`Program::invoke`] or the
+/// data of [`Trace::constant`].
+///
+/// [`Program::invoke`]: crate::Program::invoke
+/// [`Trace::constant`]: crate::Trace::constant
+#[derive(Clone, Copy, Debug)]
+pub struct TensorRef<'a> {
+    data: *const c_void,
+    dtype: DType,
+    layout: Layout,
+    _data: PhantomData<&'a [u8]>,
+}
+
+// A TensorRef is a shared borrow of Send + Sync elements, like &[T].
+unsafe impl Send for TensorRef<'_> {}
+unsafe impl Sync for TensorRef<'_> {}
+
+impl<'a> TensorRef<'a> {
+    /// A C-contiguous view; `data.len()` must equal the product of `shape` (`&[]` = scalar).
+    pub fn new<T: Element>(data: &'a [T], shape: &[i64]) -> Result<TensorRef<'a>> {
+        let layout = Layout::new(data.len(), shape, None)?;
+        Ok(TensorRef { data: data.as_ptr().cast(), dtype: T::DTYPE, layout, _data: PhantomData })
+    }
+
+    /// A strided view; `strides` count elements (not bytes), one per dim, non-negative.
+    /// Every addressed element must lie inside `data`.
+    pub fn with_strides<T: Element>(data: &'a [T], shape: &[i64], strides: &[i64]) -> Result<TensorRef<'a>> {
+        let layout = Layout::new(data.len(), shape, Some(strides))?;
+        Ok(TensorRef { data: data.as_ptr().cast(), dtype: T::DTYPE, layout, _data: PhantomData })
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn shape(&self) -> &[i64] {
+        &self.layout.shape[..self.layout.rank]
+    }
+
+    /// The C view; it points into `self`, so it is valid while `self` is neither moved nor
+    /// dropped.
+    pub(crate) fn raw(&self) -> sys::tm_tensor {
+        self.layout.raw(self.data as *mut c_void, self.dtype)
+    }
+}
+
+/// A writable view of a tensor in a borrowed slice: an output of [`Program::invoke`].
+///
+/// [`Program::invoke`]: crate::Program::invoke
+#[derive(Debug)]
+pub struct TensorMut<'a> {
+    data: *mut c_void,
+    dtype: DType,
+    layout: Layout,
+    _data: PhantomData<&'a mut [u8]>,
+}
+
+// An exclusive borrow of Send + Sync elements, like &mut [T]; &TensorMut allows no writes.
+unsafe impl Send for TensorMut<'_> {}
+unsafe impl Sync for TensorMut<'_> {}
+
+impl<'a> TensorMut<'a> {
+    /// A C-contiguous view; `data.len()` must equal the product of `shape`.
+    pub fn new<T: Element>(data: &'a mut [T], shape: &[i64]) -> Result<TensorMut<'a>> {
+        let layout = Layout::new(data.len(), shape, None)?;
+        Ok(TensorMut { data: data.as_mut_ptr().cast(), dtype: T::DTYPE, layout, _data: PhantomData })
+    }
+
+    /// A strided view (see [`TensorRef::with_strides`]); written through a temporary.
+    pub fn with_strides<T: Element>(
+        data: &'a mut [T],
+        shape: &[i64],
+        strides: &[i64],
+    ) -> Result<TensorMut<'a>> {
+        let layout = Layout::new(data.len(), shape, Some(strides))?;
+        Ok(TensorMut { data: data.as_mut_ptr().cast(), dtype: T::DTYPE, layout, _data: PhantomData })
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn shape(&self) -> &[i64] {
+        &self.layout.shape[..self.layout.rank]
+    }
+
+    /// The C view (see [`TensorRef::raw`]); `&mut self` because the library writes through it.
+    pub(crate) fn raw(&mut self) -> sys::tm_tensor {
+        self.layout.raw(self.data, self.dtype)
+    }
+}

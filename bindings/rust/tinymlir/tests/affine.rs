@@ -1,0 +1,108 @@
+//! The seed chapter's example, (x * gain + bias) * 0.5: three elementwise ops trace to three
+//! linalg.generic, fusion makes one; values, types, cache hits and program clones.
+
+use tinymlir::{Context, DType, Program, Stage, TensorMut, TensorRef, TensorType, Trace};
+
+const XS: [f32; 8] = [-2., -1., 0., 1., 2., 3., 4., 5.];
+const GAIN: [f32; 4] = [1., 2., 3., 4.];
+const BIAS: [f32; 4] = [0.5, 0., -1., 2.];
+
+fn affine_trace(ctx: &Context) -> tinymlir::Result<Trace> {
+    let t = Trace::new(ctx, "affine_activation")?;
+    let x = t.input(DType::F32, &[2, 4])?;
+    let gain = t.input(DType::F32, &[4])?;
+    let bias = t.input(DType::F32, &[4])?;
+    let half = t.scalar(DType::F32, 0.5)?;
+    let y = t.mul(t.add(t.mul(x, gain)?, bias)?, half)?;
+    t.end(&[y])?;
+    Ok(t)
+}
+
+fn run(program: &Program) -> tinymlir::Result<[f32; 8]> {
+    let mut ys = [0f32; 8];
+    program.invoke(
+        &[TensorRef::new(&XS, &[2, 4])?, TensorRef::new(&GAIN, &[4])?, TensorRef::new(&BIAS, &[4])?],
+        &mut [TensorMut::new(&mut ys, &[2, 4])?],
+    )?;
+    Ok(ys)
+}
+
+#[test]
+fn three_generics_fuse_into_one() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let program = ctx.compile(&affine_trace(&ctx)?)?;
+    let count = |stage| program.ir(stage).map(|ir| ir.matches("linalg.generic").count());
+    assert_eq!(count(Stage::Traced)?, 3);
+    assert_eq!(count(Stage::Optimized)?, 1);
+    Ok(())
+}
+
+#[test]
+fn values_match_the_formula() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let program = ctx.compile(&affine_trace(&ctx)?)?;
+    let ys = run(&program)?;
+    for (i, y) in ys.iter().enumerate() {
+        let expected = (XS[i] * GAIN[i % 4] + BIAS[i % 4]) * 0.5;
+        assert!((y - expected).abs() <= 1e-6, "y[{i}] = {y}, expected {expected}");
+    }
+    Ok(())
+}
+
+#[test]
+fn program_types_cache_and_clones() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let trace = affine_trace(&ctx)?;
+    let program = ctx.compile(&trace)?;
+    assert_eq!((program.num_inputs(), program.num_outputs()), (3, 1));
+    assert_eq!(program.input_type(1)?, TensorType { dtype: DType::F32, shape: vec![4] });
+    assert_eq!(program.output_type(0)?, TensorType { dtype: DType::F32, shape: vec![2, 4] });
+    assert_eq!(trace.value_type(tinymlir::Value(0))?.shape, vec![2, 4]);
+
+    // An equal trace is a cache hit; the program outlives trace and context, and a clone
+    // (tm_program_retain) outlives the original.
+    let again = ctx.compile(&affine_trace(&ctx)?)?;
+    let stats = ctx.cache_stats()?;
+    assert_eq!((stats.hits, stats.misses, stats.entries), (1, 1, 1));
+    drop((trace, program));
+    let clone = again.clone();
+    drop(again);
+    drop(ctx);
+    let ys = run(&clone)?;
+    assert_eq!(ys[7], (5. * 4. + 2.) * 0.5);
+    Ok(())
+}
+
+#[test]
+fn programs_run_on_several_threads() -> tinymlir::Result<()> {
+    // Program is Send + Sync, Context too: compile on one thread, invoke on four.
+    let ctx = Context::new()?;
+    let program = ctx.compile(&affine_trace(&ctx)?)?;
+    let expected = run(&program)?;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4).map(|_| s.spawn(|| run(&program))).collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap().unwrap(), expected);
+        }
+    });
+    Ok(())
+}
+
+#[test]
+fn thread_safety_follows_the_c_api() {
+    // Compiles only if these hold; the negative cases are compile_fail doctests in lib.rs.
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<Context>();
+    sync::<Context>();
+    send::<Program>();
+    sync::<Program>();
+    send::<Trace>();
+    send::<tinymlir::Model<'static>>();
+}
+
+#[test]
+fn version_matches_header() {
+    assert_eq!(tinymlir::api_version(), tinymlir::sys::TM_API_VERSION);
+    assert!(!tinymlir::version().is_empty());
+}
