@@ -221,7 +221,9 @@ Value ModuleBuilder::ElementwiseBody(OpBuilder &b, const Node &n,
     case OpKind::kErf: return math::ErfOp::create(b, loc_, a[0]);
     case OpKind::kAbs:
       if (f) return math::AbsFOp::create(b, loc_, a[0]);
-      return math::AbsIOp::create(b, loc_, a[0]);
+      // max(x, -x): math.absi has no lowering in the LLVM pipeline.
+      return arith::MaxSIOp::create(
+          b, loc_, a[0], arith::SubIOp::create(b, loc_, ScalarConstant(b, operand, 0.0), a[0]));
     case OpKind::kCast: {
       tm_dtype to = n.type.dtype;
       Type et = ElementType(to);

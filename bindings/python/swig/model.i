@@ -1,0 +1,201 @@
+/* model.i: token ids, logits, and the helpers for tm_tokenize, tm_detokenize and
+ * tm_generate (part of tinymlir.i). */
+
+/* ---- Models ----------------------------------------------------------------------------- */
+
+%{
+/* Token ids in: any sequence of ints or integer array, as a C-contiguous int32 array
+ * (NumPy refuses unsafe casts, so int64 arrays must be converted by the caller). */
+static PyArrayObject *tmpy_ids_in(PyObject *obj) {
+  return (PyArrayObject *)PyArray_FROMANY(obj, NPY_INT32, 1, 1, NPY_ARRAY_IN_ARRAY);
+}
+%}
+
+%typemap(in) (const int32_t *ids, size_t n) (PyArrayObject *ids_array = NULL),
+             (const int32_t *prompt, size_t n_prompt) (PyArrayObject *ids_array = NULL) {
+  ids_array = tmpy_ids_in($input);
+  if (!ids_array) SWIG_fail;
+  $1 = (int32_t *)PyArray_DATA(ids_array);
+  $2 = (size_t)PyArray_SIZE(ids_array);
+}
+%typemap(freearg) (const int32_t *ids, size_t n), (const int32_t *prompt, size_t n_prompt) {
+  Py_XDECREF(ids_array$argnum);
+}
+
+/* tm_model_logits writes vocab_size floats into a caller-owned buffer: a writable,
+ * C-contiguous float32 array of exactly that size (checked, so the library never writes
+ * past its end). */
+%typemap(in) float *logits (PyArrayObject *out = NULL) {
+  if (!PyArray_Check($input) || PyArray_TYPE((PyArrayObject *)$input) != NPY_FLOAT32 ||
+      !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)$input) ||
+      !PyArray_ISWRITEABLE((PyArrayObject *)$input))
+    SWIG_exception_fail(SWIG_TypeError,
+                        "logits must be a writable, C-contiguous numpy.float32 array");
+  out = (PyArrayObject *)$input;
+  $1 = (float *)PyArray_DATA(out);
+}
+%typemap(check) float *logits {
+  /* arg1: the model of tm_model_logits(model, ids, n, logits). */
+  int32_t vocab = 0;
+  if (arg1 && tm_model_info(arg1, &vocab, NULL, NULL, NULL) == TM_OK &&
+      PyArray_SIZE(out$argnum) != vocab) {
+    tmpy_fail(TM_ERROR_INVALID_ARGUMENT, "tm_model_logits: logits has %zd elements, the "
+              "model's vocabulary %d", (Py_ssize_t)PyArray_SIZE(out$argnum), (int)vocab);
+    SWIG_fail;
+  }
+}
+
+%{
+/* A growable result of the helpers below. */
+typedef struct tmpy_buffer {
+  void *data;
+  size_t n;
+} tmpy_buffer;
+
+/* tm_tokenize with the capacity negotiated: first with room for one id per byte (what
+ * byte-level BPE needs at most), again with the size the library asks for if that is
+ * more. */
+static tm_status tmpy_tokenize(tm_model *model, const char *text, size_t len, tmpy_buffer *ids) {
+  size_t capacity = len, needed = 0;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int32_t *buf = (int32_t *)malloc(sizeof(int32_t) * (capacity > 0 ? capacity : 1));
+    if (!buf) return PyErr_NoMemory(), TM_ERROR_OUT_OF_MEMORY;
+    tm_status s = tm_tokenize(model, text, len, buf, capacity, &needed);
+    if (s == TM_OK) {
+      ids->data = buf;
+      ids->n = needed;
+      return s;
+    }
+    free(buf);
+    if (s != TM_ERROR_INVALID_ARGUMENT || needed <= capacity) return s;
+    capacity = needed;
+  }
+  return TM_ERROR_INVALID_ARGUMENT;
+}
+
+/* tm_detokenize likewise, starting from 16 bytes per id. */
+static tm_status tmpy_detokenize(tm_model *model, const int32_t *ids, size_t n,
+                                 tmpy_buffer *bytes) {
+  size_t capacity = 16 * n + 16, needed = 0;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    char *buf = (char *)malloc(capacity);
+    if (!buf) return PyErr_NoMemory(), TM_ERROR_OUT_OF_MEMORY;
+    tm_status s = tm_detokenize(model, ids, n, buf, capacity, &needed);
+    if (s == TM_OK) {
+      bytes->data = buf;
+      bytes->n = needed;
+      return s;
+    }
+    free(buf);
+    if (s != TM_ERROR_INVALID_ARGUMENT || needed <= capacity) return s;
+    capacity = needed;
+  }
+  return TM_ERROR_INVALID_ARGUMENT;
+}
+
+/* The C trampoline of tm_generate's callback: calls the Python callable with the token
+ * (taking the GIL, which tmpy_generate released). A true result stops the generation; an
+ * exception stops it too and is kept, to be raised once tm_generate has returned. */
+typedef struct tmpy_callback {
+  PyObject *callable;
+  PyObject *type, *value, *traceback;
+} tmpy_callback;
+
+static int tmpy_on_token(void *user, int32_t token) {
+  tmpy_callback *cb = (tmpy_callback *)user;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  int stop = 1;
+  PyObject *result = PyObject_CallFunction(cb->callable, "i", (int)token);
+  if (result) {
+    stop = PyObject_IsTrue(result);
+    Py_DECREF(result);
+  }
+  if (!result || stop < 0) {
+    PyErr_Fetch(&cb->type, &cb->value, &cb->traceback);
+    stop = 1;
+  }
+  PyGILState_Release(gil);
+  return stop;
+}
+
+/* tm_generate with the out_ids buffer sized from max_new_tokens and a Python callable (or
+ * None) as the callback. The GIL is released while the model runs. */
+static tm_status tmpy_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
+                               const tm_generate_options *options, PyObject *callback,
+                               tmpy_buffer *ids) {
+  if (callback != Py_None && !PyCallable_Check(callback)) {
+    PyErr_SetString(PyExc_TypeError, "tm_generate: callback must be callable or None");
+    return TM_ERROR_INVALID_ARGUMENT;
+  }
+  tm_generate_options defaults;
+  tm_generate_options_init(&defaults);
+  int32_t max_new = options ? options->max_new_tokens : defaults.max_new_tokens;
+  size_t capacity = max_new > 0 ? (size_t)max_new : 0;
+  int32_t *buf = (int32_t *)malloc(sizeof(int32_t) * (capacity > 0 ? capacity : 1));
+  if (!buf) return PyErr_NoMemory(), TM_ERROR_OUT_OF_MEMORY;
+  tmpy_callback cb = {callback, NULL, NULL, NULL};
+  size_t n_out = 0;
+  tm_status s;
+  Py_BEGIN_ALLOW_THREADS
+  s = tm_generate(model, prompt, n_prompt, options, callback == Py_None ? NULL : tmpy_on_token,
+                  &cb, buf, capacity, &n_out);
+  Py_END_ALLOW_THREADS
+  if (cb.type) {
+    PyErr_Restore(cb.type, cb.value, cb.traceback);
+    free(buf);
+    return TM_ERROR_RUNTIME;
+  }
+  if (s != TM_OK) {
+    free(buf);
+    return s;
+  }
+  ids->data = buf;
+  ids->n = n_out;
+  return TM_OK;
+}
+%}
+
+/* Helper results: ids as a list of ints, bytes as bytes. */
+%typemap(in, numinputs=0) tmpy_buffer *ids (tmpy_buffer buffer = {NULL, 0}),
+                          tmpy_buffer *bytes (tmpy_buffer buffer = {NULL, 0}) {
+  $1 = &buffer;
+}
+%typemap(argout) tmpy_buffer *ids {
+  PyObject *list = PyList_New((Py_ssize_t)$1->n);
+  for (size_t i = 0; list && i < $1->n; ++i)
+    PyList_SET_ITEM(list, (Py_ssize_t)i, PyLong_FromLong(((int32_t *)$1->data)[i]));
+  $result = SWIG_Python_AppendOutput($result, list);
+}
+%typemap(argout) tmpy_buffer *bytes {
+  $result = SWIG_Python_AppendOutput(
+      $result, PyBytes_FromStringAndSize((const char *)$1->data, (Py_ssize_t)$1->n));
+}
+%typemap(freearg) tmpy_buffer *ids, tmpy_buffer *bytes {
+  if ($1) free($1->data);
+}
+
+/* text of tm_tokenize: str (encoded as UTF-8 here) or bytes (passed as they are; the
+ * library rejects invalid UTF-8). */
+%typemap(in) (const char *text, size_t len) (PyObject *utf8 = NULL) {
+  if (PyUnicode_Check($input)) {
+    utf8 = PyUnicode_AsUTF8String($input);
+    if (!utf8) SWIG_fail;
+  } else if (PyBytes_Check($input)) {
+    utf8 = $input;
+    Py_INCREF(utf8);
+  } else {
+    SWIG_exception_fail(SWIG_TypeError, "text must be str or bytes");
+  }
+  $1 = PyBytes_AS_STRING(utf8);
+  $2 = (size_t)PyBytes_GET_SIZE(utf8);
+}
+%typemap(freearg) (const char *text, size_t len) { Py_XDECREF(utf8$argnum); }
+
+%rename(tm_tokenize) tmpy_tokenize;
+%rename(tm_detokenize) tmpy_detokenize;
+%rename(tm_generate) tmpy_generate;
+tm_status tmpy_tokenize(tm_model *model, const char *text, size_t len, tmpy_buffer *ids);
+tm_status tmpy_detokenize(tm_model *model, const int32_t *ids, size_t n, tmpy_buffer *bytes);
+tm_status tmpy_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
+                        const tm_generate_options *options, PyObject *callback,
+                        tmpy_buffer *ids);

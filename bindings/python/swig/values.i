@@ -1,0 +1,211 @@
+/* values.i: integers, shapes and value lists in; output parameters out (part of
+ * tinymlir.i). */
+
+/* ---- Sequences of integers ------------------------------------------------------------ */
+
+%{
+/* Copies a Python sequence of ints into a new int64 array (at least one element, so it is
+ * never NULL). Returns 0 with a Python exception set on failure. */
+static int tmpy_int64s(PyObject *obj, const char *what, int64_t **out, Py_ssize_t *len) {
+  PyObject *seq = PySequence_Fast(obj, "expected a sequence of ints");
+  if (!seq) return 0;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  int64_t *values = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+  if (!values) {
+    Py_DECREF(seq);
+    PyErr_NoMemory();
+    return 0;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *item = PyNumber_Index(PySequence_Fast_GET_ITEM(seq, i));
+    long long v = item ? PyLong_AsLongLong(item) : -1;
+    Py_XDECREF(item);
+    if (PyErr_Occurred()) {
+      PyErr_Format(PyExc_TypeError, "%s[%zd] must be an int that fits in 64 bits", what, i);
+      free(values);
+      Py_DECREF(seq);
+      return 0;
+    }
+    values[i] = (int64_t)v;
+  }
+  Py_DECREF(seq);
+  *out = values;
+  *len = n;
+  return 1;
+}
+
+/* The same for int32 (permutations) and uint32 (tm_value lists), range-checked. */
+static int tmpy_int32s(PyObject *obj, const char *what, int64_t lo, int64_t hi, void **out,
+                       Py_ssize_t *len) {
+  int64_t *wide = NULL;
+  if (!tmpy_int64s(obj, what, &wide, len)) return 0;
+  int32_t *narrow = (int32_t *)malloc(sizeof(int32_t) * (size_t)(*len > 0 ? *len : 1));
+  if (!narrow) {
+    free(wide);
+    PyErr_NoMemory();
+    return 0;
+  }
+  for (Py_ssize_t i = 0; i < *len; ++i) {
+    if (wide[i] < lo || wide[i] > hi) {
+      PyErr_Format(PyExc_OverflowError, "%s[%zd] = %lld is outside %lld..%lld", what, i,
+                   (long long)wide[i], (long long)lo, (long long)hi);
+      free(wide);
+      free(narrow);
+      return 0;
+    }
+    narrow[i] = (int32_t)wide[i];
+  }
+  free(wide);
+  *out = narrow;
+  return 1;
+}
+
+/* tm_op_transpose and tm_op_slice read `rank of x` entries from their arrays, a length the
+ * C signature cannot carry: the binding checks it, so a short Python list can never make
+ * the library read past the end of the array. Unknown traces or values are left to the
+ * library's own error. */
+static int tmpy_check_rank(tm_trace *trace, tm_value x, const char *fn, const char *what,
+                           Py_ssize_t len) {
+  int32_t rank = 0;
+  if (!trace || tm_value_type(trace, x, NULL, &rank, NULL) != TM_OK) return 1;
+  if (len == rank) return 1;
+  tmpy_fail(TM_ERROR_INVALID_ARGUMENT, "%s: %s has %zd entries, x has rank %d", fn, what, len,
+            (int)rank);
+  return 0;
+}
+%}
+
+/* (rank, shape) of tm_op_input and tm_op_reshape: one Python sequence. */
+%typemap(in) (int32_t rank, const int64_t *shape) (Py_ssize_t len = 0) {
+  int64_t *dims = NULL;
+  if (!tmpy_int64s($input, "shape", &dims, &len)) SWIG_fail;
+  if (len > INT32_MAX) {
+    free(dims);
+    SWIG_exception_fail(SWIG_OverflowError, "shape is too long");
+  }
+  $1 = (int32_t)len;
+  $2 = dims;
+}
+%typemap(freearg) (int32_t rank, const int64_t *shape) { free((void *)$2); }
+
+/* perm of tm_op_transpose: a sequence, or None for "reverse the axes" (NULL). */
+%typemap(in) const int32_t *perm (Py_ssize_t len = 0) {
+  void *values = NULL;
+  if ($input != Py_None && !tmpy_int32s($input, "perm", INT32_MIN, INT32_MAX, &values, &len))
+    SWIG_fail;
+  $1 = (int32_t *)values;
+}
+%typemap(check) const int32_t *perm {
+  /* arg1, arg2: the trace and x of tm_op_transpose(trace, x, perm, out). */
+  if ($1 && !tmpy_check_rank(arg1, arg2, "tm_op_transpose", "perm", len$argnum)) SWIG_fail;
+}
+%typemap(freearg) const int32_t *perm { free((void *)$1); }
+
+/* begin/end of tm_op_slice. */
+%typemap(in) const int64_t *begin (Py_ssize_t len = 0), const int64_t *end (Py_ssize_t len = 0) {
+  int64_t *values = NULL;
+  if (!tmpy_int64s($input, "$1_name", &values, &len)) SWIG_fail;
+  $1 = values;
+}
+%typemap(check) const int64_t *begin, const int64_t *end {
+  /* arg1, arg2: the trace and x of tm_op_slice(trace, x, begin, end, out). */
+  if (!tmpy_check_rank(arg1, arg2, "tm_op_slice", "$1_name", len$argnum)) SWIG_fail;
+}
+%typemap(freearg) const int64_t *begin, const int64_t *end { free((void *)$1); }
+
+/* Lists of values: tm_trace_end's outputs and tm_op_concat's operands. */
+%typemap(in) (const tm_value *outputs, int32_t n_outputs) (Py_ssize_t len = 0),
+             (const tm_value *xs, int32_t n) (Py_ssize_t len = 0) {
+  void *values = NULL;
+  if (!tmpy_int32s($input, "$1_name", 0, UINT32_MAX, &values, &len)) SWIG_fail;
+  if (len > INT32_MAX) {
+    free(values);
+    SWIG_exception_fail(SWIG_OverflowError, "too many values");
+  }
+  $1 = (tm_value *)values;
+  $2 = (int32_t)len;
+}
+%typemap(freearg) (const tm_value *outputs, int32_t n_outputs), (const tm_value *xs, int32_t n) {
+  free((void *)$1);
+}
+
+/* ---- Output parameters become return values ------------------------------------------- */
+
+%define TMPY_HANDLE_OUT(TYPE)
+%typemap(in, numinputs=0) TYPE **out (TYPE *handle = NULL) { $1 = &handle; }
+%typemap(argout) TYPE **out {
+  $result = SWIG_Python_AppendOutput($result, SWIG_NewPointerObj(SWIG_as_voidptr(*$1),
+                                                                 $*1_descriptor, 0));
+}
+%enddef
+TMPY_HANDLE_OUT(tm_context)
+TMPY_HANDLE_OUT(tm_trace)
+TMPY_HANDLE_OUT(tm_program)
+TMPY_HANDLE_OUT(tm_model)
+
+%typemap(in, numinputs=0) tm_value *out (tm_value value = 0) { $1 = &value; }
+%typemap(argout) tm_value *out {
+  $result = SWIG_Python_AppendOutput($result, PyLong_FromUnsignedLong(*$1));
+}
+
+/* tm_value_type, tm_program_input_type/output_type: (dtype, shape tuple). */
+%typemap(in, numinputs=0) (tm_dtype *dtype, int32_t *rank, int64_t *shape)
+    (tm_dtype dtype = TM_F32, int32_t rank = 0, int64_t dims[TM_MAX_RANK]) {
+  $1 = &dtype;
+  $2 = &rank;
+  $3 = dims;
+}
+%typemap(argout) (tm_dtype *dtype, int32_t *rank, int64_t *shape) {
+  PyObject *shape = PyTuple_New(*$2);
+  for (int32_t i = 0; i < *$2; ++i) PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong($3[i]));
+  $result = SWIG_Python_AppendOutput($result, Py_BuildValue("(iN)", (int)*$1, shape));
+}
+
+/* tm_cache_stats: (hits, misses, entries). */
+%typemap(in, numinputs=0) (uint64_t *hits, uint64_t *misses, uint64_t *entries)
+    (uint64_t h = 0, uint64_t m = 0, uint64_t e = 0) {
+  $1 = &h;
+  $2 = &m;
+  $3 = &e;
+}
+%typemap(argout) (uint64_t *hits, uint64_t *misses, uint64_t *entries) {
+  $result = SWIG_Python_AppendOutput(
+      $result, Py_BuildValue("(KKK)", (unsigned long long)*$1, (unsigned long long)*$2,
+                             (unsigned long long)*$3));
+}
+
+/* tm_model_info: (vocab_size, n_ctx, n_layer, n_embd). */
+%typemap(in, numinputs=0) (int32_t *vocab_size, int32_t *n_ctx, int32_t *n_layer, int32_t *n_embd)
+    (int32_t v = 0, int32_t c = 0, int32_t l = 0, int32_t e = 0) {
+  $1 = &v;
+  $2 = &c;
+  $3 = &l;
+  $4 = &e;
+}
+%typemap(argout) (int32_t *vocab_size, int32_t *n_ctx, int32_t *n_layer, int32_t *n_embd) {
+  $result = SWIG_Python_AppendOutput($result, Py_BuildValue("(iiii)", *$1, *$2, *$3, *$4));
+}
+
+/* tm_program_ir: the text as str; the library's copy is freed here with tm_free. */
+%typemap(in, numinputs=0) char **text (char *text = NULL) { $1 = &text; }
+%typemap(argout) char **text {
+  PyObject *s = PyUnicode_DecodeUTF8(*$1, (Py_ssize_t)strlen(*$1), "replace");
+  tm_free(*$1);
+  *$1 = NULL;
+  $result = SWIG_Python_AppendOutput($result, s);
+}
+
+/* tm_model_get_stats: a new tm_model_stats object with struct_size filled in here, since
+ * Python cannot know sizeof. */
+%typemap(in, numinputs=0) tm_model_stats *stats (tm_model_stats stats) {
+  memset(&stats, 0, sizeof stats);
+  stats.struct_size = (uint32_t)sizeof stats;
+  $1 = &stats;
+}
+%typemap(argout) tm_model_stats *stats {
+  tm_model_stats *copy = (tm_model_stats *)malloc(sizeof *copy);
+  if (!copy) SWIG_exception_fail(SWIG_MemoryError, "out of memory");
+  *copy = *$1;
+  $result = SWIG_Python_AppendOutput($result,
+                                     SWIG_NewPointerObj(copy, $1_descriptor, SWIG_POINTER_OWN));
+}

@@ -1,0 +1,53 @@
+"""Shared fixtures: the source tree's models and goldens, and the GPT-2 example module.
+
+CTest sets PYTHONPATH to the built package; the example lives in examples/python/.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+SOURCE_DIR = os.environ.get("TINYMLIR_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+TINY_A = os.path.join(SOURCE_DIR, "tests", "data", "tiny-a")
+TINY_B = os.path.join(SOURCE_DIR, "tests", "data", "tiny-b")
+KJV_TINY = os.path.join(SOURCE_DIR, "models", "kjv-tiny")
+sys.path.insert(0, os.path.join(SOURCE_DIR, "examples", "python"))
+
+# The golden rule for greedy tokens (tests/data/README / shared fixtures): exact up to the
+# first step whose top-1 minus top-2 margin is below this; later divergence is reported.
+MARGIN = 0.01
+
+
+def golden_cases(model_dir):
+    with open(os.path.join(model_dir, "golden.json")) as f:
+        return json.load(f)["cases"]
+
+
+def check_greedy(got, case, report):
+    """Asserts that `got` equals the golden greedy ids up to the first step whose margin is
+    below MARGIN (all of them if none is); reports a divergence from that step on."""
+    want, margins = case["greedy_ids"], case["margins"]
+    low = next((i for i, m in enumerate(margins) if m < MARGIN), len(want))
+    assert got[:low] == want[:low], (case["prompt"], got, want)
+    if got != want:
+        first = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+        report(f"prompt {case['prompt']!r}: diverges from the golden at step {first} "
+               f"(margin there {margins[first]:.5f}; first margin < {MARGIN} at step {low})")
+
+
+@pytest.fixture
+def report(request):
+    """Prints a note into pytest's output (shown with -rA or on failure)."""
+    notes = []
+    yield notes.append
+    for note in notes:
+        print(f"NOTE {request.node.name}: {note}")
+        request.node.user_properties.append(("note", note))
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)

@@ -1,0 +1,156 @@
+"""tinymlir.Model against the Hugging Face goldens."""
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import tinymlir as tm
+from conftest import KJV_TINY, SOURCE_DIR, TINY_A, check_greedy, golden_cases
+
+
+@pytest.fixture(scope="module")
+def kjv():
+    model = tm.Model.load(KJV_TINY)
+    yield model
+    model.close()
+
+
+def test_info_and_repr(kjv):
+    assert kjv.info == tm.ModelInfo(vocab_size=50257, n_ctx=256, n_layer=4, n_embd=128)
+    assert "vocab_size=50257" in repr(kjv)
+
+
+@pytest.mark.parametrize("case", golden_cases(KJV_TINY), ids=lambda c: c["prompt"][:20])
+def test_generate_matches_golden_greedy(kjv, case, report):
+    assert kjv.tokenize(case["prompt"]) == case["prompt_ids"]
+    n = len(case["greedy_ids"])
+    got = kjv.generate(case["prompt"], max_new_tokens=n)          # str prompt, KV cache
+    check_greedy(got, case, report)
+    recomputed = kjv.generate(case["prompt_ids"], max_new_tokens=n, use_kv_cache=False)
+    check_greedy(recomputed, case, report)
+    streamed = list(kjv.generate(case["prompt"], max_new_tokens=n, stream=True))
+    assert streamed == got
+    if "text" in case and got == case["greedy_ids"]:
+        assert kjv.detokenize(got) == case["text"]
+
+
+def test_prompt_logits_match_golden(kjv):
+    for case in golden_cases(KJV_TINY):
+        logits = kjv.logits(case["prompt_ids"])
+        assert logits.dtype == np.float32 and logits.shape == (50257,)
+        np.testing.assert_allclose(logits[:16], case["prompt_logits_last_first16"], atol=1e-4)
+
+
+def test_tokenizer_round_trip(kjv):
+    path = os.path.join(SOURCE_DIR, "tests", "data", "gpt2-tokenizer-golden.json")
+    with open(path) as f:
+        cases = json.load(f)["cases"]
+    for case in cases:
+        assert kjv.tokenize(case["text"]) == case["ids"], case["text"][:40]
+        assert kjv.detokenize(case["ids"]) == case["text"]
+        assert kjv.tokenize(case["text"].encode()) == case["ids"]
+    # A piece may end inside a UTF-8 character: the bytes are exact, the str is replaced.
+    ids = kjv.tokenize("🙂")
+    assert b"".join(kjv.detokenize_bytes([i]) for i in ids) == "🙂".encode()
+
+
+def test_stream_yields_tokens_as_they_come(kjv):
+    seen = []
+    stream = kjv.generate("In the beginning", max_new_tokens=12, stream=True,
+                          callback=seen.append)
+    first = next(stream)
+    assert first == 286
+    stream.close()                       # stops the generation early
+    assert 1 <= len(seen) < 12
+
+
+def test_callback_can_stop_generation(kjv):
+    got = kjv.generate("In the beginning", max_new_tokens=10, callback=lambda t: t == 262)
+    assert got == [286, 262]
+
+
+def test_callback_exception_stops_and_is_reraised(kjv):
+    calls = []
+
+    def callback(token):
+        calls.append(token)
+        if len(calls) == 3:
+            raise KeyError("stop here")
+
+    with pytest.raises(KeyError, match="stop here"):
+        kjv.generate("In the beginning", max_new_tokens=20, callback=callback)
+    assert len(calls) == 3
+    with pytest.raises(KeyError, match="stop here"):
+        calls.clear()
+        list(kjv.generate("In the beginning", max_new_tokens=20, stream=True,
+                          callback=callback))
+    assert len(calls) == 3
+    assert kjv.generate("In the beginning", max_new_tokens=2) == [286, 262]   # still usable
+
+
+def test_sampling_options_are_passed_through(kjv):
+    a = kjv.generate("Blessed are", max_new_tokens=8, temperature=0.8, top_k=40, seed=7)
+    b = kjv.generate("Blessed are", max_new_tokens=8, temperature=0.8, top_k=40, seed=7)
+    c = kjv.generate("Blessed are", max_new_tokens=8, temperature=0.8, top_p=0.9, seed=8)
+    assert a == b and len(c) == 8
+    eos = kjv.generate("Blessed are", max_new_tokens=3, stop_at_eos=True)
+    assert len(eos) <= 3
+    with pytest.raises(tm.InvalidArgumentError, match="top_p"):
+        kjv.generate("Blessed are", top_p=0.0)
+
+
+def test_model_errors(kjv, tmp_path):
+    with pytest.raises(tm.LoadError) as e:
+        tm.Model.load(tmp_path / "missing")
+    assert isinstance(e.value, OSError) and e.value.status == tm.Status.IO
+    with pytest.raises(tm.OutOfRangeError, match="outside the vocabulary"):
+        kjv.logits([1, 50257])
+    with pytest.raises(tm.OutOfRangeError, match="context"):
+        kjv.generate([1] * 250, max_new_tokens=10)
+    with pytest.raises(tm.InvalidArgumentError, match="empty"):
+        kjv.generate([])
+    with pytest.raises(tm.UnsupportedError):
+        tm.Model.load(KJV_TINY, target="gpu")
+    tiny = tm.Model.load(TINY_A)
+    with pytest.raises(tm.UnsupportedError, match="tokenizer"):
+        tiny.tokenize("hello")
+    assert len(tiny.generate([1, 2, 3], max_new_tokens=4)) == 4
+    tiny.close()
+    with pytest.raises(tm.InvalidArgumentError, match="closed"):
+        tiny.logits([1])
+
+
+def test_one_call_at_a_time_per_model(kjv):
+    stream = kjv.generate("In the beginning", max_new_tokens=5, stream=True)
+    next(stream)
+    with pytest.raises(tm.InvalidArgumentError, match="in progress"):
+        kjv.logits([1])
+    assert kjv.detokenize([286]) == " of"            # the tokenizer is always available
+    assert len(list(stream)) == 4
+    kjv.logits([1])
+
+
+def test_generate_releases_the_gil(kjv):
+    # A Python thread keeps running while the model generates in another.
+    ticks = []
+    done = threading.Event()
+
+    def tick():
+        while not done.is_set():
+            ticks.append(1)
+            done.wait(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    kjv.generate("In the beginning", max_new_tokens=64, use_kv_cache=False)
+    done.set()
+    t.join()
+    assert len(ticks) > 20   # 64 full forward passes take far longer than 20 ms
+
+
+def test_stats(kjv):
+    kjv.generate("In the beginning", max_new_tokens=4)
+    stats = kjv.stats
+    assert stats["decode_tokens"] == 3 and stats["load_seconds"] > 0

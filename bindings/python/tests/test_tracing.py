@@ -1,0 +1,266 @@
+"""Traced ops against NumPy.
+
+Tolerances: float32 results within rtol 1e-5 / atol 1e-6 of NumPy's float32 (transcendental
+functions come from different libms; matmuls and reductions sum in another order), float64
+within rtol 1e-12 / atol 1e-12. Integer and bool results are exact. Result dtypes must equal
+NumPy's (1.24 value-based promotion for Python scalars).
+"""
+import math
+
+import numpy as np
+import pytest
+
+import tinymlir as tm
+
+F32 = dict(rtol=1e-5, atol=1e-6)
+F64 = dict(rtol=1e-12, atol=1e-12)
+
+
+def check(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if want.dtype == np.float32:
+        np.testing.assert_allclose(got, want, **F32)
+    elif want.dtype == np.float64:
+        np.testing.assert_allclose(got, want, **F64)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.fixture(params=[np.float32, np.float64])
+def fdtype(request):
+    return request.param
+
+
+# (name, traced function, NumPy function); both take (x, y, i) with x, y float (3, 4) and
+# i int32 (3, 4).
+ELEMENTWISE = [
+    ("add", lambda x, y, i: x + y, None),
+    ("sub", lambda x, y, i: x - y, None),
+    ("mul", lambda x, y, i: x * y, None),
+    ("div", lambda x, y, i: x / (y + 3), None),
+    ("pow", lambda x, y, i: abs(x) ** y, None),
+    ("neg", lambda x, y, i: -x, None),
+    ("scalar_f", lambda x, y, i: (x * 2.5 + 1) / 4, None),
+    ("scalar_rsub", lambda x, y, i: 1 - x, None),
+    ("scalar_rdiv", lambda x, y, i: 1 / (abs(x) + 1), None),
+    ("square", lambda x, y, i: x ** 2, None),
+    ("rpow", lambda x, y, i: 2 ** x, None),
+    ("int_plus_float_scalar", lambda x, y, i: i + 0.5, None),
+    ("int_plus_int_scalar", lambda x, y, i: i * 3 - 1, None),
+    ("int_true_div", lambda x, y, i: i / (i * i + 1), None),
+    ("int_plus_float", lambda x, y, i: i + x, None),
+    ("bool_plus_int", lambda x, y, i: (x > 0) + i, None),
+    ("less", lambda x, y, i: x < y, None),
+    ("greater", lambda x, y, i: x > 0.5, None),
+    ("equal", lambda x, y, i: i == 1, None),
+    ("not_equal", lambda x, y, i: i != 1, None),
+    ("less_equal", lambda x, y, i: i <= 0, None),
+    ("greater_equal", lambda x, y, i: x >= y, None),
+    ("exp", lambda x, y, i: tm.exp(x), lambda x, y, i: np.exp(x)),
+    ("log", lambda x, y, i: tm.log(abs(x) + 1), lambda x, y, i: np.log(abs(x) + 1)),
+    ("tanh", lambda x, y, i: tm.tanh(x), lambda x, y, i: np.tanh(x)),
+    ("sqrt", lambda x, y, i: tm.sqrt(abs(x)), lambda x, y, i: np.sqrt(abs(x))),
+    ("rsqrt", lambda x, y, i: tm.rsqrt(abs(x) + 1), lambda x, y, i: 1 / np.sqrt(abs(x) + 1)),
+    ("erf", lambda x, y, i: tm.erf(x),
+     lambda x, y, i: np.vectorize(math.erf, otypes=[x.dtype])(x)),
+    ("abs", lambda x, y, i: tm.abs(x), lambda x, y, i: np.abs(x)),
+    ("exp_of_int", lambda x, y, i: tm.exp(i), lambda x, y, i: np.exp(i)),
+    ("maximum", lambda x, y, i: tm.maximum(x, y), lambda x, y, i: np.maximum(x, y)),
+    ("minimum", lambda x, y, i: tm.minimum(x, 0.0), lambda x, y, i: np.minimum(x, 0.0)),
+    ("where", lambda x, y, i: tm.where(x > y, x, -1.0), lambda x, y, i: np.where(x > y, x, -1.0)),
+    ("astype_int", lambda x, y, i: (x * 10).astype(np.int64), None),
+    ("astype_bool", lambda x, y, i: i.astype(bool), None),
+    ("astype_f32", lambda x, y, i: i.astype(np.float32), None),
+    ("int_pow", lambda x, y, i: i ** 2, None),
+    ("broadcast_row", lambda x, y, i: x + y[0], None),
+    ("broadcast_col", lambda x, y, i: x * y[:, :1], None),
+    ("constant_array", lambda x, y, i: x * np.arange(4, dtype=x.dtype), None),
+    ("array_on_left", lambda x, y, i: np.ones(4, x.dtype) - x, None),
+]
+
+
+@pytest.mark.parametrize("name,traced,numpy_fn", ELEMENTWISE, ids=[c[0] for c in ELEMENTWISE])
+def test_elementwise(name, traced, numpy_fn, fdtype, rng):
+    x = rng.standard_normal((3, 4)).astype(fdtype)
+    y = rng.standard_normal((3, 4)).astype(fdtype)
+    i = rng.integers(-5, 6, (3, 4)).astype(np.int32)
+    check(tm.jit(traced)(x, y, i), (numpy_fn or traced)(x, y, i))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_abs_of_integers(dtype, rng):
+    i = rng.integers(-5, 6, (3, 4)).astype(dtype)
+    check(tm.jit(tm.abs)(i), np.abs(i))
+
+
+REDUCTIONS = [
+    ("sum", lambda x: x.sum(axis=1), lambda x: x.sum(axis=1)),
+    ("sum_all", lambda x: x.sum(), lambda x: x.sum()),
+    ("sum_keepdims", lambda x: x.sum(axis=-1, keepdims=True), lambda x: x.sum(-1, keepdims=True)),
+    ("sum_two_axes", lambda x: x.sum(axis=(0, 2)), lambda x: x.sum(axis=(0, 2))),
+    ("max", lambda x: x.max(axis=0), lambda x: x.max(axis=0)),
+    ("max_all_keepdims", lambda x: x.max(keepdims=True), lambda x: x.max(keepdims=True)),
+    ("mean", lambda x: x.mean(axis=2), lambda x: x.mean(axis=2)),
+    ("mean_two_axes_keepdims", lambda x: x.mean(axis=(1, 2), keepdims=True),
+     lambda x: x.mean(axis=(1, 2), keepdims=True)),
+    ("var", lambda x: x.var(axis=-1), lambda x: x.var(axis=-1)),
+    ("var_all", lambda x: x.var(), lambda x: x.var()),
+    ("function_form", lambda x: tm.mean(x, 1), lambda x: np.mean(x, 1)),
+]
+
+
+@pytest.mark.parametrize("name,traced,numpy_fn", REDUCTIONS, ids=[c[0] for c in REDUCTIONS])
+def test_reductions(name, traced, numpy_fn, fdtype, rng):
+    x = rng.standard_normal((2, 3, 5)).astype(fdtype)
+    check(tm.jit(traced)(x), numpy_fn(x))
+
+
+def test_integer_reductions(rng):
+    i = rng.integers(-9, 10, (4, 6)).astype(np.int64)
+    check(tm.jit(lambda a: a.sum(axis=0))(i), i.sum(axis=0))
+    check(tm.jit(lambda a: a.max(axis=1))(i), i.max(axis=1))
+    check(tm.jit(lambda a: a.mean(axis=1))(i), i.mean(axis=1))   # float64, as NumPy
+
+
+SHAPES = [
+    ("reshape", lambda x: x.reshape(6, 5), lambda x: x.reshape(6, 5)),
+    ("reshape_tuple_infer", lambda x: x.reshape((3, -1)), lambda x: x.reshape((3, -1))),
+    ("T", lambda x: x.T, lambda x: x.T),
+    ("transpose", lambda x: x.transpose(1, 0, 2), lambda x: x.transpose(1, 0, 2)),
+    ("int_index", lambda x: x[1], lambda x: x[1]),
+    ("negative_index", lambda x: x[-1, -2], lambda x: x[-1, -2]),
+    ("slices", lambda x: x[:, 1:3, ::1], lambda x: x[:, 1:3, ::1]),
+    ("negative_slice", lambda x: x[..., -2:], lambda x: x[..., -2:]),
+    ("ellipsis_newaxis", lambda x: x[None, ..., 0], lambda x: x[None, ..., 0]),
+    ("empty_slice", lambda x: x[:, 2:1], lambda x: x[:, 2:1]),
+    ("concatenate", lambda x: tm.concatenate([x, x * 2], axis=1),
+     lambda x: np.concatenate([x, x * 2], axis=1)),
+    ("concatenate_last", lambda x: tm.concatenate([x[..., :1], x], -1),
+     lambda x: np.concatenate([x[..., :1], x], -1)),
+]
+
+
+@pytest.mark.parametrize("name,traced,numpy_fn", SHAPES, ids=[c[0] for c in SHAPES])
+def test_shapes_and_indexing(name, traced, numpy_fn, rng):
+    x = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    check(tm.jit(traced)(x), numpy_fn(x))
+
+
+def test_iteration_over_first_axis(rng):
+    x = rng.standard_normal((3, 2)).astype(np.float32)
+    check(tm.jit(lambda a: sum(row * k for k, row in enumerate(a)))(x),
+          sum(row * k for k, row in enumerate(x)))
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)),
+                                             ((2, 2, 3, 4), (2, 2, 4, 5)), ((2, 3, 4), (4, 5)),
+                                             ((1, 4), (4, 7)), ((6, 4), (4, 1))])
+def test_matmul(a_shape, b_shape, fdtype, rng):
+    a = rng.standard_normal(a_shape).astype(fdtype)
+    b = rng.standard_normal(b_shape).astype(fdtype)
+    check(tm.jit(lambda a, b: a @ b)(a, b), a @ b)
+    check(tm.jit(tm.matmul)(a, b), np.matmul(a, b))
+
+
+def test_integer_matmul(rng):
+    a = rng.integers(-4, 5, (3, 4)).astype(np.int32)
+    b = rng.integers(-4, 5, (4, 2)).astype(np.int32)
+    check(tm.jit(lambda a, b: a @ b)(a, b), a @ b)
+
+
+def np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_composites(fdtype, rng):
+    x = rng.standard_normal((4, 6)).astype(fdtype)
+    g = rng.standard_normal(6).astype(fdtype)
+    b = rng.standard_normal(6).astype(fdtype)
+    check(tm.jit(tm.softmax)(x), np_softmax(x))
+    check(tm.jit(lambda x: tm.softmax(x, axis=0))(x), np_softmax(x, axis=0))
+    ln = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b
+    check(tm.jit(tm.layer_norm)(x, g, b), ln.astype(fdtype))
+    c = math.sqrt(2 / math.pi)
+    gelu = 0.5 * x * (1 + np.tanh(c * (x + 0.044715 * x ** 3)))
+    check(tm.jit(tm.gelu)(x), gelu.astype(fdtype))
+
+
+def test_causal_mask_and_masked_softmax(rng):
+    x = rng.standard_normal((4, 4)).astype(np.float32)
+    mask = tm.jit(lambda x: tm.causal_mask(4, 6, 2) + 0 * x[0, 0])(x)
+    lowest = np.finfo(np.float32).min
+    want = np.where(np.arange(6)[None, :] <= np.arange(4)[:, None] + 2, 0, lowest)
+    check(mask, want.astype(np.float32))
+    got = tm.jit(lambda x: tm.softmax(x + tm.causal_mask(4, 4)))(x)
+    want = np_softmax(np.where(np.tril(np.ones((4, 4), bool)), x, -np.inf))
+    check(got, want.astype(np.float32))
+
+
+def test_gather(rng):
+    table = rng.standard_normal((10, 3)).astype(np.float32)
+    ids = np.array([[0, 9], [3, 3]], np.int64)
+    check(tm.jit(lambda t, i: t[i])(table, ids), table[ids])
+    check(tm.jit(tm.gather)(table, ids.astype(np.int32)), table[ids])
+    # Constant index arrays are gathered too.
+    check(tm.jit(lambda t: t[np.array([2, 1], np.int32)])(table), table[[2, 1]])
+
+
+def test_gather_index_out_of_range_is_checked_before_running(rng):
+    table = rng.standard_normal((10, 3)).astype(np.float32)
+    with pytest.raises(tm.OutOfRangeError, match="outside the table"):
+        tm.jit(lambda t, i: t[i])(table, np.array([1, 10], np.int32))
+
+
+def test_tree_outputs_and_repeated_outputs(rng):
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+
+    @tm.jit
+    def f(x):
+        y = x * 2
+        return {"y": y, "pair": (y, x.sum()), "same": y, "input": x, "const": 1.5}
+
+    out = f(x)
+    check(out["y"], x * 2)
+    check(out["pair"][0], x * 2)
+    check(out["pair"][1], x.sum())
+    check(out["same"], x * 2)
+    assert out["same"] is not out["y"]          # every output is its own new array
+    check(out["input"], x)
+    assert out["input"] is not x
+    check(out["const"], np.asarray(1.5))
+
+
+def test_nested_jit_is_traced_inline(rng):
+    inner = tm.jit(lambda a: a * 2)
+    outer = tm.jit(lambda a: inner(a) + 1)
+    x = rng.standard_normal(3).astype(np.float32)
+    check(outer(x), x * 2 + 1)
+    assert inner.cache_info().misses == 0
+
+
+def test_lower_exposes_every_stage(rng):
+    x, g, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 4), 4, 4))
+    affine = tm.jit(lambda x, g, b: (x * g + b) * 0.5)
+    lowered = affine.lower(x, g, b)
+    # The seed chapter's example: three elementwise generics fused into one.
+    assert lowered.traced.count("linalg.generic") == 3
+    assert lowered.optimized.count("linalg.generic") == 1
+    assert "memref" in lowered.bufferized
+    assert "llvm." in lowered.lowered
+    assert "define" in lowered.llvm_ir
+    assert lowered.assembly.strip()
+    assert lowered.ir("optimized") == lowered.ir(tm.Stage.OPTIMIZED)
+    affine.cache_clear()  # the Lowered object keeps its own program reference
+    assert "linalg.generic" in lowered.optimized
+
+
+def test_compile_options_are_passed_through(rng):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 5)).astype(np.float32)
+    f = tm.jit(lambda x, w: x @ w, use_blas=False, optimize=False, opt_level=0)
+    check(f(x, w), x @ w)
+    assert "cblas" not in f.lower(x, w).lowered
+    assert "cblas" in tm.jit(lambda x, w: x @ w).lower(x, w).lowered

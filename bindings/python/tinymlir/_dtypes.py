@@ -1,0 +1,37 @@
+"""NumPy dtypes <-> tm_dtype.
+
+tinymlir has five element types. Everything else (float16, unsigned ints, complex, ...)
+is refused with a DtypeError that says what is supported, rather than converted silently.
+"""
+import numpy as np
+
+from . import capi
+from ._errors import DtypeError
+
+_TO_TM = {
+    np.dtype(np.float32): capi.TM_F32,
+    np.dtype(np.float64): capi.TM_F64,
+    np.dtype(np.int32): capi.TM_I32,
+    np.dtype(np.int64): capi.TM_I64,
+    np.dtype(np.bool_): capi.TM_BOOL,
+}
+_FROM_TM = {v: k for k, v in _TO_TM.items()}
+
+SUPPORTED = "float32, float64, int32, int64 and bool"
+
+
+def to_tm(dtype, what="array"):
+    """The tm_dtype of a NumPy dtype (or anything np.dtype accepts)."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise DtypeError(f"{what}: {dtype!r} is not a dtype ({e})") from None
+    # np.dtype('<f4') == np.float32 on little-endian machines; a swapped order is not.
+    if dt.isnative and dt in _TO_TM:
+        return _TO_TM[dt]
+    raise DtypeError(f"{what} has dtype {dt}, which tinymlir does not support ({SUPPORTED})")
+
+
+def from_tm(tm_dtype):
+    """The NumPy dtype of a tm_dtype."""
+    return _FROM_TM[tm_dtype]

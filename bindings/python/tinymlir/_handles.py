@@ -1,0 +1,200 @@
+"""Python objects over the C handles: each destroys or releases its handle exactly once.
+
+The SWIG module hands out bare pointers. These classes own them: `close()` (or `with`, or
+garbage collection through __del__) frees the handle and forgets it, so a second close is a
+no-op and a use after close raises instead of touching freed memory. The C functions are
+bound as class attributes so that __del__ still finds them during interpreter shutdown.
+"""
+import collections
+import enum
+import threading
+import weakref
+
+from . import capi
+from ._errors import InvalidArgumentError
+
+CacheStats = collections.namedtuple("CacheStats", "hits misses entries")
+
+
+class Target(enum.IntEnum):
+    CPU = capi.TM_TARGET_CPU
+    GPU = capi.TM_TARGET_GPU
+
+    @classmethod
+    def of(cls, target):
+        """Target from a Target, its value, or a name like "cpu"/"gpu"."""
+        if isinstance(target, str):
+            try:
+                return cls[target.upper()]
+            except KeyError:
+                raise InvalidArgumentError(
+                    f"unknown target {target!r} (expected 'cpu' or 'gpu')") from None
+        return cls(target)
+
+
+class Stage(enum.IntEnum):
+    """The compilation stages a program keeps as text (tm_program_ir)."""
+
+    TRACED = capi.TM_STAGE_TRACED
+    OPTIMIZED = capi.TM_STAGE_OPTIMIZED
+    BUFFERIZED = capi.TM_STAGE_BUFFERIZED
+    LOWERED = capi.TM_STAGE_LOWERED
+    LLVM_IR = capi.TM_STAGE_LLVM_IR
+    ASSEMBLY = capi.TM_STAGE_ASSEMBLY
+
+    @classmethod
+    def of(cls, stage):
+        if isinstance(stage, str):
+            try:
+                return cls[stage.upper()]
+            except KeyError:
+                names = ", ".join(s.name.lower() for s in cls)
+                raise InvalidArgumentError(
+                    f"unknown stage {stage!r} (expected one of {names})") from None
+        return cls(stage)
+
+
+class _Handle:
+    """An owned pointer; subclasses set _free to the C function that frees it."""
+
+    _free = None
+    _kind = "handle"
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    @property
+    def ptr(self):
+        """The SWIG pointer, for calls into tinymlir.capi."""
+        if self._ptr is None:
+            raise InvalidArgumentError(f"this {self._kind} is closed")
+        return self._ptr
+
+    @property
+    def closed(self):
+        return self._ptr is None
+
+    def close(self):
+        ptr, self._ptr = self._ptr, None
+        if ptr is not None:
+            type(self)._free(ptr)
+
+    def __del__(self):
+        # __init__ may have failed before _ptr was set.
+        if getattr(self, "_ptr", None) is not None:
+            self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Context(_Handle):
+    """tm_context: the owner of the compiled-program cache. Thread-safe."""
+
+    _free = staticmethod(capi.tm_context_destroy)
+    _kind = "context"
+
+    def __init__(self):
+        super().__init__(capi.tm_context_create())
+        # Models keep a raw pointer to their context (it must outlive them): closing the
+        # context while one is open is refused rather than left to crash.
+        self._models = weakref.WeakSet()
+
+    def cache_stats(self):
+        """tm_cache_stats: CacheStats(hits, misses, entries)."""
+        return CacheStats(*capi.tm_cache_stats(self.ptr))
+
+    def close(self):
+        if any(not m.closed for m in getattr(self, "_models", ())):
+            raise InvalidArgumentError(
+                "this context still has open models; close them first")
+        super().close()
+
+    def __repr__(self):
+        if self.closed:
+            return "<tinymlir.Context closed>"
+        return "<tinymlir.Context hits={} misses={} entries={}>".format(*self.cache_stats())
+
+
+_default_context = None
+_default_lock = threading.Lock()
+
+
+def default_context():
+    """The process-wide context used when none is given (created on first use)."""
+    global _default_context
+    with _default_lock:
+        if _default_context is None or _default_context.closed:
+            _default_context = Context()
+        return _default_context
+
+
+class Trace(_Handle):
+    """tm_trace: a program being recorded. One thread at a time."""
+
+    _free = staticmethod(capi.tm_trace_destroy)
+    _kind = "trace"
+
+    def __init__(self, context, name=None):
+        super().__init__(capi.tm_trace_begin(context.ptr, name))
+
+    def end(self, values):
+        capi.tm_trace_end(self.ptr, list(values))
+
+    def value_type(self, value):
+        """(tm_dtype, shape tuple) of a value."""
+        return capi.tm_value_type(self.ptr, value)
+
+
+def compile_options(target=Target.CPU, optimize=None, use_blas=None, opt_level=None):
+    """A tm_compile_options with the library's defaults, overridden where given."""
+    options = capi.tm_compile_options()
+    capi.tm_compile_options_init(options)
+    options.target = int(Target.of(target))
+    if optimize is not None:
+        options.optimize = int(bool(optimize))
+    if use_blas is not None:
+        options.use_blas = int(bool(use_blas))
+    if opt_level is not None:
+        options.opt_level = int(opt_level)
+    return options
+
+
+class Program(_Handle):
+    """One reference to a tm_program (immutable, invokable from several threads).
+
+    compile() returns a new reference; retain() makes another Program object that holds
+    its own reference. Each object releases its reference exactly once."""
+
+    _free = staticmethod(capi.tm_program_release)
+    _kind = "program"
+
+    @classmethod
+    def compile(cls, context, trace, options=None):
+        return cls(capi.tm_compile(context.ptr, trace.ptr, options))
+
+    def retain(self):
+        capi.tm_program_retain(self.ptr)
+        return Program(self._ptr)
+
+    @property
+    def input_types(self):
+        """[(tm_dtype, shape)] of the inputs the program is specialised to."""
+        return [capi.tm_program_input_type(self.ptr, i)
+                for i in range(capi.tm_program_num_inputs(self.ptr))]
+
+    @property
+    def output_types(self):
+        return [capi.tm_program_output_type(self.ptr, i)
+                for i in range(capi.tm_program_num_outputs(self.ptr))]
+
+    def ir(self, stage):
+        """The text of one compilation stage (a Stage, its value, or a name)."""
+        return capi.tm_program_ir(self.ptr, int(Stage.of(stage)))
+
+    def invoke(self, inputs, outputs):
+        """tm_invoke on NumPy arrays: reads `inputs`, writes `outputs` (caller-owned)."""
+        capi.tm_invoke(self.ptr, list(inputs), list(outputs))

@@ -1,0 +1,211 @@
+"""@tinymlir.jit: trace a Python function once per specialisation, then run it compiled.
+
+Calling a jitted function with NumPy arrays:
+1. flattens the positional arguments as a tree (tuples, named tuples, lists, dicts,
+   dataclasses) down to arrays;
+2. looks the specialisation up by (tree structure with every leaf's shape and dtype,
+   static keyword arguments, compile options such as the target);
+3. on a miss, calls the function with tracers in place of the arrays (keyword arguments
+   are passed through as Python values), records the ops into a tm_trace, and compiles it
+   (tm_compile, which has its own cache in the context);
+4. invokes the program on the arrays with newly allocated outputs of the inferred types,
+   and returns them in the tree structure the function returned.
+
+The arrays are runtime inputs, never constants: a function called with different weights of
+the same shapes reuses one compiled program.
+"""
+import collections
+import functools
+import threading
+
+import numpy as np
+
+from . import _tree
+from ._dtypes import from_tm, to_tm
+from ._handles import Program, Stage, Target, Trace, compile_options, default_context
+from . import capi
+from .tracer import TraceState, Tracer, lift, tracing
+
+CacheInfo = collections.namedtuple("CacheInfo", "hits misses entries context")
+CacheInfo.__doc__ = """hits/misses/entries of one jitted function's specialisations;
+context: the context's tm_cache_stats (CacheStats), shared by everything compiled in it."""
+
+
+class _Specialization:
+    """A compiled program and what is needed to call it."""
+
+    def __init__(self, program, out_treedef):
+        self.program = program
+        self.out_treedef = out_treedef
+        self.out_types = [(from_tm(dtype), shape) for dtype, shape in program.output_types]
+
+
+class Lowered:
+    """Every IR stage of one specialisation (fn.lower(*args)). Holds its own reference to
+    the program, so it stays valid after the jit cache is cleared."""
+
+    def __init__(self, program, in_treedef, out_treedef):
+        self.program = program
+        self.in_treedef = in_treedef
+        self.out_treedef = out_treedef
+
+    def ir(self, stage):
+        """The text of a stage: a tinymlir.Stage or its name ("traced", "optimized",
+        "bufferized", "lowered", "llvm_ir", "assembly")."""
+        return self.program.ir(stage)
+
+    traced = property(lambda self: self.ir(Stage.TRACED))
+    optimized = property(lambda self: self.ir(Stage.OPTIMIZED))
+    bufferized = property(lambda self: self.ir(Stage.BUFFERIZED))
+    lowered = property(lambda self: self.ir(Stage.LOWERED))
+    llvm_ir = property(lambda self: self.ir(Stage.LLVM_IR))
+    assembly = property(lambda self: self.ir(Stage.ASSEMBLY))
+
+
+class JittedFunction:
+    """A function traced and compiled per specialisation; see the module docstring."""
+
+    def __init__(self, fn, target="cpu", context=None, optimize=None, use_blas=None,
+                 opt_level=None):
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._context = context
+        self._options = dict(target=Target.of(target), optimize=optimize, use_blas=use_blas,
+                             opt_level=opt_level)
+        self._options_key = tuple(sorted(self._options.items()))
+        self._cache = {}
+        self._hits = 0
+        self._misses = 0
+        self._lock = threading.Lock()
+
+    @property
+    def target(self):
+        return self._options["target"]
+
+    @property
+    def context(self):
+        return self._context if self._context is not None else default_context()
+
+    def __call__(self, *args, **static):
+        leaves, treedef = _tree.flatten(args)
+        if any(isinstance(x, Tracer) for x in leaves):
+            # Called from inside another jitted function: becomes part of that trace.
+            return self._fn(*args, **static)
+        spec, arrays = self._specialize(leaves, treedef, static)
+        outputs = [np.empty(shape, dtype) for dtype, shape in spec.out_types]
+        spec.program.invoke(arrays, outputs)
+        return _tree.unflatten(spec.out_treedef, outputs)
+
+    def lower(self, *args, **static):
+        """Specialises (through the cache) and returns the Lowered program with every IR
+        stage."""
+        leaves, treedef = _tree.flatten(args)
+        spec, _ = self._specialize(leaves, treedef, static)
+        return Lowered(spec.program.retain(), treedef, spec.out_treedef)
+
+    def cache_info(self):
+        with self._lock:
+            hits, misses, entries = self._hits, self._misses, len(self._cache)
+        return CacheInfo(hits, misses, entries, self.context.cache_stats())
+
+    def cache_clear(self):
+        """Drops this function's specialisations. Their programs are released when the
+        last reference goes (not closed here: another thread may be running one)."""
+        with self._lock:
+            self._cache.clear()
+            self._hits = self._misses = 0
+
+    def __repr__(self):
+        return f"<tinymlir.jit {self.__qualname__} target={self.target.name.lower()}>"
+
+    # ---- Specialisation ----------------------------------------------------------------------
+
+    def _specialize(self, leaves, treedef, static):
+        arrays = self._check_leaves(leaves, treedef)
+        key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays),
+               self._static_key(static), self._options_key)
+        with self._lock:
+            spec = self._cache.get(key)
+            if spec is not None:
+                self._hits += 1
+                return spec, arrays
+            self._misses += 1
+        # Traced and compiled outside the lock; two threads racing on one key both trace,
+        # and the context's cache makes the second compile a lookup.
+        spec = self._trace_and_compile(treedef, arrays, static)
+        with self._lock:
+            spec = self._cache.setdefault(key, spec)
+        return spec, arrays
+
+    def _check_leaves(self, leaves, treedef):
+        arrays = []
+        paths = None
+        for i, x in enumerate(leaves):
+            if isinstance(x, np.generic):
+                x = np.asarray(x)
+            if not isinstance(x, np.ndarray):
+                paths = paths or _tree.leaf_paths(treedef)
+                raise TypeError(
+                    f"{self.__qualname__}: argument {_arg_path(paths[i])} is a "
+                    f"{type(x).__name__}, not a NumPy array; pass arrays positionally "
+                    "(np.asarray(x)) and other values as static keyword arguments")
+            try:
+                to_tm(x.dtype)
+            except Exception as e:
+                paths = paths or _tree.leaf_paths(treedef)
+                raise type(e)(f"{self.__qualname__}: argument {_arg_path(paths[i])}: {e}") \
+                    from None
+            arrays.append(x)
+        return arrays
+
+    def _static_key(self, static):
+        items = tuple(sorted(static.items()))
+        for name, value in items:
+            try:
+                hash(value)
+            except TypeError:
+                raise TypeError(
+                    f"{self.__qualname__}: keyword argument {name}={type(value).__name__} is "
+                    "static (part of the cache key) and must be hashable; pass arrays "
+                    "positionally") from None
+        return items
+
+    def _trace_and_compile(self, treedef, arrays, static):
+        context = self.context
+        name = getattr(self._fn, "__qualname__", "kernel")
+        with Trace(context, name) as trace:
+            state = TraceState(trace, name)
+            with tracing(state):
+                inputs = [Tracer(state, capi.tm_op_input(trace.ptr, to_tm(a.dtype), a.shape))
+                          for a in arrays]
+                result = self._fn(*_tree.unflatten(treedef, inputs), **static)
+                out_leaves, out_treedef = _tree.flatten(result)
+                if not out_leaves:
+                    raise TypeError(f"{name} returned no arrays ({result!r})")
+                for x in out_leaves:
+                    if not isinstance(x, (Tracer, np.ndarray, np.generic, bool, int, float)):
+                        raise TypeError(f"{name} returned a {type(x).__name__}; outputs must "
+                                        "be arrays (traced values), possibly in a tree")
+                trace.end([lift(state, x) for x in out_leaves])
+            program = Program.compile(context, trace, compile_options(**self._options))
+        return _Specialization(program, out_treedef)
+
+
+def _arg_path(path):
+    # The root is the tuple of positional arguments: "[0].w" reads better as "0.w".
+    end = path.index("]")
+    return path[1:end] + path[end + 1:]
+
+
+def jit(fn=None, *, target="cpu", context=None, optimize=None, use_blas=None, opt_level=None):
+    """Decorator (or function) that traces and compiles `fn` per specialisation.
+
+    target: "cpu" or "gpu" (or a tinymlir.Target), passed through to tm_compile; the
+    formulas do not change with it. context: the tinymlir.Context whose cache is used
+    (default: a process-wide one). optimize, use_blas, opt_level: tm_compile_options
+    (None: the library's defaults)."""
+    kwargs = dict(target=target, context=context, optimize=optimize, use_blas=use_blas,
+                  opt_level=opt_level)
+    if fn is None:
+        return lambda f: JittedFunction(f, **kwargs)
+    return JittedFunction(fn, **kwargs)

@@ -1,0 +1,177 @@
+"""tinymlir.Model: the GPT-2 model API of the library (tm_model_*, tm_generate).
+
+    model = tinymlir.Model.load("models/kjv-tiny")
+    ids = model.generate("In the beginning", max_new_tokens=20)
+    print(model.detokenize(ids))
+    for token in model.generate("And God said", stream=True):
+        print(model.detokenize([token]), end="", flush=True)
+
+A model is not thread-safe (it owns one KV cache): logits() and generate() refuse to run
+while another call on the same model is in progress (for example inside a stream loop),
+rather than wait for it. Tokenizing and detokenizing are always allowed.
+"""
+import collections
+import contextlib
+import queue
+import threading
+
+import numpy as np
+
+from . import capi
+from ._errors import InvalidArgumentError
+from ._handles import Target, _Handle, default_context
+
+ModelInfo = collections.namedtuple("ModelInfo", "vocab_size n_ctx n_layer n_embd")
+
+
+class Model(_Handle):
+    """A loaded GPT-2 checkpoint (tm_model). Use Model.load(dir)."""
+
+    _free = staticmethod(capi.tm_model_destroy)
+    _kind = "model"
+
+    def __init__(self, ptr, context):
+        super().__init__(ptr)
+        # The C model keeps a pointer to its context: keep the context alive as long.
+        self.context = context
+        context._models.add(self)
+        self._busy = threading.Lock()
+
+    @classmethod
+    def load(cls, directory, target="cpu", context=None):
+        """Loads config.json, model.safetensors and (if present) vocab.json + merges.txt
+        from `directory`. Raises LoadError for missing or malformed files."""
+        context = context if context is not None else default_context()
+        ptr = capi.tm_model_load(context.ptr, str(directory), int(Target.of(target)))
+        return cls(ptr, context)
+
+    @property
+    def info(self):
+        return ModelInfo(*capi.tm_model_info(self.ptr))
+
+    @property
+    def stats(self):
+        """tm_model_get_stats as a dict (programs compiled/cached, seconds, tokens)."""
+        s = capi.tm_model_get_stats(self.ptr)
+        return {name: getattr(s, name) for name in (
+            "programs_compiled", "programs_cached", "compile_seconds", "load_seconds",
+            "prefill_seconds", "decode_seconds", "decode_tokens")}
+
+    def tokenize(self, text):
+        """Token ids of a str (UTF-8) or bytes."""
+        return capi.tm_tokenize(self.ptr, text)
+
+    def detokenize(self, ids, errors="replace"):
+        """The text of token ids. A piece may end inside a UTF-8 character; such bytes are
+        decoded with `errors` (see detokenize_bytes for the raw bytes)."""
+        return self.detokenize_bytes(ids).decode("utf-8", errors)
+
+    def detokenize_bytes(self, ids):
+        return capi.tm_detokenize(self.ptr, _ids(ids))
+
+    def logits(self, ids):
+        """The vocab_size logits (float32) of the last position, recomputing all of ids."""
+        out = np.empty(self.info.vocab_size, np.float32)
+        with self._exclusive("logits"):
+            capi.tm_model_logits(self.ptr, _ids(ids), out)
+        return out
+
+    def generate(self, prompt, max_new_tokens=None, temperature=None, top_k=None, top_p=None,
+                 seed=None, use_kv_cache=None, stop_at_eos=None, stream=False, callback=None):
+        """Generates tokens after `prompt` (a str, tokenized, or a sequence of ids).
+
+        Options left as None take the library's defaults (32 tokens, greedy, KV cache on,
+        no stop at EOS). Returns the list of generated ids; with stream=True, returns an
+        iterator that yields each id as soon as it is chosen. callback(token), if given, is
+        called for each token; a true result stops the generation, and an exception it
+        raises stops the generation and is re-raised here."""
+        ids = self.tokenize(prompt) if isinstance(prompt, (str, bytes)) else _ids(prompt)
+        options = capi.tm_generate_options()
+        capi.tm_generate_options_init(options)
+        for name, value in (("max_new_tokens", max_new_tokens), ("temperature", temperature),
+                            ("top_k", top_k), ("top_p", top_p), ("seed", seed),
+                            ("use_kv_cache", use_kv_cache), ("stop_at_eos", stop_at_eos)):
+            if value is not None:
+                setattr(options, name, type(getattr(options, name))(value))
+        if stream:
+            return self._stream(ids, options, callback)
+        with self._exclusive("generate"):
+            return capi.tm_generate(self.ptr, ids, options, callback)
+
+    def _stream(self, ids, options, callback):
+        """A generator over tm_generate's callback. The C call runs in a worker thread
+        (with the GIL released) and hands each token over through a queue; closing the
+        generator early makes the callback ask the library to stop."""
+        tokens = queue.Queue()
+        stop = threading.Event()
+        done = object()
+
+        def on_token(token):
+            tokens.put(token)
+            if callback is not None and callback(token):
+                return True
+            return stop.is_set()
+
+        def work():
+            try:
+                capi.tm_generate(self.ptr, ids, options, on_token)
+                tokens.put((done, None))
+            except BaseException as e:  # re-raised in the consumer's thread
+                tokens.put((done, e))
+
+        with self._exclusive("generate"):
+            worker = threading.Thread(target=work, name="tinymlir-generate", daemon=True)
+            worker.start()
+            try:
+                while True:
+                    item = tokens.get()
+                    if isinstance(item, tuple) and item[0] is done:
+                        if item[1] is not None:
+                            raise item[1]
+                        return
+                    yield item
+            finally:
+                stop.set()
+                worker.join()
+
+    @contextlib.contextmanager
+    def _exclusive(self, what):
+        """Holds the model for one call; refuses (rather than waits) if it is taken, since
+        the holder may be a stream that this very thread is consuming."""
+        if not self._busy.acquire(blocking=False):
+            raise InvalidArgumentError(
+                f"Model.{what}: another call on this model is in progress (a model owns one "
+                "KV cache; use one model per thread, and finish or close a stream before "
+                "calling it again)")
+        try:
+            yield
+        finally:
+            self._busy.release()
+
+    def close(self):
+        """Frees the model. Refused while a call on it is in progress."""
+        busy = getattr(self, "_busy", None)
+        if busy is not None and not busy.acquire(blocking=False):
+            raise InvalidArgumentError("Model.close: a call on this model is in progress")
+        try:
+            super().close()
+        finally:
+            if busy is not None:
+                busy.release()
+
+    def __repr__(self):
+        if self.closed:
+            return "<tinymlir.Model closed>"
+        return "<tinymlir.Model vocab_size={} n_ctx={} n_layer={} n_embd={}>".format(*self.info)
+
+
+def _ids(ids):
+    """Token ids as a 1-D int32 array; values outside int32 raise OverflowError rather than
+    wrap around."""
+    arr = np.asarray(ids)
+    if arr.ndim != 1 or not (arr.dtype.kind in "iu" or arr.size == 0):
+        raise TypeError(f"token ids must be a 1-D sequence of ints, got {arr.dtype} with "
+                        f"shape {arr.shape}")
+    if arr.size and (arr.min() < np.iinfo(np.int32).min or arr.max() > np.iinfo(np.int32).max):
+        raise OverflowError("token ids must fit in int32")
+    return np.ascontiguousarray(arr, dtype=np.int32)

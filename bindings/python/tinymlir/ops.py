@@ -1,0 +1,109 @@
+"""Functions for traced code: tm.exp(x), tm.softmax(x), tm.where(c, a, b), ...
+
+Each records the C API op of the same name (composites such as softmax, layer_norm and
+gelu are expanded by the library into primitives that fusion sees). They work on tracers,
+Python scalars and NumPy arrays, inside a function being traced by @tinymlir.jit. There is
+no NumPy fallback outside a trace: calling them there raises a TypeError.
+"""
+import numpy as np
+
+from . import capi
+from ._dtypes import to_tm
+from .tracer import Tracer, lift, record, state_of
+
+
+def exp(x): return record(capi.tm_op_exp, x, what="tinymlir.exp")
+def log(x): return record(capi.tm_op_log, x, what="tinymlir.log")
+def tanh(x): return record(capi.tm_op_tanh, x, what="tinymlir.tanh")
+def sqrt(x): return record(capi.tm_op_sqrt, x, what="tinymlir.sqrt")
+def rsqrt(x): return record(capi.tm_op_rsqrt, x, what="tinymlir.rsqrt")
+def erf(x): return record(capi.tm_op_erf, x, what="tinymlir.erf")
+def abs(x): return record(capi.tm_op_abs, x, what="tinymlir.abs")  # noqa: A001 (as np.abs)
+
+
+def maximum(a, b):
+    """Elementwise maximum; NaN propagates, as in NumPy."""
+    return record(capi.tm_op_maximum, a, b, what="tinymlir.maximum")
+
+
+def minimum(a, b):
+    return record(capi.tm_op_minimum, a, b, what="tinymlir.minimum")
+
+
+def where(cond, a, b):
+    """a where cond (a bool tensor) is true, else b; all three broadcast together."""
+    return record(capi.tm_op_where, cond, a, b, what="tinymlir.where")
+
+
+def matmul(a, b):
+    return record(capi.tm_op_matmul, a, b, what="tinymlir.matmul")
+
+
+def softmax(x, axis=-1):
+    """Numerically stable softmax along one axis."""
+    return record(capi.tm_op_softmax, x, args=(int(axis),), what="tinymlir.softmax")
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis."""
+    return record(capi.tm_op_layer_norm, x, gamma, beta, args=(float(eps),),
+                  what="tinymlir.layer_norm")
+
+
+def gelu(x):
+    """GELU, tanh approximation (GPT-2's gelu_new)."""
+    return record(capi.tm_op_gelu_tanh, x, what="tinymlir.gelu")
+
+
+def concatenate(xs, axis=0):
+    """Joins tensors along an existing axis; dtypes are promoted."""
+    xs = list(xs)
+    state = state_of(xs, "tinymlir.concatenate")
+    values = [lift(state, x) for x in xs]
+    return Tracer(state, capi.tm_op_concat(state.ptr, values, int(axis)))
+
+
+def gather(table, ids):
+    """Rows of a table: out[i..., :] = table[ids[i...], :] (ids: int32 or int64)."""
+    return record(capi.tm_op_gather, table, ids, what="tinymlir.gather")
+
+
+def causal_mask(rows, cols, offset=0, dtype=np.float32):
+    """A (rows, cols) additive mask: 0 where col <= row + offset, the dtype's lowest finite
+    value elsewhere. Needs a current trace, since it has no tensor operand."""
+    state = state_of((), "tinymlir.causal_mask")
+    value = capi.tm_op_causal_mask(state.ptr, int(rows), int(cols), int(offset),
+                                   to_tm(dtype, "causal_mask"))
+    return Tracer(state, value)
+
+
+def reshape(x, shape):
+    return _as_tracer(x, "tinymlir.reshape").reshape(shape)
+
+
+def transpose(x, axes=None):
+    return _as_tracer(x, "tinymlir.transpose").transpose(axes)
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001 (as np.sum)
+    return _as_tracer(x, "tinymlir.sum").sum(axis, keepdims)
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001 (as np.max)
+    return _as_tracer(x, "tinymlir.max").max(axis, keepdims)
+
+
+def mean(x, axis=None, keepdims=False):
+    return _as_tracer(x, "tinymlir.mean").mean(axis, keepdims)
+
+
+def var(x, axis=None, keepdims=False):
+    return _as_tracer(x, "tinymlir.var").var(axis, keepdims)
+
+
+def _as_tracer(x, what):
+    """x itself if traced; a constant or scalar of the current trace otherwise."""
+    if isinstance(x, Tracer):
+        return x
+    state = state_of((), what)
+    return Tracer(state, lift(state, x))
