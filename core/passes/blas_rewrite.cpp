@@ -24,7 +24,7 @@ constexpr int kTrans = 112;
 // A matrix operand as BLAS sees it: address of its first element and its row stride.
 struct Matrix {
   Value ptr;       // !llvm.ptr
-  Value row_stride;  // i32 (leading dimension, or the batch stride's source)
+  Value row_stride;    // index: the leading dimension
   Value batch_stride;  // index; only for 3-D operands
 };
 
@@ -49,8 +49,14 @@ class BlasEmitter {
   Value I32(Location loc, int64_t v) {
     return mlir::arith::ConstantIntOp::create(b_, loc, v, 32);
   }
+  Value I64(Location loc, int64_t v) {
+    return mlir::arith::ConstantIntOp::create(b_, loc, v, 64);
+  }
   Value ToI32(Location loc, Value index) {
     return mlir::arith::IndexCastOp::create(b_, loc, b_.getI32Type(), index);
+  }
+  Value ToI64(Location loc, Value index) {
+    return mlir::arith::IndexCastOp::create(b_, loc, b_.getI64Type(), index);
   }
 
   // Pointer to element `offset` (index) of the buffer behind `memref`.
@@ -69,7 +75,7 @@ class BlasEmitter {
     size_t rank = strides.size();
     Matrix m;
     m.ptr = Address(loc, meta.getBaseBuffer(), meta.getOffset(), elem);
-    m.row_stride = ToI32(loc, strides[rank - 2]);
+    m.row_stride = strides[rank - 2];
     if (rank == 3) m.batch_stride = strides[0];
     return m;
   }
@@ -92,12 +98,28 @@ class BlasEmitter {
     return f;
   }
 
-  // C(m x n) += A(m x k) @ B(k x n), all row-major with the given leading dimensions.
+  // C(m x n) += A(m x k) @ B(k x n), all row-major with the given leading dimensions
+  // (index values).
   void EmitProduct(Location loc, Type elem, int64_t m, int64_t n, int64_t k, Value a,
                    Value lda, Value b, Value ldb, Value c, Value ldc) {
     bool f32 = elem.isF32();
-    Type i32 = b_.getI32Type();
+    Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
     Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
+    if (f32 && (m == 1 || n == 1)) {
+      // Decode-shaped f32 products: tinymlir's bandwidth-bound kernels (gemv_kernels.h).
+      if (m == 1) {
+        auto row = Declare("tm_rt_sgemv_row", {i64, i64, ptr, ptr, i64, ptr});
+        mlir::func::CallOp::create(b_, loc, row,
+                                   mlir::ValueRange{I64(loc, k), I64(loc, n), a, b,
+                                                    ToI64(loc, ldb), c});
+      } else {
+        auto col = Declare("tm_rt_sgemv_col", {i64, i64, ptr, i64, ptr, i64, ptr, i64});
+        mlir::func::CallOp::create(b_, loc, col,
+                                   mlir::ValueRange{I64(loc, m), I64(loc, k), a, ToI64(loc, lda),
+                                                    b, ToI64(loc, ldb), c, ToI64(loc, ldc)});
+      }
+      return;
+    }
     Value one = mlir::arith::ConstantOp::create(b_, loc, b_.getFloatAttr(elem, 1.0));
     if (m == 1 || n == 1) {
       // y = alpha * op(M) x + beta * y
@@ -105,11 +127,11 @@ class BlasEmitter {
                           {i32, i32, i32, i32, elem, ptr, i32, ptr, i32, elem, ptr, i32});
       llvm::SmallVector<Value> args;
       if (m == 1)  // row vector: c = B^T a, B is (k x n)
-        args = {I32(loc, kRowMajor), I32(loc, kTrans), I32(loc, k), I32(loc, n), one, b, ldb,
-                a, I32(loc, 1), one, c, I32(loc, 1)};
+        args = {I32(loc, kRowMajor), I32(loc, kTrans), I32(loc, k), I32(loc, n), one, b,
+                ToI32(loc, ldb), a, I32(loc, 1), one, c, I32(loc, 1)};
       else  // column vector: c = A b, b strided by ldb, c by ldc
-        args = {I32(loc, kRowMajor), I32(loc, kNoTrans), I32(loc, m), I32(loc, k), one, a, lda,
-                b, ldb, one, c, ldc};
+        args = {I32(loc, kRowMajor), I32(loc, kNoTrans), I32(loc, m), I32(loc, k), one, a,
+                ToI32(loc, lda), b, ToI32(loc, ldb), one, c, ToI32(loc, ldc)};
       mlir::func::CallOp::create(b_, loc, gemv, args);
       return;
     }
@@ -118,8 +140,8 @@ class BlasEmitter {
     mlir::func::CallOp::create(
         b_, loc, gemm,
         mlir::ValueRange{I32(loc, kRowMajor), I32(loc, kNoTrans), I32(loc, kNoTrans),
-                         I32(loc, m), I32(loc, n), I32(loc, k), one, a, lda, b, ldb, one, c,
-                         ldc});
+                         I32(loc, m), I32(loc, n), I32(loc, k), one, a, ToI32(loc, lda), b,
+                         ToI32(loc, ldb), one, c, ToI32(loc, ldc)});
   }
 
   bool Rewrite(mlir::linalg::LinalgOp op, bool batched) {

@@ -5,8 +5,10 @@
 //   - cblas_sgemm / cblas_dgemm (row-major, no transpose, beta = 1 because linalg.matmul
 //     accumulates into its output), with the base pointer, offset and row strides taken
 //     from memref.extract_strided_metadata (row stride = leading dimension);
-//   - cblas_sgemv / cblas_dgemv when one side is a single row or column (M == 1 or N == 1):
-//     GEMM is several times slower than GEMV on a 1-row product (decode);
+//   - when one side is a single row or column (M == 1 or N == 1, every product of a decode
+//     step): tm_rt_sgemv_row / tm_rt_sgemv_col for f32 (our bandwidth-bound kernels, see
+//     core/target/cpu/gemv_kernels.h), cblas_dgemv for f64. GEMM is several times slower
+//     than GEMV on such shapes;
 //   - batch matmul: an scf.for over the batch of the same calls.
 // Matmuls it cannot express (other element types, non-unit inner strides, user-defined
 // indexing maps) are left alone and lower to loops.

@@ -256,13 +256,16 @@ TYPED_TEST(OpsT, MatmulWithAndWithoutBlas) {
   using T = TypeParam;
   const bool f32 = std::is_same<T, float>::value;
   const std::string gemm = f32 ? "cblas_sgemm" : "cblas_dgemm";
-  const std::string gemv = f32 ? "cblas_sgemv" : "cblas_dgemv";
+  // Single-row/column f32 products go to tinymlir's decode kernels, f64 to cblas_dgemv.
+  const std::string gemv = f32 ? "tm_rt_sgemv_" : "cblas_dgemv";
   struct Case { std::vector<int64_t> a, b, y; bool vector; };
   const std::vector<Case> cases = {
       {{5, 7}, {7, 3}, {5, 3}, false},                  // 2-D
       {{33, 17}, {17, 9}, {33, 9}, false},               // 2-D, odd sizes
       {{1, 6}, {6, 4}, {1, 4}, true},                    // M = 1: gemv
       {{4, 6}, {6, 1}, {4, 1}, true},                    // N = 1: gemv
+      {{1, 300}, {300, 400}, {1, 400}, true},            // M = 1, large: split across threads
+      {{600, 200}, {200, 1}, {600, 1}, true},            // N = 1, large: split across threads
       {{3, 4, 5}, {3, 5, 2}, {3, 4, 2}, false},          // batch
       {{3, 1, 5}, {3, 5, 2}, {3, 1, 2}, true},           // batch, M = 1
       {{2, 3, 4, 5}, {2, 3, 5, 6}, {2, 3, 4, 6}, false},  // (b,h,m,k)@(b,h,k,n)

@@ -1,0 +1,200 @@
+"""Runs the GPT-2 124M benchmark side by side: tinymlir, NumPy, PyTorch and the memory-bandwidth
+ceiling, each in its own subprocess, one at a time, with the same thread count.
+Prints a table and writes the JSON results. Normally started by bench/run.sh.
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import checkpoint
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"  # Debian's python: has numpy and torch
+# A fixed 16-token prompt (GPT-2 ids of "The quick brown fox jumps over the lazy dog. The
+# quick is a test,") and a deterministic 128-token one.
+PROMPT16 = [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13, 383, 2068, 318, 257, 1332, 11]
+PROMPT128 = [(1000 + 7919 * i) % 50257 for i in range(128)]
+RTOL = 1e-3  # cross-check: max |a - b| <= RTOL * max |b|
+
+
+def run_json(name, cmd, env_extra):
+    """Runs one measurement subprocess; its stdout is one JSON object."""
+    env = dict(os.environ, **env_extra)
+    print(f"[bench] {name}: {' '.join(f'{k}={v}' for k, v in env_extra.items())} {' '.join(cmd)}",
+          file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit(f"[bench] {name} failed with exit code {p.returncode}")
+    res = json.loads(p.stdout)
+    res["wall_seconds"] = time.perf_counter() - t0
+    res["command"] = " ".join(f"{k}={v}" for k, v in env_extra.items()) + " " + " ".join(cmd)
+    return res
+
+
+def compare(name, got_path, ref_path):
+    a, b = np.fromfile(got_path, "<f4"), np.fromfile(ref_path, "<f4")
+    diff = float(np.abs(a - b).max())
+    rel = diff / float(np.abs(b).max())
+    return {"pair": name, "max_abs_diff": diff, "max_abs_ref": float(np.abs(b).max()),
+            "relative": rel, "same_argmax": bool(a.argmax() == b.argmax()), "ok": rel <= RTOL}
+
+
+def environment(args):
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    lib = args.library
+    return {"date": datetime.datetime.now().isoformat(timespec="seconds"), "cpu": cpu,
+            "cpus": os.cpu_count(), "kernel": platform.release(), "threads": args.threads,
+            "library": lib, "library_mtime": datetime.datetime.fromtimestamp(
+                os.path.getmtime(lib)).isoformat(timespec="seconds") if os.path.exists(lib) else None,
+            "library_sha256": sha256_prefix(lib), "loadavg_start": os.getloadavg()}
+
+
+def sha256_prefix(path):
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def fmt(x, spec):
+    return format("-", spec.split(".")[0]) if x is None else format(x, spec)
+
+
+def table(r):
+    rows = [r["tinymlir"], r["numpy"]] + ([r["pytorch"]] if r.get("pytorch") else [])
+    e, c = r["environment"], r["ceiling"]
+    out = [f"GPT-2 124M, random F32 weights ({r['checkpoint']}), {e['threads']} threads, "
+           f"median of {r['config']['reps']} runs after 1 warm-up; decode = "
+           f"{r['config']['decode_tokens']} tokens after a 16-token prompt",
+           f"{'':24}{'prefill-16 ms':>14}{'prefill-128 ms':>16}{'decode tok/s':>14}"
+           f"{'peak RSS MB':>13}{'load s':>8}{'compile s':>11}"]
+    for x in rows:
+        out.append(f"{x['implementation']:24}{x['prefill16_ms_median']:>14.1f}"
+                   f"{x['prefill128_ms_median']:>16.1f}{x['decode_tokens_per_s_median']:>14.1f}"
+                   f"{x['peak_rss_mb']:>13.0f}{x['load_seconds']:>8.2f}"
+                   f"{fmt(x.get('total_compile_seconds'), '>11.2f')}")
+    out += [f"{'bandwidth ceiling':24}{'':30}{c['tokens_per_s']:>14.1f}   "
+            f"(copy {c['copy_gb_per_s']:.1f} GB/s, {e['threads']} threads, best of "
+            f"{len(c['copy_gb_per_s_runs'])} measurements (before and after) / "
+            f"{c['weight_mb_per_token']:.1f} MB per token)",
+            f"{'  (read-only bandwidth)':24}{'':30}{c['tokens_per_s_read_bandwidth']:>14.1f}   "
+            f"(sum over the buffer, {max(c['read_gb_per_s_runs']):.1f} GB/s)"]
+    q = r["ratios"]
+    out += ["",
+            f"decode  tinymlir / numpy   = {q['decode_tinymlir_over_numpy']:.2f}x"
+            + (f"   tinymlir / pytorch = {q['decode_tinymlir_over_pytorch']:.2f}x"
+               if "decode_tinymlir_over_pytorch" in q else ""),
+            f"decode  tinymlir = {100 * q['decode_tinymlir_fraction_of_ceiling']:.0f}% of the "
+            f"bandwidth ceiling (numpy {100 * q['decode_numpy_fraction_of_ceiling']:.0f}%)",
+            f"prefill tinymlir / numpy time: 16 tokens {q['prefill16_tinymlir_over_numpy']:.2f}x, "
+            f"128 tokens {q['prefill128_tinymlir_over_numpy']:.2f}x (below 1 = tinymlir faster)",
+            f"tinymlir cold compile {r['tinymlir']['cold_compile_seconds']:.2f} s "
+            f"({r['tinymlir']['cold_programs_compiled']} programs for prefill-16 + decode), "
+            f"+{r['tinymlir']['compile_prefill128_seconds']:.2f} s for prefill-128"]
+    for x in r["cross_check"]:
+        out.append(f"cross-check {x['pair']}: max |diff| = {x['max_abs_diff']:.3g} "
+                   f"(max |logit| {x['max_abs_ref']:.3g}, relative {x['relative']:.2g}) "
+                   f"{'OK' if x['ok'] else 'FAIL'}; same argmax: {x['same_argmax']}")
+    out.append(f"greedy ids equal to numpy's: tinymlir {r['same_generated_ids']['tinymlir']}"
+               + (f", pytorch {r['same_generated_ids']['pytorch']}" if r.get("pytorch") else ""))
+    la = e["loadavg_start"], e["loadavg_end"]
+    out.append(f"load average at start {la[0][0]:.2f}, at end {la[1][0]:.2f} (counts this run) "
+               f"(on {e['cpus']} CPUs; other work on the machine skews every figure)")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--driver", required=True, help="the gpt2_bench executable")
+    ap.add_argument("--library", default="", help="libtinymlir.so used (reported only)")
+    ap.add_argument("--cache", default="/tmp/tinymlir-bench", help="checkpoint cache root")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--decode-tokens", type=int, default=64)
+    ap.add_argument("--bandwidth-mb", type=int, default=512)
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
+    args = ap.parse_args()
+
+    folder = os.path.join(args.cache, "gpt2-124m-random")
+    t0 = time.perf_counter()
+    made = checkpoint.ensure_checkpoint(folder, args.seed)
+    print(f"[bench] checkpoint {folder}: {'generated' if made else 'reused'} "
+          f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
+    work = os.path.join(args.cache, "run")
+    os.makedirs(work, exist_ok=True)
+    prompts = os.path.join(work, "prompts.txt")
+    with open(prompts, "w") as f:
+        f.write(" ".join(map(str, PROMPT16)) + "\n" + " ".join(map(str, PROMPT128)) + "\n")
+
+    n = str(args.threads)
+    blas_env = {"OPENBLAS_NUM_THREADS": n, "OMP_NUM_THREADS": n}
+    common = ["--model", folder, "--prompts", prompts, "--decode-tokens", str(args.decode_tokens),
+              "--reps", str(args.reps)]
+    logits = {k: os.path.join(work, f"logits_{k}.f32") for k in ("tinymlir", "numpy", "pytorch")}
+    bw_cmd = [args.driver, "--bandwidth-mb", str(args.bandwidth_mb), "--threads", n, "--reps", "10"]
+    r = {"checkpoint": folder, "environment": environment(args),
+         "config": {"reps": args.reps, "decode_tokens": args.decode_tokens, "seed": args.seed,
+                    "prompt16": PROMPT16, "prompt128": PROMPT128}}
+    bw = [run_json("bandwidth", bw_cmd, {})]
+    r["tinymlir"] = run_json("tinymlir", [args.driver, *common, "--logits-out", logits["tinymlir"]],
+                             blas_env)
+    r["numpy"] = run_json("numpy", [PY, os.path.join(HERE, "numpy_gpt2.py"), *common,
+                                    "--logits-out", logits["numpy"]], blas_env)
+    if not args.no_torch:
+        r["pytorch"] = run_json("pytorch", [PY, os.path.join(HERE, "torch_gpt2.py"), *common,
+                                            "--threads", n, "--logits-out", logits["pytorch"]],
+                                dict(blas_env, OMP_WAIT_POLICY="PASSIVE"))
+    bw.append(run_json("bandwidth (again)", bw_cmd, {}))
+    r["environment"]["loadavg_end"] = os.getloadavg()
+
+    # Ceiling: the best copy bandwidth of the two measurements over the weight bytes one
+    # decode step must read.
+    per_token = checkpoint.decode_bytes_per_token(checkpoint.GPT2_124M)
+    copy = [x["copy_bytes_per_s"] for x in bw]
+    r["ceiling"] = {"weight_mb_per_token": per_token / 1e6, "copy_gb_per_s": max(copy) / 1e9,
+                    "copy_gb_per_s_runs": [x / 1e9 for x in copy],
+                    "read_gb_per_s_runs": [x["read_bytes_per_s"] / 1e9 for x in bw],
+                    "tokens_per_s": max(copy) / per_token,
+                    "tokens_per_s_read_bandwidth": max(x["read_bytes_per_s"] for x in bw) / per_token,
+                    "bandwidth_runs": bw}
+    tm, npy, pt = r["tinymlir"], r["numpy"], r.get("pytorch")
+    q = {"decode_tinymlir_over_numpy": tm["decode_tokens_per_s_median"] / npy["decode_tokens_per_s_median"],
+         "decode_tinymlir_fraction_of_ceiling": tm["decode_tokens_per_s_median"] / r["ceiling"]["tokens_per_s"],
+         "decode_numpy_fraction_of_ceiling": npy["decode_tokens_per_s_median"] / r["ceiling"]["tokens_per_s"],
+         "prefill16_tinymlir_over_numpy": tm["prefill16_ms_median"] / npy["prefill16_ms_median"],
+         "prefill128_tinymlir_over_numpy": tm["prefill128_ms_median"] / npy["prefill128_ms_median"]}
+    if pt:
+        q["decode_tinymlir_over_pytorch"] = tm["decode_tokens_per_s_median"] / pt["decode_tokens_per_s_median"]
+        q["prefill16_tinymlir_over_pytorch"] = tm["prefill16_ms_median"] / pt["prefill16_ms_median"]
+        q["prefill128_tinymlir_over_pytorch"] = tm["prefill128_ms_median"] / pt["prefill128_ms_median"]
+    r["ratios"] = q
+    r["cross_check"] = [compare("tinymlir vs numpy", logits["tinymlir"], logits["numpy"])]
+    if pt:
+        r["cross_check"].append(compare("pytorch vs numpy", logits["pytorch"], logits["numpy"]))
+    r["same_generated_ids"] = {k: r[k]["generated_ids"] == npy["generated_ids"]
+                               for k in ("tinymlir", "pytorch") if r.get(k)}
+    with open(args.out, "w") as f:  # first without the table, in case rendering fails
+        json.dump(r, f, indent=2)
+    text = table(r)
+    r["table"] = text.splitlines()
+    with open(args.out, "w") as f:
+        json.dump(r, f, indent=2)
+    print(text)
+    print(f"[bench] results written to {args.out}", file=sys.stderr)
+    if not all(x["ok"] for x in r["cross_check"]):
+        sys.exit("[bench] cross-check FAILED: the implementations disagree; figures are not comparable")
+
+
+if __name__ == "__main__":
+    main()

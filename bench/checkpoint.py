@@ -1,0 +1,127 @@
+"""A random-weight GPT-2 checkpoint in Hugging Face layout, and a tiny safetensors reader/writer.
+
+The folder holds config.json + model.safetensors (F32, hub key layout without the
+"transformer." prefix, Conv1D weights stored [in, out]) and bench_meta.json, which records
+what was generated so a later run can reuse the folder instead of regenerating 500 MB.
+"""
+import json
+import os
+
+import numpy as np
+
+FORMAT_VERSION = 1  # bump when the generated weights change
+
+GPT2_124M = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12)
+
+
+def hf_config(vocab_size, n_positions, n_embd, n_layer, n_head):
+    """config.json as transformers writes it for GPT2LMHeadModel."""
+    return {
+        "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
+        "attn_pdrop": 0.1, "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256,
+        "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "model_type": "gpt2",
+        "n_ctx": n_positions, "n_embd": n_embd, "n_head": n_head, "n_inner": None,
+        "n_layer": n_layer, "n_positions": n_positions, "reorder_and_upcast_attn": False,
+        "resid_pdrop": 0.1, "scale_attn_by_inverse_layer_idx": False, "scale_attn_weights": True,
+        "summary_activation": None, "summary_first_dropout": 0.1, "summary_proj_to_labels": True,
+        "summary_type": "cls_index", "summary_use_proj": True, "tie_word_embeddings": True,
+        "use_cache": True, "vocab_size": vocab_size,
+    }
+
+
+def tensor_shapes(c):
+    """(name, shape) of every tensor, hub layout, in file order."""
+    d, inner = c["n_embd"], 4 * c["n_embd"]
+    out = [("wte.weight", (c["vocab_size"], d)), ("wpe.weight", (c["n_positions"], d))]
+    for i in range(c["n_layer"]):
+        h = f"h.{i}."
+        out += [(h + "ln_1.weight", (d,)), (h + "ln_1.bias", (d,)),
+                (h + "attn.c_attn.weight", (d, 3 * d)), (h + "attn.c_attn.bias", (3 * d,)),
+                (h + "attn.c_proj.weight", (d, d)), (h + "attn.c_proj.bias", (d,)),
+                (h + "ln_2.weight", (d,)), (h + "ln_2.bias", (d,)),
+                (h + "mlp.c_fc.weight", (d, inner)), (h + "mlp.c_fc.bias", (inner,)),
+                (h + "mlp.c_proj.weight", (inner, d)), (h + "mlp.c_proj.bias", (d,))]
+    return out + [("ln_f.weight", (d,)), ("ln_f.bias", (d,))]
+
+
+def decode_bytes_per_token(c):
+    """F32 weight bytes one decode step reads: every tensor except wpe, plus one wpe row.
+    wte is read twice (embedding row + tied LM head); the row is negligible and not counted."""
+    n = sum(int(np.prod(s)) for name, s in tensor_shapes(c) if name != "wpe.weight")
+    return 4 * (n + c["n_embd"])
+
+
+def write_safetensors(path, tensors):
+    """tensors: list of (name, shape, make) with make() -> float32 array of that shape.
+    Layout: 8-byte little-endian header length, JSON header (space-padded to 8 bytes), data."""
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for name, shape, _ in tensors:
+        nbytes = 4 * int(np.prod(shape))
+        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for name, shape, make in tensors:
+            a = np.ascontiguousarray(make(), dtype="<f4")
+            assert a.shape == tuple(shape), (name, a.shape, shape)
+            f.write(a.tobytes())
+    return 8 + len(text) + offset
+
+
+def read_safetensors(path):
+    """{name: float32 array} (F32 only), each read into its own owned, aligned array."""
+    out = {}
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            assert info["dtype"] == "F32", (name, info["dtype"])
+            b, e = info["data_offsets"]
+            f.seek(8 + n + b)
+            a = np.fromfile(f, dtype="<f4", count=(e - b) // 4)
+            out[name] = a.reshape(info["shape"])
+    return out
+
+
+def ensure_checkpoint(folder, seed=0, config=GPT2_124M):
+    """Creates the folder unless a valid one with the same seed and shape is already there."""
+    meta = {"format_version": FORMAT_VERSION, "seed": seed, **config}
+    cfg = hf_config(**config)
+    st_path = os.path.join(folder, "model.safetensors")
+    meta_path = os.path.join(folder, "bench_meta.json")
+    try:
+        with open(meta_path) as f:
+            old = json.load(f)
+        if old.get("meta") == meta and os.path.getsize(st_path) == old.get("safetensors_bytes"):
+            with open(os.path.join(folder, "config.json")) as f:
+                if json.load(f) == cfg:
+                    return False  # reused
+    except (OSError, ValueError):
+        pass
+    os.makedirs(folder, exist_ok=True)
+    if os.path.exists(meta_path):
+        os.remove(meta_path)  # invalid until rewritten below
+    rng = np.random.default_rng(seed)
+
+    def normal(shape):  # HF init: N(0, 0.02); biases random too so the cross-check covers them
+        return lambda: (rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02))
+
+    tensors = []
+    for name, shape in tensor_shapes(config):
+        if ".ln_" in name or name.startswith("ln_f"):  # layer norm: weight 1, bias 0
+            value = 1.0 if name.endswith("weight") else 0.0
+            tensors.append((name, shape, lambda s=shape, v=value: np.full(s, v, np.float32)))
+        else:
+            tensors.append((name, shape, normal(shape)))
+    size = write_safetensors(st_path + ".tmp", tensors)
+    os.replace(st_path + ".tmp", st_path)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    with open(meta_path, "w") as f:
+        json.dump({"meta": meta, "safetensors_bytes": size}, f, indent=2)
+    return True
