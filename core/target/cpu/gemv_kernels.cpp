@@ -1,0 +1,109 @@
+#include "core/target/cpu/gemv_kernels.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/target/cpu/worker_pool.h"
+
+namespace tinymlir {
+namespace {
+
+// Below this many matrix elements a product runs on the calling thread: waking the pool
+// would cost more than it saves.
+constexpr int64_t kParallelElements = 1 << 16;
+
+// y[0..n) += x[k0..k1) @ W[k0..k1, :]. Eight rows at a time: y is loaded and stored once
+// per eight streamed rows.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void RowsKernel(const float *x, const float *w, int64_t ldw, float *y, int64_t k0, int64_t k1,
+                int64_t n) {
+  int64_t k = k0;
+  for (; k + 8 <= k1; k += 8) {
+    const float *w0 = w + k * ldw;
+    const float a0 = x[k], a1 = x[k + 1], a2 = x[k + 2], a3 = x[k + 3];
+    const float a4 = x[k + 4], a5 = x[k + 5], a6 = x[k + 6], a7 = x[k + 7];
+    for (int64_t j = 0; j < n; ++j)
+      y[j] += a0 * w0[j] + a1 * w0[ldw + j] + a2 * w0[2 * ldw + j] + a3 * w0[3 * ldw + j] +
+              a4 * w0[4 * ldw + j] + a5 * w0[5 * ldw + j] + a6 * w0[6 * ldw + j] +
+              a7 * w0[7 * ldw + j];
+  }
+  for (; k < k1; ++k) {
+    const float *wk = w + k * ldw;
+    const float a = x[k];
+    for (int64_t j = 0; j < n; ++j) y[j] += a * wk[j];
+  }
+}
+
+// Dot products of rows [i0, i1) of A with a contiguous x.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void DotsKernel(const float *a, int64_t lda, const float *x, int64_t k, float *y, int64_t incy,
+                int64_t i0, int64_t i1) {
+  for (int64_t i = i0; i < i1; ++i) {
+    const float *row = a + i * lda;
+    float acc[16] = {0};
+    int64_t j = 0;
+    for (; j + 16 <= k; j += 16)
+      for (int l = 0; l < 16; ++l) acc[l] += row[j + l] * x[j + l];
+    float sum = 0.0f;
+    for (int l = 0; l < 16; ++l) sum += acc[l];
+    for (; j < k; ++j) sum += row[j] * x[j];
+    y[i * incy] += sum;
+  }
+}
+
+// Splits [0, count) into `parts` chunks whose boundaries are multiples of `align`.
+int64_t ChunkStart(int64_t count, int parts, int index, int64_t align) {
+  int64_t per = (count + parts - 1) / parts;
+  per = (per + align - 1) / align * align;
+  return std::min(count, per * index);
+}
+
+}  // namespace
+}  // namespace tinymlir
+
+using tinymlir::WorkerPool;
+
+extern "C" void tm_rt_sgemv_row(int64_t k, int64_t n, const float *x, const float *w,
+                                int64_t ldw, float *y) {
+  WorkerPool &pool = WorkerPool::Get();
+  if (k * n < tinymlir::kParallelElements || pool.size() == 1) {
+    tinymlir::RowsKernel(x, w, ldw, y, 0, k, n);
+    return;
+  }
+  // Each participant streams a contiguous block of rows into its own partial sum; the
+  // caller's goes straight into y, the others are added afterwards.
+  const int parts = pool.size();
+  thread_local std::vector<float> partials;
+  partials.assign(static_cast<size_t>(parts - 1) * n, 0.0f);
+  float *partial = partials.data();  // the caller's buffer: workers must not name the
+                                     // thread_local, which would be their own
+  pool.ParallelFor([&](int i) {
+    int64_t k0 = tinymlir::ChunkStart(k, parts, i, 8), k1 = tinymlir::ChunkStart(k, parts, i + 1, 8);
+    float *out = i == 0 ? y : partial + (i - 1) * n;
+    tinymlir::RowsKernel(x, w, ldw, out, k0, k1, n);
+  });
+  for (int p = 0; p < parts - 1; ++p) {
+    const float *part = partial + p * n;
+    for (int64_t j = 0; j < n; ++j) y[j] += part[j];
+  }
+}
+
+extern "C" void tm_rt_sgemv_col(int64_t m, int64_t k, const float *a, int64_t lda,
+                                const float *x, int64_t incx, float *y, int64_t incy) {
+  thread_local std::vector<float> packed;
+  if (incx != 1) {  // gather a strided x once; the kernel streams A against it m times
+    packed.resize(k);
+    for (int64_t j = 0; j < k; ++j) packed[j] = x[j * incx];
+    x = packed.data();
+  }
+  WorkerPool &pool = WorkerPool::Get();
+  if (m * k < tinymlir::kParallelElements || pool.size() == 1) {
+    tinymlir::DotsKernel(a, lda, x, k, y, incy, 0, m);
+    return;
+  }
+  const int parts = pool.size();
+  pool.ParallelFor([&](int i) {
+    tinymlir::DotsKernel(a, lda, x, k, y, incy, tinymlir::ChunkStart(m, parts, i, 16),
+                         tinymlir::ChunkStart(m, parts, i + 1, 16));
+  });
+}
