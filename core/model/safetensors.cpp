@@ -259,15 +259,26 @@ Status SafetensorsFile::ReadAsF32(const std::string &name, std::vector<float> *o
   out->resize(n);
   if (info->dtype == SafetensorsDtype::kF32) {
     if (n > 0) std::memcpy(out->data(), info->data, info->nbytes);
-    return Status::Ok();
+  } else {
+    const bool half = info->dtype == SafetensorsDtype::kF16;
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, info->data + 2 * i, sizeof bits);  // data may be unaligned
+      (*out)[i] = half ? F16BitsToF32(bits) : BF16BitsToF32(bits);
+    }
   }
-  const bool half = info->dtype == SafetensorsDtype::kF16;
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t bits;
-    std::memcpy(&bits, info->data + 2 * i, sizeof bits);  // data may be unaligned
-    (*out)[i] = half ? F16BitsToF32(bits) : BF16BitsToF32(bits);
-  }
+  DropPages(*info);
   return Status::Ok();
+}
+
+void SafetensorsFile::DropPages(const TensorInfo &info) const {
+  // The bytes were just converted into the caller's buffer: release the mapped pages so a
+  // checkpoint is not resident twice while a model loads (they stay in the page cache and
+  // fault back in if read again).
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(info.data) + page - 1) / page * page;
+  uintptr_t end = (reinterpret_cast<uintptr_t>(info.data) + info.nbytes) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace tinymlir

@@ -62,12 +62,14 @@ class SafetensorsFile {
   // nullptr when the file has no tensor called `name`.
   const TensorInfo *Find(const std::string &name) const;
 
-  // Copies tensor `name` into `*out` as F32 (resized to num_elements). TM_ERROR_INVALID_ARGUMENT
+  // Copies tensor `name` into `*out` as F32 (resized to num_elements), then releases the
+  // tensor's mapped pages (reading it again faults them back in). TM_ERROR_INVALID_ARGUMENT
   // when the tensor does not exist or `out` is null.
   Status ReadAsF32(const std::string &name, std::vector<float> *out) const;
 
  private:
   SafetensorsFile() = default;
+  void DropPages(const TensorInfo &info) const;
 
   std::string path_;
   void *map_ = nullptr;
