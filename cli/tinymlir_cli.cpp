@@ -53,9 +53,11 @@ double ParseNumber(const char *flag, const char *text, double lo, double hi) {
   char *end = nullptr;
   errno = 0;
   double v = std::strtod(text, &end);
-  if (errno || end == text || *end || v < lo || v > hi)
-    Die(std::string(flag) + " expects a number in [" + std::to_string(lo) + ", " +
-        std::to_string(hi) + "], got '" + text + "'");
+  if (errno || end == text || *end || v < lo || v > hi) {
+    char range[96];
+    std::snprintf(range, sizeof range, "[%.10g, %.10g]", lo, hi);
+    Die(std::string(flag) + " expects a number in " + range + ", got '" + text + "'");
+  }
   return v;
 }
 
@@ -172,12 +174,19 @@ int main(int argc, char **argv) {
   } else {
     size_t n = 0;
     tm_status s = tm_tokenize(model, args.prompt.data(), args.prompt.size(), nullptr, 0, &n);
+    if (s == TM_ERROR_UNSUPPORTED) Die(std::string(tm_last_error()) + " (pass --ids)");
     if (s != TM_OK && s != TM_ERROR_INVALID_ARGUMENT) Check(s, "tokenizing the prompt");
     if (s == TM_ERROR_INVALID_ARGUMENT && n == 0) Check(s, "tokenizing the prompt");
     prompt.resize(n);
     Check(tm_tokenize(model, args.prompt.data(), args.prompt.size(), prompt.data(), n, &n),
           "tokenizing the prompt");
   }
+  int32_t n_ctx = 0;
+  Check(tm_model_info(model, nullptr, &n_ctx, nullptr, nullptr), "reading the model");
+  if (prompt.size() + static_cast<size_t>(args.options.max_new_tokens) > static_cast<size_t>(n_ctx))
+    Die("the prompt (" + std::to_string(prompt.size()) + " tokens) plus --tokens " +
+        std::to_string(args.options.max_new_tokens) + " exceed the model's context of " +
+        std::to_string(n_ctx) + " tokens");
   std::fprintf(stderr, "[tinymlir] prompt: %zu tokens; compiling on first use...\n", prompt.size());
 
   Streamer streamer{model, args.ids, {}};
