@@ -126,18 +126,25 @@ def read_prompts(path):
     return lines[0], lines[1]
 
 
-def main():
+def run_reference(make_model, implementation, extra_args=(), configure=None):
+    """The command line every reference implementation shares: loads the model, optionally
+    dumps the 16-token prompt's logits, runs the benchmark and prints one JSON object."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", required=True)
     ap.add_argument("--prompts", required=True)
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--logits-out", help="write the 16-token prompt's logits (raw f32)")
+    for name, kwargs in extra_args:
+        ap.add_argument(name, **kwargs)
     a = ap.parse_args()
+    res = {"implementation": implementation}
+    if configure:
+        res.update(configure(a))
     p16, p128 = read_prompts(a.prompts)
     t0 = time.perf_counter()
-    model = NumpyGPT2(a.model)
-    res = {"implementation": f"numpy {np.__version__}", "load_seconds": time.perf_counter() - t0}
+    model = make_model(a.model)
+    res["load_seconds"] = time.perf_counter() - t0
     if a.logits_out:
         model.forward(np.asarray(p16), 0).astype("<f4").tofile(a.logits_out)
     res.update(benchmark(model, p16, p128, a.decode_tokens, a.reps))
@@ -145,6 +152,10 @@ def main():
     res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     json.dump(res, sys.stdout)
     print()
+
+
+def main():
+    run_reference(NumpyGPT2, f"numpy {np.__version__}")
 
 
 if __name__ == "__main__":

@@ -7,18 +7,14 @@ benchmark it reuses: forward takes NumPy ids and returns NumPy logits, a zero-co
 prints one JSON object. Run it with OMP_WAIT_POLICY=PASSIVE (see DESIGN.md): otherwise
 PyTorch's spinning OpenMP threads fight OpenBLAS's threads for the cores.
 """
-import argparse
 import json
 import os
-import sys
-import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from checkpoint import read_safetensors
-from numpy_gpt2 import benchmark, read_prompts
+from numpy_gpt2 import run_reference
 
 
 class TorchGPT2:
@@ -76,28 +72,13 @@ class TorchGPT2:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--prompts", required=True)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--decode-tokens", type=int, default=64)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--logits-out", help="write the 16-token prompt's logits (raw f32)")
-    a = ap.parse_args()
-    torch.set_num_threads(a.threads)
-    p16, p128 = read_prompts(a.prompts)
-    t0 = time.perf_counter()
-    model = TorchGPT2(a.model)
-    res = {"implementation": f"pytorch {torch.__version__}", "threads": torch.get_num_threads(),
-           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
-           "load_seconds": time.perf_counter() - t0}
-    if a.logits_out:
-        model.forward(np.asarray(p16), 0).astype("<f4").tofile(a.logits_out)
-    res.update(benchmark(model, p16, p128, a.decode_tokens, a.reps))
-    import resource
-    res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    json.dump(res, sys.stdout)
-    print()
+    def configure(a):
+        torch.set_num_threads(a.threads)
+        return {"threads": torch.get_num_threads(),
+                "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}
+
+    run_reference(TorchGPT2, f"pytorch {torch.__version__}",
+                  extra_args=[("--threads", {"type": int, "default": 2})], configure=configure)
 
 
 if __name__ == "__main__":
