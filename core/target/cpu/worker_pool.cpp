@@ -1,5 +1,6 @@
 #include "core/target/cpu/worker_pool.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
@@ -32,6 +33,10 @@ inline void CpuRelax() {
 
 // How long a worker keeps polling for the next job before it sleeps.
 constexpr auto kSpin = std::chrono::microseconds(200);
+
+// A forked child has only the thread that called fork(): the workers are gone, so the
+// pool must not wait for them (Python's multiprocessing forks, for one).
+std::atomic<bool> forked_child{false};
 
 }  // namespace
 
@@ -68,10 +73,15 @@ WorkerPool &WorkerPool::Get() {
 }
 
 WorkerPool::WorkerPool() : state_(new State()), size_(AvailableCpus()) {
+  pthread_atfork(nullptr, nullptr, [] { forked_child.store(true); });
   for (int i = 1; i < size_; ++i) std::thread([s = state_, i] { s->WorkerLoop(i); }).detach();
 }
 
 void WorkerPool::ParallelFor(const std::function<void(int)> &task) {
+  if (forked_child.load(std::memory_order_relaxed)) {
+    for (int i = 0; i < size_; ++i) task(i);
+    return;
+  }
   std::unique_lock<std::mutex> busy(state_->busy, std::try_to_lock);
   if (size_ == 1 || !busy.owns_lock()) {
     for (int i = 0; i < size_; ++i) task(i);

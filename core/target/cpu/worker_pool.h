@@ -18,8 +18,8 @@ class WorkerPool {
   int size() const { return size_; }
 
   // Runs task(i) for every i in [0, size()) -- i == 0 on the calling thread -- and returns
-  // when all are done. When another thread is using the pool, runs every task on the
-  // caller instead (correct, just not parallel).
+  // when all are done. When another thread is using the pool, or in a child process after
+  // fork(), runs every task on the caller instead (correct, just not parallel).
   void ParallelFor(const std::function<void(int)> &task);
 
  private:
