@@ -110,6 +110,30 @@ Status Gpt2Model::GetProgram(Gpt2ProgramKind kind, int64_t t, int64_t l, tm_prog
   return Status::Ok();
 }
 
+int64_t Gpt2Model::CacheRows(int64_t filled) const {
+  return std::min<int64_t>(std::max<int64_t>(16, NextPowerOfTwo(filled)), config_.n_ctx);
+}
+
+Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
+  // The (T, L) shapes each step will run, in order; GetProgram skips what is compiled.
+  auto need = [&](int64_t t, int64_t filled) -> Status {
+    tm_program *p;
+    TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kEmbed, t, 0, &p));
+    TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kQkv, t, 0, &p));
+    return GetProgram(Gpt2ProgramKind::kAttnMlp, t, CacheRows(filled), &p);
+  };
+  tm_program *head;
+  TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kHead, 1, 0, &head));
+  const int64_t n = static_cast<int64_t>(n_prompt), steps = request.max_new_tokens;
+  TM_RETURN_IF_ERROR(need(NextPowerOfTwo(n), n));
+  for (int64_t step = 1; step < steps; ++step) {
+    int64_t filled = n + step;  // positions in the cache after this step's token
+    TM_RETURN_IF_ERROR(request.use_kv_cache ? need(1, filled)
+                                            : need(NextPowerOfTwo(filled), filled));
+  }
+  return Status::Ok();
+}
+
 Status Gpt2Model::CheckIds(const char *fn, const int32_t *ids, size_t n) const {
   if (n == 0) return InvalidArgument(std::string(fn) + ": the prompt is empty");
   if (!ids) return InvalidArgument(std::string(fn) + ": ids is NULL");
@@ -128,7 +152,7 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
   const Gpt2Config &c = config_;
   const int64_t d = c.n_embd;
   const int64_t t = NextPowerOfTwo(static_cast<int64_t>(n));
-  const int64_t l = std::min<int64_t>(std::max<int64_t>(16, NextPowerOfTwo(pos + n)), c.n_ctx);
+  const int64_t l = CacheRows(pos + static_cast<int64_t>(n));
 
   // Padded rows read token 0 at position 0: valid indices, results never used.
   std::vector<int32_t> padded_ids(t, 0), positions(t, 0);
@@ -230,6 +254,8 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
   out->clear();
   if (request.max_new_tokens == 0) return Status::Ok();
 
+  // Compile everything up front: the first token waits for it, later ones never do.
+  TM_RETURN_IF_ERROR(Prepare(n, request));
   Sampler sampler(request.sampling);
   std::vector<int32_t> tokens(prompt, prompt + n);
   std::vector<float> logits(config_.vocab_size);

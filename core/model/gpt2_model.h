@@ -57,6 +57,10 @@ class Gpt2Model {
   // position's logits.
   Status Forward(const int32_t *ids, size_t n, int64_t pos, float *logits);
   Status GetProgram(Gpt2ProgramKind kind, int64_t t, int64_t l, tm_program **out);
+  // Cache rows the attention reads once `filled` positions are in the cache.
+  int64_t CacheRows(int64_t filled) const;
+  // Compiles (or finds) every program a generation of this shape will run.
+  Status Prepare(size_t n_prompt, const GenerateRequest &request);
 
   tm_context *ctx_ = nullptr;
   tm_target target_ = TM_TARGET_CPU;
