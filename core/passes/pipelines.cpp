@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "core/passes/approximate_math.h"
 #include "core/passes/fuse_elementwise.h"
 #include "core/support/diagnostics.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -18,6 +19,7 @@ void RegisterPassesOnce() {
   std::call_once(once, [] {
     mlir::registerAllPasses();
     RegisterFuseElementwisePass();
+    RegisterApproximateMathPass();
   });
 }
 }  // namespace

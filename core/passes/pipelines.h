@@ -26,11 +26,15 @@ inline constexpr const char *kBufferizePipeline =
 // 3. (CPU) The BLAS rewrite runs here, between bufferization and lowering; see
 //    blas_rewrite.h.
 
-// 4. Lowering to the LLVM dialect. convert-math-to-funcs is added to the seed's list: it
-//    expands math.ipowi (integer pow), which no other conversion handles.
+// 4. Lowering to the LLVM dialect. Changed from the seed's list: tm-approximate-math (f32
+//    tanh/exp/erf as vectorisable polynomials, see approximate_math.h); convert-math-to-funcs,
+//    which expands math.ipowi (integer pow); and convert-math-to-llvm before
+//    convert-math-to-libm, so that the fma/floor/abs the approximations use become LLVM
+//    intrinsics (vectorisable) and only what has none (erf, tanh in f64) calls libm.
 inline constexpr const char *kLowerToLLVMPipeline =
     "convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,"
-    "convert-math-to-funcs,convert-math-to-libm,convert-math-to-llvm,convert-arith-to-llvm,"
+    "tm-approximate-math,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
+    "convert-arith-to-llvm,"
     "convert-func-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"
     "reconcile-unrealized-casts";
 

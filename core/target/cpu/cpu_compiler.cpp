@@ -85,6 +85,8 @@ const std::unordered_map<std::string, void *> &RuntimeSymbols() {
       TM_LIBM(round), TM_LIBM(trunc),
 #undef TM_LIBM
       {"powf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::powf))},
+      {"fmaf", reinterpret_cast<void *>(static_cast<float (*)(float, float, float)>(&::fmaf))},
+      {"fma", reinterpret_cast<void *>(static_cast<double (*)(double, double, double)>(&::fma))},
       {"pow", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::pow))},
       {"fmaxf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fmaxf))},
       {"fminf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fminf))},
