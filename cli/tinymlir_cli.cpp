@@ -144,9 +144,15 @@ struct Streamer {
     if (s->ids) {
       std::printf(" %d", token);
     } else {
-      char buf[256];
+      std::string piece(64, '\0');
       size_t len = 0;
-      if (tm_detokenize(s->model, &token, 1, buf, sizeof buf, &len) == TM_OK) s->pending.append(buf, len);
+      tm_status st = tm_detokenize(s->model, &token, 1, &piece[0], piece.size(), &len);
+      if (st == TM_ERROR_INVALID_ARGUMENT && len > piece.size()) {  // a long token: retry
+        piece.resize(len);
+        st = tm_detokenize(s->model, &token, 1, &piece[0], piece.size(), &len);
+      }
+      if (st != TM_OK) Die(std::string("decoding a token: ") + tm_last_error());
+      s->pending.append(piece.data(), len);
       size_t n = CompletePrefix(s->pending);
       std::fwrite(s->pending.data(), 1, n, stdout);
       s->pending.erase(0, n);

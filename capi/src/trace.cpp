@@ -109,6 +109,7 @@ TM_API tm_status tm_op_constant(tm_trace *t, const tm_tensor *data, tm_value *ou
     TM_RETURN_IF_ERROR(ReadShape("tm_op_constant", data->rank, data->shape, &shape));
     for (int64_t d : shape)
       if (d < 0) return tinymlir::ShapeError("tm_op_constant: negative dimension");
+    TM_RETURN_IF_ERROR(tinymlir::Graph::CheckSize("tm_op_constant", shape));
     size_t elem = tinymlir::DtypeSize(data->dtype);
     int64_t n = tinymlir::TensorType{data->dtype, shape}.NumElements();
     if (n > 0 && !data->data) return tinymlir::InvalidArgument("tm_op_constant: data->data is NULL");

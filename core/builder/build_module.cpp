@@ -155,7 +155,9 @@ Value ModuleBuilder::Get(ValueId id) {
     const Node &n = graph_.node(id);
     auto type = TensorTypeOf(n.type);
     mlir::Attribute attr;
-    if (IsFloat(n.type.dtype)) attr = mlir::DenseElementsAttr::get(type, n.scalar);
+    // The element C++ type must match the tensor's (a double for f32 would be misread).
+    if (n.type.dtype == TM_F32) attr = mlir::DenseElementsAttr::get(type, static_cast<float>(n.scalar));
+    else if (n.type.dtype == TM_F64) attr = mlir::DenseElementsAttr::get(type, n.scalar);
     else if (n.type.dtype == TM_BOOL) attr = mlir::DenseElementsAttr::get(type, n.scalar != 0.0);
     else
       attr = mlir::DenseElementsAttr::get(

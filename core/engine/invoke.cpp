@@ -106,7 +106,10 @@ Status CheckTensor(const char *what, int i, const tm_tensor &t, const TensorType
   return Status::Ok();
 }
 
-bool Overlap(const View &a, const View &b) { return a.lo < b.hi && b.lo < a.hi; }
+// Empty tensors touch no memory and overlap nothing.
+bool Overlap(const View &a, const View &b) {
+  return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+}
 
 Status Allocate(size_t bytes, Buffer *out) {
   size_t rounded = ((bytes + 63) / 64) * 64;

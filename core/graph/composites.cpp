@@ -5,9 +5,13 @@
 namespace tinymlir {
 namespace {
 
-// Mean and variance of integers are computed in f64, as NumPy's.
+// Mean and variance of integers are computed in f64, as NumPy's; bools are rejected like
+// every other reduction's.
 Status ToFloat(Graph &g, const char *op, ValueId x, ValueId *out) {
   tm_dtype d = g.node(x).type.dtype;
+  if (d == TM_BOOL)
+    return DtypeError(std::string(op) + ": not defined for bool operand " +
+                      g.node(x).type.ToString());
   if (IsFloat(d)) {
     *out = x;
     return Status::Ok();
@@ -23,6 +27,7 @@ Status Scalar(Graph &g, ValueId like, double v, ValueId *out) {
 
 Status ReduceMean(Graph &g, const char *op, ValueId x, int32_t axis, bool keepdims,
                   ValueId *out) {
+  TM_RETURN_IF_ERROR(g.CheckOpen(op));
   TM_RETURN_IF_ERROR(g.CheckValue(op, x));
   int ax;
   TM_RETURN_IF_ERROR(Graph::NormalizeAxis(op, axis, g.node(x).type.rank(), &ax));
@@ -35,6 +40,7 @@ Status ReduceMean(Graph &g, const char *op, ValueId x, int32_t axis, bool keepdi
 
 Status ReduceVar(Graph &g, const char *op, ValueId x, int32_t axis, bool keepdims,
                  ValueId *out) {
+  TM_RETURN_IF_ERROR(g.CheckOpen(op));
   // Two passes, mean((x - mean(x))^2): the numerically sound form.
   TM_RETURN_IF_ERROR(g.CheckValue(op, x));
   ValueId xf, mean, d, d2;
@@ -46,6 +52,7 @@ Status ReduceVar(Graph &g, const char *op, ValueId x, int32_t axis, bool keepdim
 }
 
 Status Softmax(Graph &g, const char *op, ValueId x, int32_t axis, ValueId *out) {
+  TM_RETURN_IF_ERROR(g.CheckOpen(op));
   TM_RETURN_IF_ERROR(g.CheckValue(op, x));
   if (!IsFloat(g.node(x).type.dtype))
     return DtypeError(std::string(op) + ": needs a float operand, got " +
@@ -65,12 +72,15 @@ Status Softmax(Graph &g, const char *op, ValueId x, int32_t axis, ValueId *out) 
 
 Status LayerNorm(Graph &g, const char *op, ValueId x, ValueId gamma, ValueId beta, double eps,
                  ValueId *out) {
+  TM_RETURN_IF_ERROR(g.CheckOpen(op));
   TM_RETURN_IF_ERROR(g.CheckValue(op, x));
   TM_RETURN_IF_ERROR(g.CheckValue(op, gamma));
   TM_RETURN_IF_ERROR(g.CheckValue(op, beta));
   if (!IsFloat(g.node(x).type.dtype))
     return DtypeError(std::string(op) + ": needs a float operand, got " +
                       g.node(x).type.ToString());
+  if (g.node(x).type.rank() == 0)
+    return ShapeError(std::string(op) + ": needs rank >= 1, got " + g.node(x).type.ToString());
   if (!(eps >= 0.0))
     return InvalidArgument(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
   ValueId mean, d, d2, var, eps_v, var_eps, inv, normed, scaled;
@@ -87,6 +97,7 @@ Status LayerNorm(Graph &g, const char *op, ValueId x, ValueId gamma, ValueId bet
 }
 
 Status GeluTanh(Graph &g, const char *op, ValueId x, ValueId *out) {
+  TM_RETURN_IF_ERROR(g.CheckOpen(op));
   TM_RETURN_IF_ERROR(g.CheckValue(op, x));
   if (!IsFloat(g.node(x).type.dtype))
     return DtypeError(std::string(op) + ": needs a float operand, got " +

@@ -88,7 +88,7 @@ Status CheckShape(const char *op, const Shape &shape) {
     if (d < 0)
       return ShapeError(std::string(op) + ": negative dimension in shape " +
                         ShapeToString(shape));
-  return Status::Ok();
+  return Graph::CheckSize(op, shape);
 }
 
 // Whether a scalar value can be represented in an integer dtype (floats always can).
@@ -99,6 +99,17 @@ bool ScalarFits(double v, tm_dtype dtype) {
 }
 
 }  // namespace
+
+Status Graph::CheckSize(const char *op, const Shape &shape) {
+  // Every byte count derived from a shape (elements x 8) must fit int64: no later product
+  // can overflow then.
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > INT64_MAX / 8)
+      return ShapeError(std::string(op) + ": shape " + ShapeToString(shape) +
+                        " has too many elements");
+  return Status::Ok();
+}
 
 Status Graph::CheckScalarFits(const char *op, ValueId v, tm_dtype dtype) const {
   const Node &n = nodes_[v];
@@ -228,6 +239,7 @@ Status Graph::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId 
   const Node &na = nodes_[a], &nb = nodes_[b];
   Shape shape;
   TM_RETURN_IF_ERROR(BroadcastShapes(op, na.type.shape, nb.type.shape, &shape));
+  TM_RETURN_IF_ERROR(CheckSize(op, shape));
 
   tm_dtype dtype;
   if (na.weak && !nb.weak) dtype = PromoteWithWeakScalar(nb.type.dtype, na.type.dtype);
@@ -241,7 +253,6 @@ Status Graph::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId 
     return DtypeError(std::string(op) + ": not defined for bool operands " +
                       na.type.ToString() + " and " + nb.type.ToString());
   if (kind == OpKind::kDiv && !IsFloat(dtype)) dtype = TM_F64;  // true division
-  if (kind == OpKind::kPow && dtype == TM_BOOL) dtype = TM_I64;
   TM_RETURN_IF_ERROR(CheckScalarFits(op, a, dtype));
   TM_RETURN_IF_ERROR(CheckScalarFits(op, b, dtype));
 
@@ -266,6 +277,7 @@ Status Graph::Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId 
   Shape ab, shape;
   TM_RETURN_IF_ERROR(BroadcastShapes(op, nodes_[a].type.shape, nodes_[b].type.shape, &ab));
   TM_RETURN_IF_ERROR(BroadcastShapes(op, nodes_[cond].type.shape, ab, &shape));
+  TM_RETURN_IF_ERROR(CheckSize(op, shape));
   const Node &na = nodes_[a], &nb = nodes_[b];
   tm_dtype dtype;
   if (na.weak && !nb.weak) dtype = PromoteWithWeakScalar(nb.type.dtype, na.type.dtype);
@@ -307,6 +319,11 @@ Status Graph::Cast(const char *op, ValueId x, tm_dtype dtype, ValueId *out) {
                       std::to_string(static_cast<int>(dtype)));
   if (nodes_[x].type.dtype == dtype) {
     *out = x;
+    if (nodes_[x].weak) {  // an explicit cast fixes the dtype, even to the same one
+      Node strong = nodes_[x];
+      strong.weak = false;
+      *out = Add(std::move(strong));
+    }
     return Status::Ok();
   }
   TM_RETURN_IF_ERROR(CheckScalarFits(op, x, dtype));
@@ -336,6 +353,7 @@ Status Graph::Matmul(const char *op, ValueId a, ValueId b, ValueId *out) {
 
   Shape result(sa.begin(), sa.end() - 1);
   result.push_back(sb.back());
+  TM_RETURN_IF_ERROR(CheckSize(op, result));
   int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
 
   auto record = [&](ValueId x, ValueId y, Shape shape) {
@@ -408,8 +426,9 @@ Status Graph::Reshape(const char *op, ValueId x, const Shape &requested, ValueId
       inferred = static_cast<int>(i);
     } else if (shape[i] < 0) {
       return ShapeError(std::string(op) + ": negative dimension in " + ShapeToString(shape));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      return ShapeError(std::string(op) + ": shape " + ShapeToString(requested) +
+                        " has too many elements");
     }
   }
   int64_t total = t.NumElements();
@@ -513,6 +532,7 @@ Status Graph::Concat(const char *op, const std::vector<ValueId> &xs, int32_t axi
     shape[ax] += t.shape[ax];
     dtype = PromoteTypes(dtype, t.dtype);
   }
+  TM_RETURN_IF_ERROR(CheckSize(op, shape));
   if (xs.size() == 1) {
     *out = xs[0];
     return Status::Ok();
@@ -534,13 +554,15 @@ Status Graph::Gather(const char *op, ValueId table, ValueId indices, ValueId *ou
   if (!IsInteger(it.dtype))
     return DtypeError(std::string(op) + ": indices must be i32 or i64, got " + it.ToString() +
                       " (table " + tt.ToString() + ")");
-  if (tt.rank() == 0)
-    return ShapeError(std::string(op) + ": table must have rank >= 1, got " + tt.ToString());
+  if (tt.rank() == 0 || tt.shape[0] == 0)
+    return ShapeError(std::string(op) + ": table must have rank >= 1 and at least one row, got " +
+                      tt.ToString());
   Shape shape = it.shape;
   shape.insert(shape.end(), tt.shape.begin() + 1, tt.shape.end());
   if (shape.size() > TM_MAX_RANK)
     return ShapeError(std::string(op) + ": result rank " + std::to_string(shape.size()) +
                       " exceeds the maximum of " + std::to_string(TM_MAX_RANK));
+  TM_RETURN_IF_ERROR(CheckSize(op, shape));
   Node n;
   n.kind = OpKind::kGather;
   n.type = {tt.dtype, shape};
@@ -557,6 +579,7 @@ Status Graph::CausalMask(const char *op, int64_t rows, int64_t cols, int64_t off
                       std::to_string(cols) + ")");
   if (!IsValidDtype(dtype) || !IsFloat(dtype))
     return DtypeError(std::string(op) + ": dtype must be f32 or f64");
+  TM_RETURN_IF_ERROR(CheckSize(op, {rows, cols}));
   Node n;
   n.kind = OpKind::kCausalMask;
   n.type = {dtype, {rows, cols}};

@@ -95,6 +95,10 @@ class Graph {
                     tm_dtype dtype, ValueId *out);
   Status End(const std::vector<ValueId> &outputs);
 
+  // Fails when the trace has ended (composites call it before recording anything).
+  Status CheckOpen(const char *op) const;
+  // Fails when a shape's byte size (elements x 8) would not fit int64.
+  static Status CheckSize(const char *op, const Shape &shape);
   // Checks that a value id belongs to this graph (for the C API's argument checks).
   Status CheckValue(const char *op, ValueId v) const;
   // Resolves a negative axis; fails with OutOfRange naming op and rank.
@@ -109,7 +113,6 @@ class Graph {
 
  private:
   ValueId Add(Node node);
-  Status CheckOpen(const char *op) const;
   // Casts v to dtype (a new Scalar for weak scalars, a Cast node otherwise).
   ValueId Convert(ValueId v, tm_dtype dtype);
   // A weak scalar about to become an integer dtype must fit it (NumPy raises too).

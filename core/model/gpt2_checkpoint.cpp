@@ -93,7 +93,7 @@ Status LoadGpt2Weights(const std::string &path, const Gpt2Config &c, Gpt2Weights
   std::unique_ptr<SafetensorsFile> file;
   TM_RETURN_IF_ERROR(SafetensorsFile::Open(path, &file));
 
-  // Both layouts: "wte.weight" and "transformer.wte.weight"; decided by the first tensor.
+  // Both layouts: "wte.weight" and "transformer.wte.weight"; decided by which wte exists.
   bool prefixed = file->Find("transformer.wte.weight") != nullptr;
   std::string prefix = prefixed ? "transformer." : "";
   std::set<std::string> used;

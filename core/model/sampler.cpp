@@ -27,7 +27,7 @@ double Sampler::Uniform() {
 int32_t Sampler::Next(const float *logits, int32_t n) {
   if (options_.temperature <= 0.0f) return Argmax(logits, n);
 
-  // Candidates by decreasing logit (ties by id), cut to top-k.
+  // Candidates: the top-k by logit (ties by id), in order only when top-p needs it.
   order_.resize(n);
   std::iota(order_.begin(), order_.end(), 0);
   auto by_logit = [&](int32_t a, int32_t b) {
@@ -36,8 +36,13 @@ int32_t Sampler::Next(const float *logits, int32_t n) {
     return la > lb || (la == lb && a < b);
   };
   int32_t k = options_.top_k > 0 ? std::min(options_.top_k, n) : n;
-  std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), by_logit);
-  order_.resize(k);
+  if (k < n) {  // the k best, then only those sorted
+    std::nth_element(order_.begin(), order_.begin() + (k - 1), order_.end(), by_logit);
+    order_.resize(k);
+  }
+  // Top-p needs the candidates in order; plain sampling does not (the max is enough).
+  if (options_.top_p < 1.0f) std::sort(order_.begin(), order_.end(), by_logit);
+  else std::iter_swap(order_.begin(), std::min_element(order_.begin(), order_.end(), by_logit));
 
   // Softmax of logit / T over the candidates, in double.
   probs_.resize(k);

@@ -163,6 +163,12 @@ class BlasEmitter {
     b_.setInsertionPoint(op);
     size_t r = batched ? 1 : 0;
     int64_t m = ta.getShape()[r], k = ta.getShape()[r + 1], n = tb.getShape()[r + 1];
+    if (m == 0 || n == 0 || k == 0 || (batched && tc.getShape()[0] == 0)) {
+      // Nothing to accumulate (C already holds its initial value), and BLAS would reject
+      // the zero leading dimensions, printing to stderr.
+      b_.eraseOp(op);
+      return true;
+    }
     Matrix ma = Describe(loc, a, elem), mb = Describe(loc, bm, elem), mc = Describe(loc, c, elem);
     if (!batched) {
       EmitProduct(loc, elem, m, n, k, ma.ptr, ma.row_stride, mb.ptr, mb.row_stride, mc.ptr,

@@ -365,3 +365,123 @@ TEST_F(Errors, LastErrorIsPerThread) {
 
 }  // namespace
 }  // namespace tmtest
+
+// ---- Regressions found in review -----------------------------------------------------------
+
+namespace {
+
+tm_status InputOfShape(tm_trace *t, std::vector<int64_t> shape, tm_value *out) {
+  return tm_op_input(t, TM_F32, static_cast<int32_t>(shape.size()), shape.data(), out);
+}
+
+}  // namespace
+
+// Sizes whose byte count overflows int64 are shape errors at the op, not wrapped counts.
+TEST(Regressions, HugeShapesAreRejectedAtTheOp) {
+  tm_context *ctx = nullptr;
+  ASSERT_EQ(tm_context_create(&ctx), TM_OK);
+  tm_trace *t = nullptr;
+  ASSERT_EQ(tm_trace_begin(ctx, "huge", &t), TM_OK);
+  tm_value v;
+  EXPECT_EQ(InputOfShape(t, {int64_t{1} << 32, int64_t{1} << 32}, &v), TM_ERROR_SHAPE);
+  EXPECT_NE(std::string(tm_last_error()).find("too many elements"), std::string::npos);
+  const int64_t huge[2] = {int64_t{1} << 32, int64_t{1} << 32};
+  tm_tensor c = {nullptr, TM_F32, 2, huge, nullptr};
+  EXPECT_EQ(tm_op_constant(t, &c, &v), TM_ERROR_SHAPE);
+  // Each operand fits, their broadcast does not.
+  tm_value a, b;
+  ASSERT_EQ(InputOfShape(t, {int64_t{1} << 31, 1}, &a), TM_OK);
+  ASSERT_EQ(InputOfShape(t, {1, int64_t{1} << 31}, &b), TM_OK);
+  EXPECT_EQ(tm_op_add(t, a, b, &v), TM_ERROR_SHAPE);
+  EXPECT_EQ(tm_op_matmul(t, a, b, &v), TM_ERROR_SHAPE);
+  tm_trace_destroy(t);
+  tm_context_destroy(ctx);
+}
+
+// A table without rows cannot be gathered from: even clamped indices would leave it.
+TEST(Regressions, GatherFromAnEmptyTableIsAShapeError) {
+  tm_context *ctx = nullptr;
+  ASSERT_EQ(tm_context_create(&ctx), TM_OK);
+  tm_trace *t = nullptr;
+  ASSERT_EQ(tm_trace_begin(ctx, "gather", &t), TM_OK);
+  tm_value table, ids, v;
+  ASSERT_EQ(InputOfShape(t, {0, 4}, &table), TM_OK);
+  const int64_t n[1] = {3};
+  ASSERT_EQ(tm_op_input(t, TM_I32, 1, n, &ids), TM_OK);
+  EXPECT_EQ(tm_op_gather(t, table, ids, &v), TM_ERROR_SHAPE);
+  tm_trace_destroy(t);
+  tm_context_destroy(ctx);
+}
+
+// An f32 scalar that is itself an output (or reshaped) keeps its value.
+TEST(Regressions, F32ScalarOutputsKeepTheirValue) {
+  tm_context *ctx = nullptr;
+  ASSERT_EQ(tm_context_create(&ctx), TM_OK);
+  tm_trace *t = nullptr;
+  ASSERT_EQ(tm_trace_begin(ctx, "scalars", &t), TM_OK);
+  tm_value half, reshaped;
+  ASSERT_EQ(tm_op_scalar(t, TM_F32, 0.5, &half), TM_OK);
+  const int64_t one_by_one[2] = {1, 1};
+  ASSERT_EQ(tm_op_reshape(t, half, 2, one_by_one, &reshaped), TM_OK);
+  const tm_value outs[2] = {half, reshaped};
+  ASSERT_EQ(tm_trace_end(t, outs, 2), TM_OK);
+  tm_program *p = nullptr;
+  ASSERT_EQ(tm_compile(ctx, t, nullptr, &p), TM_OK) << tm_last_error();
+  float a = 0, b = 0;
+  tm_tensor out[2] = {{&a, TM_F32, 0, nullptr, nullptr}, {&b, TM_F32, 2, one_by_one, nullptr}};
+  ASSERT_EQ(tm_invoke(p, nullptr, 0, out, 2), TM_OK) << tm_last_error();
+  EXPECT_EQ(a, 0.5f);
+  EXPECT_EQ(b, 0.5f);
+  tm_program_release(p);
+  tm_trace_destroy(t);
+  tm_context_destroy(ctx);
+}
+
+// Zero-sized products give zeros without calling BLAS (which would print to stderr).
+TEST(Regressions, ZeroSizedMatmulIsSilentAndZero) {
+  tm_context *ctx = nullptr;
+  ASSERT_EQ(tm_context_create(&ctx), TM_OK);
+  tm_trace *t = nullptr;
+  ASSERT_EQ(tm_trace_begin(ctx, "empty_k", &t), TM_OK);
+  tm_value a, b, y;
+  ASSERT_EQ(InputOfShape(t, {2, 0}, &a), TM_OK);
+  ASSERT_EQ(InputOfShape(t, {0, 3}, &b), TM_OK);
+  ASSERT_EQ(tm_op_matmul(t, a, b, &y), TM_OK);
+  ASSERT_EQ(tm_trace_end(t, &y, 1), TM_OK);
+  tm_program *p = nullptr;
+  ASSERT_EQ(tm_compile(ctx, t, nullptr, &p), TM_OK) << tm_last_error();
+  const int64_t sa[2] = {2, 0}, sb[2] = {0, 3}, sy[2] = {2, 3};
+  float ys[6];
+  for (float &v : ys) v = 7.0f;
+  tm_tensor in[2] = {{nullptr, TM_F32, 2, sa, nullptr}, {nullptr, TM_F32, 2, sb, nullptr}};
+  tm_tensor out = {ys, TM_F32, 2, sy, nullptr};
+  testing::internal::CaptureStderr();
+  tm_status s = tm_invoke(p, in, 2, &out, 1);
+  std::string printed = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(s, TM_OK) << tm_last_error();
+  EXPECT_EQ(printed, "");
+  for (float v : ys) EXPECT_EQ(v, 0.0f);
+  tm_program_release(p);
+  tm_trace_destroy(t);
+  tm_context_destroy(ctx);
+}
+
+// Composites report a closed trace as such, and mean/var reject bool like other reductions.
+TEST(Regressions, CompositesCheckTheTraceFirstAndRejectBool) {
+  tm_context *ctx = nullptr;
+  ASSERT_EQ(tm_context_create(&ctx), TM_OK);
+  tm_trace *t = nullptr;
+  ASSERT_EQ(tm_trace_begin(ctx, "composites", &t), TM_OK);
+  tm_value x, flag, v;
+  ASSERT_EQ(InputOfShape(t, {2, 3}, &x), TM_OK);
+  const int64_t s[1] = {3};
+  ASSERT_EQ(tm_op_input(t, TM_BOOL, 1, s, &flag), TM_OK);
+  EXPECT_EQ(tm_op_reduce_mean(t, flag, 0, 0, &v), TM_ERROR_DTYPE);
+  EXPECT_EQ(tm_op_reduce_var(t, flag, 0, 0, &v), TM_ERROR_DTYPE);
+  ASSERT_EQ(tm_trace_end(t, &x, 1), TM_OK);
+  EXPECT_EQ(tm_op_softmax(t, flag, 0, &v), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(tm_op_gelu_tanh(t, flag, &v), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(tm_op_layer_norm(t, x, x, x, -1.0, &v), TM_ERROR_INVALID_ARGUMENT);
+  tm_trace_destroy(t);
+  tm_context_destroy(ctx);
+}
