@@ -10,11 +10,8 @@
 #include <fstream>
 #include <limits>
 
-#ifndef TM_TEST_DATA_DIR
-#define TM_TEST_DATA_DIR "/work/main/tests/data"
-#endif
-#ifndef TM_MODELS_DIR
-#define TM_MODELS_DIR "/work/main/models"
+#if !defined(TM_TEST_DATA_DIR) || !defined(TM_MODELS_DIR)
+#error "the build defines TM_TEST_DATA_DIR and TM_MODELS_DIR (tests/CMakeLists.txt)"
 #endif
 
 namespace tinymlir {
