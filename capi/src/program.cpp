@@ -48,9 +48,6 @@ TM_API tm_status tm_compile(tm_context *ctx, const tm_trace *trace,
   return Guard([&] {
     tinymlir::CompileOptions o;
     TM_RETURN_IF_ERROR(tinymlir::ReadCompileOptions(options, &o));
-    if (!trace->graph.ended())
-      return tinymlir::InvalidArgument("tm_compile: trace '" + trace->graph.name() +
-                                 "' has not ended (call tm_trace_end first)");
     tinymlir::Program *program = nullptr;
     TM_RETURN_IF_ERROR(ctx->cache.GetOrCompile(trace->graph, o, &program));
     *out = ToHandle(program);

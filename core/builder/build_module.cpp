@@ -27,8 +27,8 @@ using IteratorType = mlir::utils::IteratorType;
 
 class ModuleBuilder {
  public:
-  ModuleBuilder(const Graph &graph, mlir::MLIRContext &ctx)
-      : graph_(graph), ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)) {}
+  ModuleBuilder(const Graph &graph, const std::vector<bool> &live, mlir::MLIRContext &ctx)
+      : graph_(graph), live_(live), ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)) {}
 
   Status Build(mlir::OwningOpRef<mlir::ModuleOp> *out);
 
@@ -57,6 +57,7 @@ class ModuleBuilder {
   Value ElementwiseBody(OpBuilder &b, const Node &n, llvm::SmallVector<Value> args) const;
 
   const Graph &graph_;
+  const std::vector<bool> &live_;
   mlir::MLIRContext &ctx_;
   mutable OpBuilder b_;  // type getters are non-const
   Location loc_;
@@ -505,9 +506,8 @@ Status ModuleBuilder::Build(mlir::OwningOpRef<mlir::ModuleOp> *out) {
         /*restrict=*/true, /*writable=*/false);
   }
 
-  std::vector<bool> live = graph_.Live();
   for (size_t i = 0; i < graph_.size(); ++i)
-    if (live[i]) TM_RETURN_IF_ERROR(Emit(static_cast<ValueId>(i)));
+    if (live_[i]) TM_RETURN_IF_ERROR(Emit(static_cast<ValueId>(i)));
 
   size_t n_in = graph_.inputs().size();
   for (size_t i = 0; i < graph_.outputs().size(); ++i) {
@@ -523,10 +523,9 @@ Status ModuleBuilder::Build(mlir::OwningOpRef<mlir::ModuleOp> *out) {
 
 }  // namespace
 
-Status BuildModule(const Graph &graph, mlir::MLIRContext &context,
+Status BuildModule(const Graph &graph, const std::vector<bool> &live, mlir::MLIRContext &context,
                    mlir::OwningOpRef<mlir::ModuleOp> *module) {
-  if (!graph.ended()) return InvalidArgument("internal: building a trace that has not ended");
-  return ModuleBuilder(graph, context).Build(module);
+  return ModuleBuilder(graph, live, context).Build(module);
 }
 
 }  // namespace tinymlir

@@ -25,9 +25,10 @@ namespace tinymlir {
 // The name of the function the builder emits and the engine calls.
 inline constexpr const char *kKernelName = "kernel";
 
-// Builds the module for an ended graph. Every user error was caught when the graph was
+// Builds the module for an ended graph, emitting the values marked in `live` (Graph::Live,
+// which the caller has computed anyway). Every user error was caught when the graph was
 // recorded, so a failure here is an internal error reported as TM_ERROR_COMPILE.
-Status BuildModule(const Graph &graph, mlir::MLIRContext &context,
+Status BuildModule(const Graph &graph, const std::vector<bool> &live, mlir::MLIRContext &context,
                    mlir::OwningOpRef<mlir::ModuleOp> *module);
 
 }  // namespace tinymlir

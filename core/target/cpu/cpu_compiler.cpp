@@ -200,7 +200,7 @@ Status CompileForCpu(const Graph &graph, const CompileOptions &options,
   mlir::MLIRContext &ctx = *code->context;
   DiagnosticCollector diagnostics(&ctx);
 
-  TM_RETURN_IF_ERROR(BuildModule(graph, ctx, &code->module));
+  TM_RETURN_IF_ERROR(BuildModule(graph, live, ctx, &code->module));
   mlir::ModuleOp module = *code->module;
   TM_RETURN_IF_ERROR(VerifyModule(module, "traced"));
   program->stages[TM_STAGE_TRACED] = Print(module);
