@@ -7,7 +7,7 @@
 // decode prompt, logits cross-check) and the 128-token prompt (prefill-128).
 // Prints one JSON object on stdout. Threads: the BLAS calls use OpenBLAS's threads, so the
 // caller sets OPENBLAS_NUM_THREADS; the bandwidth mode uses --threads std::threads.
-#include <tinymlir/tinymlir.h>
+#include <tinymlir/gpt2.h>
 
 #include <sys/resource.h>
 
@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
   Check(tm_context_create(&ctx), "tm_context_create");
   double t0 = Now();
   tm_model *m = nullptr;
-  Check(tm_model_load(ctx, model_dir.c_str(), TM_TARGET_CPU, &m), "tm_model_load");
+  Check(tm_model_load(ctx, model_dir.c_str(), nullptr, &m), "tm_model_load");
   double load_wall = Now() - t0;
   int32_t vocab = 0;
   Check(tm_model_info(m, &vocab, nullptr, nullptr, nullptr), "tm_model_info");
@@ -203,7 +203,7 @@ int main(int argc, char **argv) {
 
   // Logits of the 16-token prompt for the cross-check (full recompute, no cache).
   std::vector<float> logits(vocab);
-  Check(tm_model_logits(m, p16.data(), p16.size(), logits.data()), "tm_model_logits");
+  Check(tm_model_logits(m, p16.data(), p16.size(), logits.data(), logits.size()), "tm_model_logits");
   if (!logits_out.empty()) {
     FILE *f = std::fopen(logits_out.c_str(), "wb");
     if (!f || std::fwrite(logits.data(), sizeof(float), logits.size(), f) != logits.size())

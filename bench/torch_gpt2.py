@@ -4,7 +4,7 @@ Same checkpoint, prompts and measurement protocol as numpy_gpt2.py (whose genera
 benchmark it reuses: forward takes NumPy ids and returns NumPy logits, a zero-copy view).
 
   torch_gpt2.py --model DIR --prompts FILE [--threads 2] [--decode-tokens 64] [--reps 5]
-prints one JSON object. Run it with OMP_WAIT_POLICY=PASSIVE (see DESIGN.md): otherwise
+prints one JSON object. Run it with OMP_WAIT_POLICY=PASSIVE (see docs/ARCHITECTURE.md, "Pitfalls"): otherwise
 PyTorch's spinning OpenMP threads fight OpenBLAS's threads for the cores.
 """
 import json

@@ -16,14 +16,16 @@
 #include <string>
 #include <vector>
 
-#include "tinymlir/tinymlir.h"
+#include "tinymlir/gpt2.h"
+#include "tinymlir/tinymlir.hpp"
 
 namespace {
 
+// The usage text; %d is the library's default token count (tm_generate_options_init).
 const char kUsage[] =
     "usage: tinymlir generate [options] \"prompt\"\n"
     "  --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
-    "  --tokens N         tokens to generate (default 50)\n"
+    "  --tokens N         tokens to generate (default %d)\n"
     "  --temperature T    0 = greedy (default); > 0 samples\n"
     "  --top-k K          sample among the K most likely tokens (0 = all)\n"
     "  --top-p P          sample among the smallest set with probability >= P (default 1)\n"
@@ -61,14 +63,21 @@ double ParseNumber(const char *flag, const char *text, double lo, double hi) {
   return v;
 }
 
+std::string Usage() {
+  tm_generate_options defaults;
+  tm_generate_options_init(&defaults);
+  char text[sizeof kUsage + 16];
+  std::snprintf(text, sizeof text, kUsage, defaults.max_new_tokens);
+  return text;
+}
+
 Args ParseArgs(int argc, char **argv) {
   if (argc < 2 || std::strcmp(argv[1], "generate") != 0) {
-    std::fputs(kUsage, stderr);
+    std::fputs(Usage().c_str(), stderr);
     std::exit(argc < 2 ? 1 : (std::strcmp(argv[1], "--help") == 0 ? 0 : 1));
   }
   Args a;
   tm_generate_options_init(&a.options);
-  a.options.max_new_tokens = 50;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> const char * {
@@ -84,12 +93,12 @@ Args ParseArgs(int argc, char **argv) {
     else if (arg == "--no-kv-cache") a.options.use_kv_cache = 0;
     else if (arg == "--stop-at-eos") a.options.stop_at_eos = 1;
     else if (arg == "--ids") a.ids = true;
-    else if (arg == "--help" || arg == "-h") { std::fputs(kUsage, stdout); std::exit(0); }
-    else if (arg.size() > 1 && arg[0] == '-' && arg[1] == '-') Die("unknown option " + arg + "\n" + kUsage);
+    else if (arg == "--help" || arg == "-h") { std::fputs(Usage().c_str(), stdout); std::exit(0); }
+    else if (arg.size() > 1 && arg[0] == '-' && arg[1] == '-') Die("unknown option " + arg + "\n" + Usage());
     else if (a.have_prompt) Die("more than one prompt given (quote the prompt)");
     else { a.prompt = arg; a.have_prompt = true; }
   }
-  if (!a.have_prompt) Die(std::string("no prompt given\n") + kUsage);
+  if (!a.have_prompt) Die("no prompt given\n" + Usage());
   return a;
 }
 
@@ -144,15 +153,17 @@ struct Streamer {
     if (s->ids) {
       std::printf(" %d", token);
     } else {
-      std::string piece(64, '\0');
+      char piece[64];
       size_t len = 0;
-      tm_status st = tm_detokenize(s->model, &token, 1, &piece[0], piece.size(), &len);
-      if (st == TM_ERROR_INVALID_ARGUMENT && len > piece.size()) {  // a long token: retry
-        piece.resize(len);
-        st = tm_detokenize(s->model, &token, 1, &piece[0], piece.size(), &len);
+      Check(tm_detokenize(s->model, &token, 1, piece, sizeof piece, &len), "decoding a token");
+      if (len <= sizeof piece) {
+        s->pending.append(piece, len);
+      } else {  // a token longer than the buffer: the call said how long
+        std::string whole(len, '\0');
+        Check(tm_detokenize(s->model, &token, 1, &whole[0], whole.size(), &len),
+              "decoding a token");
+        s->pending += whole;
       }
-      if (st != TM_OK) Die(std::string("decoding a token: ") + tm_last_error());
-      s->pending.append(piece.data(), len);
       size_t n = CompletePrefix(s->pending);
       std::fwrite(s->pending.data(), 1, n, stdout);
       s->pending.erase(0, n);
@@ -168,21 +179,22 @@ int main(int argc, char **argv) {
   Args args = ParseArgs(argc, argv);
   std::string dir = args.model.empty() ? DefaultModelDir() : args.model;
 
-  tm_context *ctx = nullptr;
-  tm_model *model = nullptr;
-  Check(tm_context_create(&ctx), "creating a context");
-  std::fprintf(stderr, "[tinymlir] loading %s\n", dir.c_str());
-  Check(tm_model_load(ctx, dir.c_str(), TM_TARGET_CPU, &model), "loading the model");
+  tinymlir::ModelHandle model;
+  {
+    tinymlir::ContextHandle ctx;  // the model keeps its own reference
+    Check(tm_context_create(ctx.out()), "creating a context");
+    std::fprintf(stderr, "[tinymlir] loading %s\n", dir.c_str());
+    Check(tm_model_load(ctx, dir.c_str(), nullptr, model.out()), "loading the model");
+  }
 
   std::vector<int32_t> prompt;
   if (args.ids) {
     prompt = ParseIds(args.prompt);
   } else {
-    size_t n = 0;
+    size_t n = 0;  // first ask for the size, then fill
     tm_status s = tm_tokenize(model, args.prompt.data(), args.prompt.size(), nullptr, 0, &n);
     if (s == TM_ERROR_UNSUPPORTED) Die(std::string(tm_last_error()) + " (pass --ids)");
-    if (s != TM_OK && s != TM_ERROR_INVALID_ARGUMENT) Check(s, "tokenizing the prompt");
-    if (s == TM_ERROR_INVALID_ARGUMENT && n == 0) Check(s, "tokenizing the prompt");
+    Check(s, "tokenizing the prompt");
     prompt.resize(n);
     Check(tm_tokenize(model, args.prompt.data(), args.prompt.size(), prompt.data(), n, &n),
           "tokenizing the prompt");
@@ -216,7 +228,5 @@ int main(int argc, char **argv) {
                static_cast<unsigned long long>(st.programs_cached), st.prefill_seconds * 1e3,
                st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0,
                static_cast<unsigned long long>(st.decode_tokens));
-  tm_model_destroy(model);
-  tm_context_destroy(ctx);
   return 0;
 }

@@ -11,6 +11,7 @@ install(TARGETS tinymlir EXPORT tinymlirTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/capi/include/tinymlir
+  ${PROJECT_SOURCE_DIR}/gpt2/include/tinymlir ${PROJECT_BINARY_DIR}/include/tinymlir
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT tinymlirTargets NAMESPACE tinymlir:: DESTINATION ${TINYMLIR_CMAKE_DIR})
 export(EXPORT tinymlirTargets NAMESPACE tinymlir::

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build
-  cmake ninja-build pkg-config g++
+  cmake ninja-build pkg-config g++ ccache
   # compiler core
   llvm-22-dev libmlir-22-dev mlir-22-tools libopenblas-dev
   # model

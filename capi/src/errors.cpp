@@ -1,8 +1,8 @@
 // Errors, versions and library-owned memory.
+#include "capi/src/errors.h"
+
 #include <cstdlib>
 #include <string>
-
-#include "capi/src/handles.h"
 
 namespace {
 thread_local std::string last_error;
@@ -10,9 +10,10 @@ thread_local std::string last_error;
 
 namespace tm_capi {
 
-tm_status Report(const tinymlir::Status &status) {
-  if (!status.ok()) last_error = status.message();
-  return status.code();
+tm_status Report(const tinymlir::Status &status, const char *fn) {
+  if (status.ok()) return TM_OK;
+  last_error = fn ? std::string(fn) + ": " + status.message() : status.message();
+  return ToC(status.code());
 }
 
 tm_status Fail(tm_status code, const std::string &message) {
@@ -26,6 +27,15 @@ extern "C" {
 
 TM_API const char *tm_last_error(void) { return last_error.c_str(); }
 
+TM_API tm_status tm_set_last_error(tm_status status, const char *message) {
+  try {
+    last_error = message ? message : "";
+  } catch (...) {
+    last_error.clear();  // out of memory: an empty message beats none at all
+  }
+  return status;
+}
+
 TM_API const char *tm_status_string(tm_status status) {
   switch (status) {
     case TM_OK: return "TM_OK";
@@ -38,6 +48,7 @@ TM_API const char *tm_status_string(tm_status status) {
     case TM_ERROR_UNSUPPORTED: return "TM_ERROR_UNSUPPORTED";
     case TM_ERROR_IO: return "TM_ERROR_IO";
     case TM_ERROR_OUT_OF_MEMORY: return "TM_ERROR_OUT_OF_MEMORY";
+    case TM_ERROR_BUSY: return "TM_ERROR_BUSY";
   }
   return "TM_ERROR_UNKNOWN";
 }

@@ -1,48 +1,31 @@
-// The C handles and the helpers every shim uses to turn tinymlir::Status into tm_status +
-// tm_last_error, and to keep C++ exceptions (allocation failure) inside the library.
+// The C handles, one scheme for every object: each tm_* struct is defined here and holds
+// (or shares) the core object it stands for. The shims in this folder are the only code
+// that converts between C and C++.
 #pragma once
 
-#include <new>
+#include <atomic>
+#include <memory>
 #include <string>
 
 #include "core/cache/program_cache.h"
-#include "core/graph/graph.h"
+#include "core/trace/trace.h"
 #include "tinymlir/tinymlir.h"
 
+// Reference-counted: models built on a context keep it alive (tm_context_retain).
 struct tm_context {
+  std::atomic<int> refs{1};
   tinymlir::ProgramCache cache;
 };
 
 struct tm_trace {
-  explicit tm_trace(std::string name) : graph(std::move(name)) {}
-  tinymlir::Graph graph;
+  explicit tm_trace(std::string name) : trace(std::move(name)) {}
+  tinymlir::Trace trace;
 };
 
-// tm_program is tinymlir::Program; the C struct is never defined.
-inline tinymlir::Program *ToProgram(tm_program *p) { return reinterpret_cast<tinymlir::Program *>(p); }
-inline const tinymlir::Program *ToProgram(const tm_program *p) {
-  return reinterpret_cast<const tinymlir::Program *>(p);
-}
-inline tm_program *ToHandle(tinymlir::Program *p) { return reinterpret_cast<tm_program *>(p); }
-
-namespace tm_capi {
-
-// Records the failure for tm_last_error and returns its code (TM_OK passes through).
-tm_status Report(const tinymlir::Status &status);
-tm_status Fail(tm_status code, const std::string &message);
-
-// Runs `body` (returning tinymlir::Status), mapping C++ exceptions to statuses.
-template <typename F>
-tm_status Guard(F &&body) {
-  try {
-    return Report(body());
-  } catch (const std::bad_alloc &) {
-    return Fail(TM_ERROR_OUT_OF_MEMORY, "out of memory");
-  } catch (const std::exception &e) {
-    return Fail(TM_ERROR_RUNTIME, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return Fail(TM_ERROR_RUNTIME, "internal error: unknown exception");
-  }
-}
-
-}  // namespace tm_capi
+// One handle per tm_compile call, sharing the program with the cache and other handles;
+// it remembers whether its lookup hit the cache.
+struct tm_program {
+  std::atomic<int> refs{1};
+  std::shared_ptr<tinymlir::Program> impl;
+  bool cache_hit = false;
+};

@@ -1,30 +1,32 @@
 // Tracing: the tm_trace_* and tm_op_* shims. Each checks the C-level arguments (null
-// handles and pointers, counts) and hands the rest to tinymlir::Graph, which validates shapes
+// handles and pointers, counts) and hands the rest to tinymlir::Trace, which validates shapes
 // and dtypes with messages that name the op.
 #include <cstring>
 
+#include "capi/src/errors.h"
 #include "capi/src/handles.h"
-#include "core/graph/composites.h"
+#include "core/trace/composites.h"
 
 using tm_capi::Fail;
 using tm_capi::Guard;
 
 namespace {
 
-// Checks trace/out, runs `record(graph, &value)` and writes *out on success.
+// Checks trace/out, runs `record(trace, &value)` and writes *out on success.
 template <typename F>
 tm_status Record(tm_trace *trace, const char *op, tm_value *out, F &&record) {
   if (!trace) return Fail(TM_ERROR_INVALID_ARGUMENT, std::string(op) + ": trace is NULL");
   if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, std::string(op) + ": out is NULL");
-  return Guard([&] {
+  return Guard(nullptr, [&] {  // the core's messages already name `op`
     tinymlir::ValueId v = 0;
-    tinymlir::Status s = record(trace->graph, &v);
+    tinymlir::Status s = record(trace->trace, &v);
     if (s.ok()) *out = v;
     return s;
   });
 }
 
 tinymlir::Status ReadShape(const char *op, int32_t rank, const int64_t *shape, tinymlir::Shape *out) {
+  static_assert(TM_MAX_RANK == tinymlir::kMaxRank);
   if (rank < 0 || rank > TM_MAX_RANK)
     return tinymlir::ShapeError(std::string(op) + ": rank " + std::to_string(rank) +
                           " is outside 0.." + std::to_string(TM_MAX_RANK));
@@ -37,13 +39,13 @@ tinymlir::Status ReadShape(const char *op, int32_t rank, const int64_t *shape, t
 
 tm_status Binary(tm_trace *t, tinymlir::OpKind kind, const char *op, tm_value a, tm_value b,
                  tm_value *out) {
-  return Record(t, op, out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, op, out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return g.Binary(kind, op, a, b, v);
   });
 }
 
 tm_status Unary(tm_trace *t, tinymlir::OpKind kind, const char *op, tm_value x, tm_value *out) {
-  return Record(t, op, out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) { return g.Unary(kind, op, x, v); });
+  return Record(t, op, out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) { return g.Unary(kind, op, x, v); });
 }
 
 }  // namespace
@@ -53,7 +55,7 @@ extern "C" {
 TM_API tm_status tm_trace_begin(tm_context *ctx, const char *name, tm_trace **out) {
   if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_trace_begin: ctx is NULL");
   if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_trace_begin: out is NULL");
-  return Guard([&] {
+  return Guard("tm_trace_begin", [&] {
     *out = new tm_trace(name ? name : "kernel");
     return tinymlir::Status::Ok();
   });
@@ -65,8 +67,9 @@ TM_API tm_status tm_trace_end(tm_trace *trace, const tm_value *outputs, int32_t 
     return Fail(TM_ERROR_INVALID_ARGUMENT,
                 "tm_trace_end: needs n_outputs >= 1 and a non-NULL outputs array (got " +
                     std::to_string(n_outputs) + ")");
-  return Guard([&] {
-    return trace->graph.End(std::vector<tinymlir::ValueId>(outputs, outputs + n_outputs));
+  return Guard(nullptr, [&] {
+    return trace->trace.End("tm_trace_end",
+                            std::vector<tinymlir::ValueId>(outputs, outputs + n_outputs));
   });
 }
 
@@ -75,10 +78,10 @@ TM_API void tm_trace_destroy(tm_trace *trace) { delete trace; }
 TM_API tm_status tm_value_type(tm_trace *trace, tm_value value, tm_dtype *dtype, int32_t *rank,
                                int64_t *shape) {
   if (!trace) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_value_type: trace is NULL");
-  return Guard([&] {
-    TM_RETURN_IF_ERROR(trace->graph.CheckValue("tm_value_type", value));
-    const tinymlir::TensorType &t = trace->graph.node(value).type;
-    if (dtype) *dtype = t.dtype;
+  return Guard(nullptr, [&] {
+    TM_RETURN_IF_ERROR(trace->trace.CheckValue("tm_value_type", value));
+    const tinymlir::TensorType &t = trace->trace.node(value).type;
+    if (dtype) *dtype = tm_capi::ToC(t.dtype);
     if (rank) *rank = t.rank();
     if (shape) std::copy(t.shape.begin(), t.shape.end(), shape);
     return tinymlir::Status::Ok();
@@ -87,20 +90,22 @@ TM_API tm_status tm_value_type(tm_trace *trace, tm_value value, tm_dtype *dtype,
 
 TM_API tm_status tm_op_input(tm_trace *t, tm_dtype dtype, int32_t rank, const int64_t *shape,
                              tm_value *out) {
-  return Record(t, "tm_op_input", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_input", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     tinymlir::Shape s;
     TM_RETURN_IF_ERROR(ReadShape("tm_op_input", rank, shape, &s));
-    return g.Input(dtype, s, v);
+    return g.Input("tm_op_input", tm_capi::ToCore(dtype), s, v);
   });
 }
 
 TM_API tm_status tm_op_scalar(tm_trace *t, tm_dtype dtype, double value, tm_value *out) {
   return Record(t, "tm_op_scalar", out,
-                [&](tinymlir::Graph &g, tinymlir::ValueId *v) { return g.Scalar(dtype, value, v); });
+                [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+                  return g.Scalar("tm_op_scalar", tm_capi::ToCore(dtype), value, v);
+                });
 }
 
 TM_API tm_status tm_op_constant(tm_trace *t, const tm_tensor *data, tm_value *out) {
-  return Record(t, "tm_op_constant", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_constant", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     if (!data) return tinymlir::InvalidArgument("tm_op_constant: data is NULL");
     if (!tinymlir::IsValidDtype(data->dtype))
       return tinymlir::DtypeError("tm_op_constant: unknown dtype " +
@@ -109,9 +114,10 @@ TM_API tm_status tm_op_constant(tm_trace *t, const tm_tensor *data, tm_value *ou
     TM_RETURN_IF_ERROR(ReadShape("tm_op_constant", data->rank, data->shape, &shape));
     for (int64_t d : shape)
       if (d < 0) return tinymlir::ShapeError("tm_op_constant: negative dimension");
-    TM_RETURN_IF_ERROR(tinymlir::Graph::CheckSize("tm_op_constant", shape));
-    size_t elem = tinymlir::DtypeSize(data->dtype);
-    int64_t n = tinymlir::TensorType{data->dtype, shape}.NumElements();
+    TM_RETURN_IF_ERROR(tinymlir::Trace::CheckSize("tm_op_constant", shape));
+    const tinymlir::DType dtype = tm_capi::ToCore(data->dtype);
+    size_t elem = tinymlir::DtypeSize(dtype);
+    int64_t n = tinymlir::TensorType{dtype, shape}.NumElements();
     if (n > 0 && !data->data) return tinymlir::InvalidArgument("tm_op_constant: data->data is NULL");
     std::vector<uint8_t> bytes(static_cast<size_t>(n) * elem);
     // Gather the elements in C order, honouring strides.
@@ -130,7 +136,7 @@ TM_API tm_status tm_op_constant(tm_trace *t, const tm_tensor *data, tm_value *ou
         index[d] = 0;
       }
     }
-    return g.Constant(data->dtype, shape, std::move(bytes), v);
+    return g.Constant("tm_op_constant", dtype, shape, std::move(bytes), v);
   });
 }
 
@@ -152,7 +158,7 @@ TM_BINARY(tm_op_equal, kEqual)
 
 TM_API tm_status tm_op_where(tm_trace *t, tm_value cond, tm_value a, tm_value b,
                              tm_value *out) {
-  return Record(t, "tm_op_where", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_where", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return g.Where("tm_op_where", cond, a, b, v);
   });
 }
@@ -172,73 +178,78 @@ TM_UNARY(tm_op_abs, kAbs)
 #undef TM_UNARY
 
 TM_API tm_status tm_op_matmul(tm_trace *t, tm_value a, tm_value b, tm_value *out) {
-  return Record(t, "tm_op_matmul", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_matmul", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return g.Matmul("tm_op_matmul", a, b, v);
   });
 }
 
 TM_API tm_status tm_op_reduce_sum(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
                                   tm_value *out) {
-  return Record(t, "tm_op_reduce_sum", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_reduce_sum", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return g.Reduce(tinymlir::OpKind::kReduceSum, "tm_op_reduce_sum", x, axis, keepdims != 0, v);
   });
 }
 
 TM_API tm_status tm_op_reduce_max(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
                                   tm_value *out) {
-  return Record(t, "tm_op_reduce_max", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_reduce_max", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return g.Reduce(tinymlir::OpKind::kReduceMax, "tm_op_reduce_max", x, axis, keepdims != 0, v);
   });
 }
 
 TM_API tm_status tm_op_reduce_mean(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
                                    tm_value *out) {
-  return Record(t, "tm_op_reduce_mean", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_reduce_mean", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return tinymlir::ReduceMean(g, "tm_op_reduce_mean", x, axis, keepdims != 0, v);
   });
 }
 
 TM_API tm_status tm_op_reduce_var(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
                                   tm_value *out) {
-  return Record(t, "tm_op_reduce_var", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_reduce_var", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return tinymlir::ReduceVar(g, "tm_op_reduce_var", x, axis, keepdims != 0, v);
   });
 }
 
 TM_API tm_status tm_op_reshape(tm_trace *t, tm_value x, int32_t rank, const int64_t *shape,
                                tm_value *out) {
-  return Record(t, "tm_op_reshape", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_reshape", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     tinymlir::Shape s;
     TM_RETURN_IF_ERROR(ReadShape("tm_op_reshape", rank, shape, &s));
     return g.Reshape("tm_op_reshape", x, s, v);
   });
 }
 
-TM_API tm_status tm_op_transpose(tm_trace *t, tm_value x, const int32_t *perm, tm_value *out) {
-  return Record(t, "tm_op_transpose", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+TM_API tm_status tm_op_transpose(tm_trace *t, tm_value x, const int32_t *perm, int32_t n_perm,
+                                 tm_value *out) {
+  return Record(t, "tm_op_transpose", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     TM_RETURN_IF_ERROR(g.CheckValue("tm_op_transpose", x));
-    int rank = g.node(x).type.rank();
-    std::vector<int64_t> p(rank);
-    for (int i = 0; i < rank; ++i) p[i] = perm ? perm[i] : rank - 1 - i;
+    if (n_perm < 0 || (n_perm > 0 && !perm))
+      return tinymlir::InvalidArgument("tm_op_transpose: perm is NULL or n_perm is negative");
+    std::vector<int64_t> p;
+    if (perm) {
+      p.assign(perm, perm + n_perm);
+    } else {  // NULL, 0: reverse the axes
+      const int rank = g.node(x).type.rank();
+      for (int i = 0; i < rank; ++i) p.push_back(rank - 1 - i);
+    }
     return g.Transpose("tm_op_transpose", x, p, v);
   });
 }
 
-TM_API tm_status tm_op_slice(tm_trace *t, tm_value x, const int64_t *begin, const int64_t *end,
-                             tm_value *out) {
-  return Record(t, "tm_op_slice", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
-    TM_RETURN_IF_ERROR(g.CheckValue("tm_op_slice", x));
-    int rank = g.node(x).type.rank();
-    if (rank > 0 && (!begin || !end))
-      return tinymlir::InvalidArgument("tm_op_slice: begin or end is NULL");
-    return g.Slice("tm_op_slice", x, tinymlir::Shape(begin, begin + rank), tinymlir::Shape(end, end + rank),
-                   v);
+TM_API tm_status tm_op_slice(tm_trace *t, tm_value x, int32_t rank, const int64_t *begin,
+                             const int64_t *end, tm_value *out) {
+  return Record(t, "tm_op_slice", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    if (rank < 0 || (rank > 0 && (!begin || !end)))
+      return tinymlir::InvalidArgument("tm_op_slice: begin or end is NULL, or rank is negative");
+    return g.Slice("tm_op_slice", x, tinymlir::Shape(begin, begin + rank),
+                   tinymlir::Shape(end, end + rank), v);
   });
 }
 
 TM_API tm_status tm_op_concat(tm_trace *t, const tm_value *xs, int32_t n, int32_t axis,
                               tm_value *out) {
-  return Record(t, "tm_op_concat", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_concat", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     if (n < 1 || !xs)
       return tinymlir::InvalidArgument("tm_op_concat: needs n >= 1 values and a non-NULL array");
     return g.Concat("tm_op_concat", std::vector<tinymlir::ValueId>(xs, xs + n), axis, v);
@@ -246,39 +257,41 @@ TM_API tm_status tm_op_concat(tm_trace *t, const tm_value *xs, int32_t n, int32_
 }
 
 TM_API tm_status tm_op_gather(tm_trace *t, tm_value table, tm_value indices, tm_value *out) {
-  return Record(t, "tm_op_gather", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_gather", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return g.Gather("tm_op_gather", table, indices, v);
   });
 }
 
 TM_API tm_status tm_op_cast(tm_trace *t, tm_value x, tm_dtype dtype, tm_value *out) {
   return Record(t, "tm_op_cast", out,
-                [&](tinymlir::Graph &g, tinymlir::ValueId *v) { return g.Cast("tm_op_cast", x, dtype, v); });
+                [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+                  return g.Cast("tm_op_cast", x, tm_capi::ToCore(dtype), v);
+                });
 }
 
 TM_API tm_status tm_op_softmax(tm_trace *t, tm_value x, int32_t axis, tm_value *out) {
-  return Record(t, "tm_op_softmax", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_softmax", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return tinymlir::Softmax(g, "tm_op_softmax", x, axis, v);
   });
 }
 
 TM_API tm_status tm_op_layer_norm(tm_trace *t, tm_value x, tm_value gamma, tm_value beta,
                                   double eps, tm_value *out) {
-  return Record(t, "tm_op_layer_norm", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_layer_norm", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return tinymlir::LayerNorm(g, "tm_op_layer_norm", x, gamma, beta, eps, v);
   });
 }
 
 TM_API tm_status tm_op_gelu_tanh(tm_trace *t, tm_value x, tm_value *out) {
-  return Record(t, "tm_op_gelu_tanh", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
+  return Record(t, "tm_op_gelu_tanh", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     return tinymlir::GeluTanh(g, "tm_op_gelu_tanh", x, v);
   });
 }
 
 TM_API tm_status tm_op_causal_mask(tm_trace *t, int64_t rows, int64_t cols, int64_t offset,
                                    tm_dtype dtype, tm_value *out) {
-  return Record(t, "tm_op_causal_mask", out, [&](tinymlir::Graph &g, tinymlir::ValueId *v) {
-    return g.CausalMask("tm_op_causal_mask", rows, cols, offset, dtype, v);
+  return Record(t, "tm_op_causal_mask", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return g.CausalMask("tm_op_causal_mask", rows, cols, offset, tm_capi::ToCore(dtype), v);
   });
 }
 

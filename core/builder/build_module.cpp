@@ -27,19 +27,19 @@ using IteratorType = mlir::utils::IteratorType;
 
 class ModuleBuilder {
  public:
-  ModuleBuilder(const Graph &graph, const std::vector<bool> &live, mlir::MLIRContext &ctx)
-      : graph_(graph), live_(live), ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)) {}
+  ModuleBuilder(const Trace &trace, const std::vector<bool> &live, mlir::MLIRContext &ctx)
+      : graph_(trace), live_(live), ctx_(ctx), b_(&ctx), loc_(mlir::UnknownLoc::get(&ctx)) {}
 
   Status Build(mlir::OwningOpRef<mlir::ModuleOp> *out);
 
  private:
-  Type ElementType(tm_dtype d) const;
+  Type ElementType(DType d) const;
   mlir::RankedTensorType TensorTypeOf(const TensorType &t) const;
   mlir::MemRefType MemRefTypeOf(const TensorType &t) const;
 
   Status Emit(ValueId id);
   Value Get(ValueId id);  // the tensor for a value (scalars materialise lazily)
-  Value ScalarConstant(OpBuilder &b, tm_dtype dtype, double v) const;
+  Value ScalarConstant(OpBuilder &b, DType dtype, double v) const;
   Value Empty(const TensorType &t);
   Value Filled(const TensorType &t, double v);
   Value Collapse(Value v, const Shape &shape, const std::vector<bool> &keep);
@@ -56,21 +56,21 @@ class ModuleBuilder {
   Value EmitConstant(const Node &n);
   Value ElementwiseBody(OpBuilder &b, const Node &n, llvm::SmallVector<Value> args) const;
 
-  const Graph &graph_;
+  const Trace &graph_;
   const std::vector<bool> &live_;
   mlir::MLIRContext &ctx_;
   mutable OpBuilder b_;  // type getters are non-const
   Location loc_;
-  std::vector<Value> values_;  // per graph value, once emitted
+  std::vector<Value> values_;  // per trace value, once emitted
 };
 
-Type ModuleBuilder::ElementType(tm_dtype d) const {
+Type ModuleBuilder::ElementType(DType d) const {
   switch (d) {
-    case TM_F32: return b_.getF32Type();
-    case TM_F64: return b_.getF64Type();
-    case TM_I32: return b_.getI32Type();
-    case TM_I64: return b_.getI64Type();
-    case TM_BOOL: return b_.getI1Type();
+    case DType::kF32: return b_.getF32Type();
+    case DType::kF64: return b_.getF64Type();
+    case DType::kI32: return b_.getI32Type();
+    case DType::kI64: return b_.getI64Type();
+    case DType::kBool: return b_.getI1Type();
   }
   return {};
 }
@@ -83,7 +83,7 @@ mlir::MemRefType ModuleBuilder::MemRefTypeOf(const TensorType &t) const {
   return mlir::MemRefType::get(t.shape, ElementType(t.dtype));
 }
 
-Value ModuleBuilder::ScalarConstant(OpBuilder &b, tm_dtype dtype, double v) const {
+Value ModuleBuilder::ScalarConstant(OpBuilder &b, DType dtype, double v) const {
   Type et = ElementType(dtype);
   if (IsFloat(dtype)) return mlir::arith::ConstantOp::create(b, loc_, b.getFloatAttr(et, v));
   return mlir::arith::ConstantOp::create(b, loc_,
@@ -157,9 +157,9 @@ Value ModuleBuilder::Get(ValueId id) {
     auto type = TensorTypeOf(n.type);
     mlir::Attribute attr;
     // The element C++ type must match the tensor's (a double for f32 would be misread).
-    if (n.type.dtype == TM_F32) attr = mlir::DenseElementsAttr::get(type, static_cast<float>(n.scalar));
-    else if (n.type.dtype == TM_F64) attr = mlir::DenseElementsAttr::get(type, n.scalar);
-    else if (n.type.dtype == TM_BOOL) attr = mlir::DenseElementsAttr::get(type, n.scalar != 0.0);
+    if (n.type.dtype == DType::kF32) attr = mlir::DenseElementsAttr::get(type, static_cast<float>(n.scalar));
+    else if (n.type.dtype == DType::kF64) attr = mlir::DenseElementsAttr::get(type, n.scalar);
+    else if (n.type.dtype == DType::kBool) attr = mlir::DenseElementsAttr::get(type, n.scalar != 0.0);
     else
       attr = mlir::DenseElementsAttr::get(
           type, llvm::APInt(ElementType(n.type.dtype).getIntOrFloatBitWidth(),
@@ -173,8 +173,8 @@ Value ModuleBuilder::ElementwiseBody(OpBuilder &b, const Node &n,
                                      llvm::SmallVector<Value> a) const {
   namespace arith = mlir::arith;
   namespace math = mlir::math;
-  tm_dtype operand = graph_.node(n.operands.back()).type.dtype;
-  bool f = IsFloat(operand), boolean = operand == TM_BOOL;
+  DType operand = graph_.node(n.operands.back()).type.dtype;
+  bool f = IsFloat(operand), boolean = operand == DType::kBool;
   switch (n.kind) {
     case OpKind::kAdd:
       if (f) return arith::AddFOp::create(b, loc_, a[0], a[1]);
@@ -228,10 +228,10 @@ Value ModuleBuilder::ElementwiseBody(OpBuilder &b, const Node &n,
       return arith::MaxSIOp::create(
           b, loc_, a[0], arith::SubIOp::create(b, loc_, ScalarConstant(b, operand, 0.0), a[0]));
     case OpKind::kCast: {
-      tm_dtype to = n.type.dtype;
+      DType to = n.type.dtype;
       Type et = ElementType(to);
       Value x = a[0];
-      if (to == TM_BOOL) {  // x != 0
+      if (to == DType::kBool) {  // x != 0
         if (f) return arith::CmpFOp::create(b, loc_, arith::CmpFPredicate::UNE, x,
                                             ScalarConstant(b, operand, 0.0));
         return arith::CmpIOp::create(b, loc_, arith::CmpIPredicate::ne, x,
@@ -316,7 +316,7 @@ Value ModuleBuilder::EmitReduce(const Node &n) {
   double identity = 0.0;
   if (is_max)
     identity = f ? -std::numeric_limits<double>::infinity()
-                 : static_cast<double>(n.type.dtype == TM_I32
+                 : static_cast<double>(n.type.dtype == DType::kI32
                                            ? std::numeric_limits<int32_t>::min()
                                            : std::numeric_limits<int64_t>::min());
   Value init = Filled(reduced, identity);
@@ -418,7 +418,7 @@ Value ModuleBuilder::EmitGather(const Node &n) {
 
 Value ModuleBuilder::EmitCausalMask(const Node &n) {
   int64_t offset = n.ints[0];
-  double lowest = n.type.dtype == TM_F32 ? -std::numeric_limits<float>::max()
+  double lowest = n.type.dtype == DType::kF32 ? -std::numeric_limits<float>::max()
                                          : -std::numeric_limits<double>::max();
   llvm::SmallVector<AffineMap> maps = {b_.getMultiDimIdentityMap(2)};
   llvm::SmallVector<IteratorType> iters(2, IteratorType::parallel);
@@ -443,7 +443,7 @@ Value ModuleBuilder::EmitCausalMask(const Node &n) {
 Value ModuleBuilder::EmitConstant(const Node &n) {
   auto type = TensorTypeOf(n.type);
   mlir::DenseElementsAttr attr;
-  if (n.type.dtype == TM_BOOL) {
+  if (n.type.dtype == DType::kBool) {
     llvm::SmallVector<bool> bits(n.data.begin(), n.data.end());
     for (auto &&bit : bits) bit = bit != 0;
     attr = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<bool>(bits));
@@ -523,9 +523,9 @@ Status ModuleBuilder::Build(mlir::OwningOpRef<mlir::ModuleOp> *out) {
 
 }  // namespace
 
-Status BuildModule(const Graph &graph, const std::vector<bool> &live, mlir::MLIRContext &context,
+Status BuildModule(const Trace &trace, const std::vector<bool> &live, mlir::MLIRContext &context,
                    mlir::OwningOpRef<mlir::ModuleOp> *module) {
-  return ModuleBuilder(graph, live, context).Build(module);
+  return ModuleBuilder(trace, live, context).Build(module);
 }
 
 }  // namespace tinymlir

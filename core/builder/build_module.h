@@ -1,4 +1,4 @@
-// Graph -> MLIR: one `func.func @kernel` on tensors, in destination-passing style.
+// Trace -> MLIR: one `func.func @kernel` on tensors, in destination-passing style.
 //
 //   func.func @kernel(%in0: memref<...>, ..., %out0: memref<...>, ...)
 //       attributes {llvm.emit_c_interface}
@@ -10,7 +10,7 @@
 // is linalg.generic (scalars inlined as constants in the body); reductions linalg.reduce.
 #pragma once
 
-#include "core/graph/graph.h"
+#include "core/trace/trace.h"
 #include "core/support/status.h"
 
 namespace mlir {
@@ -25,10 +25,10 @@ namespace tinymlir {
 // The name of the function the builder emits and the engine calls.
 inline constexpr const char *kKernelName = "kernel";
 
-// Builds the module for an ended graph, emitting the values marked in `live` (Graph::Live,
-// which the caller has computed anyway). Every user error was caught when the graph was
-// recorded, so a failure here is an internal error reported as TM_ERROR_COMPILE.
-Status BuildModule(const Graph &graph, const std::vector<bool> &live, mlir::MLIRContext &context,
+// Builds the module for an ended trace, emitting the values marked in `live` (Trace::Live,
+// which the caller has computed anyway). Every user error was caught when the trace was
+// recorded, so a failure here is an internal error reported as StatusCode::kCompile.
+Status BuildModule(const Trace &trace, const std::vector<bool> &live, mlir::MLIRContext &context,
                    mlir::OwningOpRef<mlir::ModuleOp> *module);
 
 }  // namespace tinymlir

@@ -2,11 +2,11 @@
 //
 // The key is the trace's canonical fingerprint (ops, dtypes, shapes, constants), so the
 // same function traced again with other weight *values* hits (weights are inputs) and a new
-// shape misses. Entries are kept until the context is destroyed: the seed chapter keeps the
-// cache intentionally small, with no eviction policy.
+// shape misses. Entries are kept until the context is destroyed.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -16,26 +16,28 @@
 
 namespace tinymlir {
 
-// Drops one reference to a program, deleting it with the last.
-void ReleaseProgram(Program *program);
+struct CacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t entries = 0;
+};
 
 class ProgramCache {
  public:
   ProgramCache() = default;
   ProgramCache(const ProgramCache &) = delete;
   ProgramCache &operator=(const ProgramCache &) = delete;
-  ~ProgramCache();
 
-  // Returns, in *out, a new reference (for the caller to release) to the cached program for
-  // (graph, options), compiling it on a miss. Compilation runs outside the lock, so
-  // different programs compile concurrently.
-  Status GetOrCompile(const Graph &graph, const CompileOptions &options, Program **out);
+  // Returns the cached program for (trace, options), compiling it on a miss; *hit tells
+  // which. Compilation runs outside the lock, so different programs compile concurrently.
+  Status GetOrCompile(const Trace &trace, const CompileOptions &options,
+                      std::shared_ptr<Program> *out, bool *hit);
 
-  void Stats(uint64_t *hits, uint64_t *misses, uint64_t *entries);
+  CacheStats Stats();
 
  private:
   std::mutex mutex_;
-  std::unordered_map<std::string, Program *> programs_;  // each holds one reference
+  std::unordered_map<std::string, std::shared_ptr<Program>> programs_;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
 };

@@ -1,4 +1,4 @@
-// tm_invoke's work: check every caller tensor against the specialisation, keep the
+// Program::Invoke: check every caller tensor against the specialisation, keep the
 // `restrict` promise (copy overlapping inputs), make strided tensors contiguous, check
 // gather indices, then call the JIT'd kernel with ranked memref descriptors.
 #include <algorithm>
@@ -63,26 +63,26 @@ void CopyStrided(const uint8_t *src, const std::vector<int64_t> &src_strides, ui
   }
 }
 
-Status CheckTensor(const char *what, int i, const tm_tensor &t, const TensorType &want,
+Status CheckTensor(const char *what, int i, const TensorView &t, const TensorType &want,
                    View *view) {
   std::string name = std::string(what) + " " + std::to_string(i);
   if (t.dtype != want.dtype)
-    return DtypeError("tm_invoke: " + name + " has dtype " +
+    return DtypeError(name + " has dtype " +
                       (IsValidDtype(t.dtype) ? DtypeName(t.dtype)
                                              : std::to_string(static_cast<int>(t.dtype))) +
                       ", the program expects " + want.ToString());
   if (t.rank != want.rank())
-    return ShapeError("tm_invoke: " + name + " has rank " + std::to_string(t.rank) +
+    return ShapeError(name + " has rank " + std::to_string(t.rank) +
                       ", the program expects " + want.ToString());
   if (t.rank > 0 && !t.shape)
-    return InvalidArgument("tm_invoke: " + name + " has rank " + std::to_string(t.rank) +
+    return InvalidArgument(name + " has rank " + std::to_string(t.rank) +
                            " but a NULL shape");
   view->shape.assign(t.shape, t.shape + t.rank);
   if (view->shape != want.shape)
-    return ShapeError("tm_invoke: " + name + " has shape " + ShapeToString(view->shape) +
+    return ShapeError(name + " has shape " + ShapeToString(view->shape) +
                       ", the program expects " + want.ToString());
   int64_t n = NumElements(view->shape);
-  if (!t.data && n > 0) return InvalidArgument("tm_invoke: " + name + " has NULL data");
+  if (!t.data && n > 0) return InvalidArgument(name + " has NULL data");
   view->elem = DtypeSize(want.dtype);
   std::vector<int64_t> contiguous = ContiguousStrides(view->shape);
   view->strides = t.strides ? std::vector<int64_t>(t.strides, t.strides + t.rank) : contiguous;
@@ -114,8 +114,7 @@ bool Overlap(const View &a, const View &b) {
 Status Allocate(size_t bytes, Buffer *out) {
   size_t rounded = ((bytes + 63) / 64) * 64;
   void *p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (!p) return {TM_ERROR_OUT_OF_MEMORY, "tm_invoke: cannot allocate " +
-                                              std::to_string(bytes) + " bytes"};
+  if (!p) return OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes");
   out->reset(static_cast<uint8_t *>(p));
   return Status::Ok();
 }
@@ -133,13 +132,13 @@ Status CopyToContiguous(View *v, std::vector<Buffer> *keep) {
   return Status::Ok();
 }
 
-Status CheckGatherIndices(const View &v, tm_dtype dtype, int input, int64_t rows) {
+Status CheckGatherIndices(const View &v, DType dtype, int input, int64_t rows) {
   int64_t n = NumElements(v.shape);
   for (int64_t i = 0; i < n; ++i) {
-    int64_t idx = dtype == TM_I32 ? reinterpret_cast<const int32_t *>(v.data)[i]
+    int64_t idx = dtype == DType::kI32 ? reinterpret_cast<const int32_t *>(v.data)[i]
                                   : reinterpret_cast<const int64_t *>(v.data)[i];
     if (idx < 0 || idx >= rows)
-      return OutOfRange("tm_invoke: input " + std::to_string(input) +
+      return OutOfRange("input " + std::to_string(input) +
                         " (gather indices) holds " + std::to_string(idx) + " at element " +
                         std::to_string(i) + ", outside the table's " + std::to_string(rows) +
                         " rows");
@@ -162,15 +161,13 @@ std::vector<int64_t> Descriptor(const View &v) {
 
 }  // namespace
 
-Status Program::Invoke(const tm_tensor *in, int32_t n_in, const tm_tensor *out,
+Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out,
                        int32_t n_out) const {
   if (n_in != static_cast<int32_t>(inputs.size()) || n_out != static_cast<int32_t>(outputs.size()))
-    return InvalidArgument("tm_invoke: the program takes " + std::to_string(inputs.size()) +
+    return InvalidArgument("the program takes " + std::to_string(inputs.size()) +
                            " inputs and " + std::to_string(outputs.size()) +
                            " outputs, got " + std::to_string(n_in) + " and " +
                            std::to_string(n_out));
-  if ((n_in > 0 && !in) || (n_out > 0 && !out))
-    return InvalidArgument("tm_invoke: NULL tensor array");
   std::vector<View> ins(n_in), outs(n_out);
   for (int i = 0; i < n_in; ++i) TM_RETURN_IF_ERROR(CheckTensor("input", i, in[i], inputs[i], &ins[i]));
   for (int i = 0; i < n_out; ++i)
@@ -178,7 +175,7 @@ Status Program::Invoke(const tm_tensor *in, int32_t n_in, const tm_tensor *out,
   for (int i = 0; i < n_out; ++i)
     for (int j = 0; j < i; ++j)
       if (Overlap(outs[i], outs[j]))
-        return InvalidArgument("tm_invoke: outputs " + std::to_string(j) + " and " +
+        return InvalidArgument("outputs " + std::to_string(j) + " and " +
                                std::to_string(i) + " overlap in memory");
 
   std::vector<Buffer> temporaries;

@@ -2,21 +2,20 @@
 
 namespace tinymlir {
 
-Status Program::StageText(tm_stage stage, std::string *out) {
-  if (stage < TM_STAGE_TRACED || stage > TM_STAGE_ASSEMBLY)
-    return InvalidArgument("tm_program_ir: unknown stage " +
-                           std::to_string(static_cast<int>(stage)));
-  if (stage == TM_STAGE_ASSEMBLY) {
+Status Program::StageText(Stage stage, std::string *out) {
+  const int index = static_cast<int>(stage);
+  if (index < 0 || index >= kNumStages)
+    return InvalidArgument("unknown stage " + std::to_string(index));
+  if (stage == Stage::kAssembly) {
     std::lock_guard<std::mutex> lock(assembly_mutex_);
-    if (stages[stage].empty()) {
-      if (!code) return Unsupported("tm_program_ir: this program has no native code");
-      TM_RETURN_IF_ERROR(code->Assembly(&stages[stage]));
+    if (stages[index].empty()) {
+      if (!code) return Unsupported("this program has no native code");
+      TM_RETURN_IF_ERROR(code->Assembly(&stages[index]));
     }
   }
-  if (stages[stage].empty())
-    return Unsupported("tm_program_ir: stage " + std::to_string(static_cast<int>(stage)) +
-                       " was not produced for this program");
-  *out = stages[stage];
+  if (stages[index].empty())
+    return Unsupported("stage " + std::to_string(index) + " was not produced for this program");
+  *out = stages[index];
   return Status::Ok();
 }
 

@@ -1,22 +1,40 @@
 // A compiled program: its specialisation (input/output types), the text of every stage,
 // and the JIT'd entry point, owned together with the MLIR context, module and execution
 // engine that produced it. Immutable after compilation, so invocations may run
-// concurrently. Reference-counted because the context's cache shares it with callers.
+// concurrently. Shared (std::shared_ptr) between the context's cache and callers.
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "core/graph/graph.h"
+#include "core/trace/trace.h"
 #include "core/support/status.h"
 
 namespace tinymlir {
 
-inline constexpr int kNumStages = TM_STAGE_ASSEMBLY + 1;
+// The stages of compilation whose text a program keeps (values equal the C API's tm_stage).
+enum class Stage : int {
+  kTraced = 0,      // as built from the trace, before any pass
+  kOptimized = 1,   // after canonicalize, cse and elementwise fusion
+  kBufferized = 2,  // after one-shot bufferization and deallocation
+  kLowered = 3,     // after the target step and LLVM lowering
+  kLlvmIr = 4,      // the LLVM IR module handed to the JIT
+  kAssembly = 5,    // native assembly
+};
+inline constexpr int kNumStages = static_cast<int>(Stage::kAssembly) + 1;
+
+// A caller's tensor as the engine sees it: `rank` dims in `shape`, element `strides`
+// (NULL = C-contiguous). Nothing here is owned.
+struct TensorView {
+  void *data;
+  DType dtype;
+  int32_t rank;
+  const int64_t *shape;
+  const int64_t *strides;
+};
 
 // Owns whatever keeps the entry point alive (MLIR context, module, ExecutionEngine).
 class CompiledCode {
@@ -26,7 +44,7 @@ class CompiledCode {
   virtual Status Assembly(std::string *out) const = 0;
 };
 
-// A gather whose indices are a program input: tm_invoke checks them against the table.
+// A gather whose indices are a program input: Invoke checks them against the table.
 struct GatherCheck {
   int input;          // index of the indices input
   int64_t table_rows; // valid indices are [0, table_rows)
@@ -40,21 +58,20 @@ class Program {
   std::vector<TensorType> outputs;
   std::vector<GatherCheck> gather_checks;
   std::array<std::string, kNumStages> stages;  // empty = not produced
+  std::string &stage(Stage s) { return stages[static_cast<int>(s)]; }
   Entry entry = nullptr;
   std::unique_ptr<CompiledCode> code;
 
-  // Runs the program on caller buffers; see tm_invoke in tinymlir.h for the contract.
-  Status Invoke(const tm_tensor *in, int32_t n_in, const tm_tensor *out, int32_t n_out) const;
+  // Runs the program on caller buffers: checks every view against the specialisation,
+  // copies strided or overlapping inputs, range-checks gather indices, then calls the
+  // native code. Inputs are only read; nothing is kept after the call.
+  Status Invoke(const TensorView *in, int32_t n_in, const TensorView *out, int32_t n_out) const;
 
   // Stage text; the assembly is produced on first request and kept.
-  Status StageText(tm_stage stage, std::string *out);
+  Status StageText(Stage stage, std::string *out);
 
-  void Retain() { refs_.fetch_add(1, std::memory_order_relaxed); }
-  // Returns true when this dropped the last reference (the caller then deletes).
-  bool Release() { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
 
  private:
-  std::atomic<int> refs_{1};
   std::mutex assembly_mutex_;
 };
 

@@ -3,8 +3,8 @@
 //
 // Upstream, folding a collapse_shape into a consumer expands that consumer's iteration
 // space, which turns a named linalg.matmul into a linalg.generic; the CPU target then can
-// no longer send it to BLAS (nor could a target that tiles matmuls find it). The seed chapter's rule is that
-// the frontend keeps matmuls recognisable through fusion: this pass is how. Elementwise
+// no longer send it to BLAS (nor could a target that tiles matmuls find it). The rule is
+// that matmuls stay recognisable through fusion: this pass is how. Elementwise
 // fusion itself (and reshape folding between elementwise ops) is unchanged.
 #pragma once
 

@@ -1,5 +1,6 @@
-// The pass pipelines, as named constants in the order they run (the seed chapter's
-// pipelines, kept as strings so that each stage can be reproduced with mlir-opt).
+// The pass pipelines, as named constants in the order they run, kept as strings so that
+// each stage can be reproduced with mlir-opt (docs/ARCHITECTURE.md lists them with the
+// reason for each deviation from upstream MLIR's usual pipelines).
 #pragma once
 
 #include <string>
@@ -12,8 +13,8 @@ class ModuleOp;
 
 namespace tinymlir {
 
-// 1. Target-independent clean-up and elementwise fusion (3 generics -> 1 for the seed's
-//    affine_activation). The seed's pipeline with linalg-fuse-elementwise-ops replaced by
+// 1. Target-independent clean-up and elementwise fusion (3 generics -> 1 for
+//    examples/c/affine.c). Upstream's linalg-fuse-elementwise-ops is replaced by
 //    tm-fuse-elementwise-ops, which keeps matmuls named (see fuse_elementwise.h).
 inline constexpr const char *kOptimizePipeline =
     "canonicalize,cse,tm-fuse-elementwise-ops,canonicalize,cse";
@@ -26,7 +27,7 @@ inline constexpr const char *kBufferizePipeline =
 // 3. (CPU) The BLAS rewrite runs here, between bufferization and lowering; see
 //    blas_rewrite.h.
 
-// 4. Lowering to the LLVM dialect. Changed from the seed's list: tm-approximate-math (f32
+// 4. Lowering to the LLVM dialect. Beyond upstream's usual list: tm-approximate-math (f32
 //    tanh/exp/erf as vectorisable polynomials, see approximate_math.h); convert-math-to-funcs,
 //    which expands math.ipowi (integer pow); and convert-math-to-llvm before
 //    convert-math-to-libm, so that the fma/floor/abs the approximations use become LLVM

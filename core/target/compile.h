@@ -1,24 +1,25 @@
-// Compilation entry point: a graph and options in, a Program out, for any target.
+// Compilation entry point: a trace and options in, a Program out, for any target.
 #pragma once
 
 #include <memory>
 
 #include "core/engine/program.h"
-#include "core/graph/graph.h"
+#include "core/trace/trace.h"
 
 namespace tinymlir {
 
+enum class Target : int { kCpu = 0, kGpu = 1 };  // values equal the C API's tm_target
+
 struct CompileOptions {
-  tm_target target = TM_TARGET_CPU;
+  Target target = Target::kCpu;
   bool optimize = true;
   bool use_blas = true;
   int opt_level = 3;
 };
 
-// Validates the public options struct (struct_size, target, opt level) into CompileOptions.
-Status ReadCompileOptions(const tm_compile_options *in, CompileOptions *out);
-
-Status Compile(const Graph &graph, const CompileOptions &options,
+// Compiles `trace` (which must have ended) for options.target. Fails with a message
+// naming what was wrong: an unknown target or opt level, or MLIR/LLVM's diagnostics.
+Status Compile(const Trace &trace, const CompileOptions &options,
                std::unique_ptr<Program> *program);
 
 }  // namespace tinymlir

@@ -1,4 +1,4 @@
-// The seed chapter's program through the C API:
+// The fusion example (examples/c/affine.c) through the C API:
 //   affine_activation(x, gain, bias) = (x * gain + bias) * 0.5
 // Three elementwise ops trace to three linalg.generic; elementwise fusion makes one.
 #include <cstring>

@@ -76,14 +76,38 @@ TEST_F(Errors, AxisAndIndexOutOfRange) {
   tm_value xs[] = {x, x};
   TM_EXPECT_STATUS(tm_op_concat(t, xs, 2, 2, &out), TM_ERROR_OUT_OF_RANGE);
   const int32_t repeated[] = {0, 0}, too_big[] = {0, 2};
-  TM_EXPECT_STATUS(tm_op_transpose(t, x, repeated, &out), TM_ERROR_OUT_OF_RANGE);
-  TM_EXPECT_STATUS(tm_op_transpose(t, x, too_big, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_transpose(t, x, repeated, 2, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_transpose(t, x, too_big, 2, &out), TM_ERROR_OUT_OF_RANGE);
   const int64_t b0[] = {0, 0}, past[] = {2, 4}, b_neg[] = {-1, 0}, e_ok[] = {1, 1},
                 b_after[] = {1, 2};
-  TM_EXPECT_STATUS(tm_op_slice(t, x, b0, past, &out), TM_ERROR_OUT_OF_RANGE);
-  TM_EXPECT_STATUS(tm_op_slice(t, x, b_neg, e_ok, &out), TM_ERROR_OUT_OF_RANGE);
-  TM_EXPECT_STATUS(tm_op_slice(t, x, b_after, e_ok, &out), TM_ERROR_OUT_OF_RANGE);  // begin > end
+  TM_EXPECT_STATUS(tm_op_slice(t, x, 2, b0, past, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_slice(t, x, 2, b_neg, e_ok, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_slice(t, x, 2, b_after, e_ok, &out), TM_ERROR_OUT_OF_RANGE);  // begin > end
   EXPECT_EQ(out, 12345u);
+}
+
+// Arrays come with their length, and the library checks it against the value's rank, so
+// a short array is an error rather than a read past its end.
+TEST_F(Errors, ArrayLengthsMustMatchTheRank) {
+  tm_value x = Input(t, TM_F32, {2, 3});
+  const int32_t perm3[] = {0, 1, 2}, perm1[] = {0};
+  TM_EXPECT_STATUS(tm_op_transpose(t, x, perm3, 3, &out), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Mentions({"tm_op_transpose", "3 entries", "rank 2"}));
+  TM_EXPECT_STATUS(tm_op_transpose(t, x, perm1, 1, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_transpose(t, x, perm1, -1, &out), TM_ERROR_INVALID_ARGUMENT);
+  const int64_t b1[] = {0}, e1[] = {1};
+  TM_EXPECT_STATUS(tm_op_slice(t, x, 1, b1, e1, &out), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(Mentions({"tm_op_slice", "rank 2"}));
+  TM_EXPECT_STATUS(tm_op_slice(t, x, -2, b1, e1, &out), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(out, 12345u);
+  // NULL with 0 reverses the axes.
+  TM_ASSERT_OK(tm_op_transpose(t, x, nullptr, 0, &out));
+  int32_t rank = 0;
+  int64_t shape[TM_MAX_RANK];
+  TM_ASSERT_OK(tm_value_type(t, out, nullptr, &rank, shape));
+  EXPECT_EQ(rank, 2);
+  EXPECT_EQ(shape[0], 3);
+  EXPECT_EQ(shape[1], 2);
 }
 
 TEST_F(Errors, GatherWithFloatOrBoolIndicesIsDtypeError) {
@@ -161,7 +185,7 @@ TEST_F(Errors, UnknownValueIsInvalidArgument) {
   tm_value x = Input(t, TM_F32, {2});
   TM_EXPECT_STATUS(tm_op_add(t, x, 999, &out), TM_ERROR_INVALID_ARGUMENT);
   TM_EXPECT_STATUS(tm_op_exp(t, 999, &out), TM_ERROR_INVALID_ARGUMENT);
-  TM_EXPECT_STATUS(tm_op_transpose(t, 999, nullptr, &out), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_op_transpose(t, 999, nullptr, 0, &out), TM_ERROR_INVALID_ARGUMENT);
   TM_EXPECT_STATUS(tm_op_softmax(t, 999, 0, &out), TM_ERROR_INVALID_ARGUMENT);
   TM_EXPECT_STATUS(tm_value_type(t, 999, nullptr, nullptr, nullptr), TM_ERROR_INVALID_ARGUMENT);
 }
@@ -248,8 +272,8 @@ TEST_F(Errors, NullHandlesAndPointersAreErrorsNotCrashes) {
     for (auto op : {tm_op_reduce_sum, tm_op_reduce_max, tm_op_reduce_mean, tm_op_reduce_var})
       TM_EXPECT_STATUS(op(tt, x, 0, 0, oo), kInvalid);
     TM_EXPECT_STATUS(tm_op_reshape(tt, x, 1, shape, oo), kInvalid);
-    TM_EXPECT_STATUS(tm_op_transpose(tt, x, perm, oo), kInvalid);
-    TM_EXPECT_STATUS(tm_op_slice(tt, x, b, e, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_transpose(tt, x, perm, 1, oo), kInvalid);
+    TM_EXPECT_STATUS(tm_op_slice(tt, x, 1, b, e, oo), kInvalid);
     TM_EXPECT_STATUS(tm_op_concat(tt, xs, 2, 0, oo), kInvalid);
     TM_EXPECT_STATUS(tm_op_cast(tt, x, TM_F64, oo), kInvalid);
     TM_EXPECT_STATUS(tm_op_softmax(tt, x, 0, oo), kInvalid);
@@ -262,7 +286,7 @@ TEST_F(Errors, NullHandlesAndPointersAreErrorsNotCrashes) {
   tm_tensor no_data = {nullptr, TM_F32, 1, shape, nullptr};
   TM_EXPECT_STATUS(tm_op_constant(t, &no_data, &out), kInvalid);
   TM_EXPECT_STATUS(tm_op_reshape(t, x, 1, nullptr, &out), kInvalid);
-  TM_EXPECT_STATUS(tm_op_slice(t, x, nullptr, nullptr, &out), kInvalid);
+  TM_EXPECT_STATUS(tm_op_slice(t, x, 1, nullptr, nullptr, &out), kInvalid);
   TM_EXPECT_STATUS(tm_op_concat(t, nullptr, 2, 0, &out), kInvalid);
   TM_EXPECT_STATUS(tm_op_concat(t, &x, 0, 0, &out), kInvalid);
   EXPECT_EQ(out, 12345u);

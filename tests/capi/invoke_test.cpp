@@ -150,7 +150,7 @@ TEST(Invoke, TransposeInPlace) {
   Context ctx = NewContext();
   Trace t = NewTrace(ctx);
   tm_value x = Input(t, TM_F32, {3, 3});
-  End(t, {Op(tm_op_transpose, t, x, static_cast<const int32_t *>(nullptr))});
+  End(t, {Op(tm_op_transpose, t, x, static_cast<const int32_t *>(nullptr), 0)});
   float buf[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
   std::vector<int64_t> shape = {3, 3};
   TM_ASSERT_OK(CompileInvoke(ctx, t, {View(buf, shape)}, {View(buf, shape)}));

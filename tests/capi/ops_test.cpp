@@ -331,17 +331,17 @@ TYPED_TEST(OpsT, ReshapeTransposeSliceConcat) {
     for (int j = 0; j < 3; ++j)
       for (int i = 0; i < 2; ++i) rev.push_back((i * 3 + j) * 4 + k);
   EXPECT_EQ(run({4, 3, 2}, [&](tm_trace *t, tm_value v) {
-    return Op(tm_op_transpose, t, v, static_cast<const int32_t *>(nullptr));
+    return Op(tm_op_transpose, t, v, static_cast<const int32_t *>(nullptr), 0);
   }), rev);
   const int32_t perm[] = {1, 0, 2};  // y[j][i][k] = x[i][j][k]
   std::vector<double> swapped;
   for (int j = 0; j < 3; ++j)
     for (int i = 0; i < 2; ++i)
       for (int k = 0; k < 4; ++k) swapped.push_back((i * 3 + j) * 4 + k);
-  EXPECT_EQ(run({3, 2, 4}, [&](tm_trace *t, tm_value v) { return Op(tm_op_transpose, t, v, perm); }),
+  EXPECT_EQ(run({3, 2, 4}, [&](tm_trace *t, tm_value v) { return Op(tm_op_transpose, t, v, perm, 3); }),
             swapped);
   const int64_t begin[] = {1, 0, 1}, end[] = {2, 2, 4};  // x[1:2, 0:2, 1:4]
-  EXPECT_EQ(run({1, 2, 3}, [&](tm_trace *t, tm_value v) { return Op(tm_op_slice, t, v, begin, end); }),
+  EXPECT_EQ(run({1, 2, 3}, [&](tm_trace *t, tm_value v) { return Op(tm_op_slice, t, v, 3, begin, end); }),
             (std::vector<double>{13, 14, 15, 17, 18, 19}));
   // concat([x, x[:, :, 0:1]], axis=-1): each row gains a copy of its first element.
   std::vector<double> cat;
@@ -351,7 +351,7 @@ TYPED_TEST(OpsT, ReshapeTransposeSliceConcat) {
   }
   const int64_t b0[] = {0, 0, 0}, e0[] = {2, 3, 1};
   EXPECT_EQ(run({2, 3, 5}, [&](tm_trace *t, tm_value v) {
-    tm_value xs[] = {v, Op(tm_op_slice, t, v, b0, e0)};
+    tm_value xs[] = {v, Op(tm_op_slice, t, v, 3, b0, e0)};
     return Op(tm_op_concat, t, static_cast<const tm_value *>(xs), 2, -1);
   }), cat);
 }

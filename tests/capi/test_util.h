@@ -11,43 +11,14 @@
 #include <utility>
 #include <vector>
 
-#include "tinymlir/tinymlir.h"
+#include "tinymlir/tinymlir.hpp"
 
 namespace tmtest {
 
-// ---- RAII handles over the C create/destroy pairs ---------------------------------------
-
-// Owns one library handle; converts to the raw pointer so C calls read naturally.
-template <typename T, void (*Destroy)(T *)>
-class Handle {
- public:
-  Handle() = default;
-  explicit Handle(T *p) : p_(p) {}
-  Handle(Handle &&o) noexcept : p_(o.p_) { o.p_ = nullptr; }
-  Handle &operator=(Handle &&o) noexcept {
-    std::swap(p_, o.p_);
-    return *this;
-  }
-  Handle(const Handle &) = delete;
-  Handle &operator=(const Handle &) = delete;
-  ~Handle() { Destroy(p_); }
-
-  T *get() const { return p_; }
-  operator T *() const { return p_; }
-  // For `tm_xxx(..., &out)`: drops any held handle first.
-  T **out() {
-    Destroy(p_);
-    p_ = nullptr;
-    return &p_;
-  }
-
- private:
-  T *p_ = nullptr;
-};
-
-using Context = Handle<tm_context, tm_context_destroy>;
-using Trace = Handle<tm_trace, tm_trace_destroy>;
-using Program = Handle<tm_program, tm_program_release>;
+// RAII handles: the installed C++ wrapper's (tinymlir.hpp).
+using Context = tinymlir::ContextHandle;
+using Trace = tinymlir::TraceHandle;
+using Program = tinymlir::ProgramHandle;
 
 #define TM_ASSERT_OK(call)                                                             \
   do {                                                                                 \

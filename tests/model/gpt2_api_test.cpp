@@ -1,5 +1,6 @@
-// The model C API's contract: argument errors, context limits, capacities, sampling,
-// callbacks, and clean TM_ERROR_IO / TM_ERROR_UNSUPPORTED for bad checkpoints.
+// The model C API's contract: argument errors, context limits, size queries, sampling,
+// callbacks, the busy rule, context lifetime, versioned options, and clean TM_ERROR_IO /
+// TM_ERROR_UNSUPPORTED for bad checkpoints.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -15,7 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tinymlir/tinymlir.h"
+#include "tinymlir/gpt2.h"
+#include "tinymlir/tinymlir.hpp"
 
 namespace {
 
@@ -33,13 +35,13 @@ class ModelApi : public ::testing::Test {
   }
   tm_model *Load(const std::string &dir) {
     tm_model *m = nullptr;
-    EXPECT_EQ(tm_model_load(ctx_, dir.c_str(), TM_TARGET_CPU, &m), TM_OK) << tm_last_error();
+    EXPECT_EQ(tm_model_load(ctx_, dir.c_str(), nullptr, &m), TM_OK) << tm_last_error();
     if (m) models_.push_back(m);
     return m;
   }
   tm_status TryLoad(const std::string &dir) {
     tm_model *m = nullptr;
-    tm_status s = tm_model_load(ctx_, dir.c_str(), TM_TARGET_CPU, &m);
+    tm_status s = tm_model_load(ctx_, dir.c_str(), nullptr, &m);
     if (m) models_.push_back(m);
     return s;
   }
@@ -61,11 +63,14 @@ TEST_F(ModelApi, BadPromptsAreErrorsWithMessages) {
   tm_model *m = Load(kTinyA);
   std::vector<float> logits(512);
   int32_t bad[] = {1, 512, 3};
-  EXPECT_EQ(tm_model_logits(m, bad, 3, logits.data()), TM_ERROR_OUT_OF_RANGE);
+  EXPECT_EQ(tm_model_logits(m, bad, 3, logits.data(), logits.size()), TM_ERROR_OUT_OF_RANGE);
   EXPECT_NE(std::string(tm_last_error()).find("512"), std::string::npos) << tm_last_error();
   int32_t negative[] = {-1};
-  EXPECT_EQ(tm_model_logits(m, negative, 1, logits.data()), TM_ERROR_OUT_OF_RANGE);
-  EXPECT_EQ(tm_model_logits(m, bad, 0, logits.data()), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(tm_model_logits(m, negative, 1, logits.data(), logits.size()), TM_ERROR_OUT_OF_RANGE);
+  EXPECT_EQ(tm_model_logits(m, bad, 0, logits.data(), logits.size()), TM_ERROR_INVALID_ARGUMENT);
+  int32_t one[] = {1};
+  EXPECT_EQ(tm_model_logits(m, one, 1, logits.data(), 511), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("511"), std::string::npos) << tm_last_error();
 
   tm_generate_options o;
   tm_generate_options_init(&o);
@@ -82,26 +87,149 @@ TEST_F(ModelApi, BadPromptsAreErrorsWithMessages) {
             TM_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_F(ModelApi, SmallCapacityReportsTheNeededSize) {
+// A buffer that is too small is a size query, as with snprintf: what fits is written and
+// the needed size reported, and the call succeeds.
+TEST_F(ModelApi, SmallCapacityIsASizeQuery) {
   tm_model *m = Load(kKjv);
+  const char text[] = "In the beginning God created";
+  size_t n = 0;
+  ASSERT_EQ(tm_tokenize(m, text, sizeof text - 1, nullptr, 0, &n), TM_OK);
+  EXPECT_EQ(n, 5u);
+  std::vector<int32_t> all(n);
+  ASSERT_EQ(tm_tokenize(m, text, sizeof text - 1, all.data(), all.size(), &n), TM_OK);
+  int32_t two[2] = {-1, -1};
+  ASSERT_EQ(tm_tokenize(m, text, sizeof text - 1, two, 2, &n), TM_OK);
+  EXPECT_EQ(n, 5u);
+  EXPECT_EQ(two[0], all[0]);
+  EXPECT_EQ(two[1], all[1]);
+
+  int32_t prompt[] = {818, 262, 3726};  // "In the beginning"
+  size_t len = 0;
+  ASSERT_EQ(tm_detokenize(m, prompt, 3, nullptr, 0, &len), TM_OK);
+  EXPECT_EQ(len, std::string("In the beginning").size());
+  char buf[4];
+  ASSERT_EQ(tm_detokenize(m, prompt, 3, buf, sizeof buf, &len), TM_OK);
+  EXPECT_EQ(len, std::string("In the beginning").size());
+  EXPECT_EQ(std::string(buf, 4), "In t");
+
   tm_generate_options o;
   tm_generate_options_init(&o);
   o.max_new_tokens = 8;
-  int32_t prompt[] = {818, 262, 3726};
-  int32_t out[4];
-  size_t n = 0;
-  EXPECT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, out, 4, &n),
-            TM_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(n, 8u);
+  int32_t out[4] = {-1, -1, -1, -1};
+  std::vector<int32_t> full(8);
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, full.data(), full.size(), &n), TM_OK);
+  ASSERT_EQ(n, 8u);
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, out, 4, &n), TM_OK);
+  EXPECT_EQ(n, 8u);  // all 8 were generated (and streamed); the first 4 fit
+  EXPECT_EQ(std::vector<int32_t>(out, out + 4), std::vector<int32_t>(full.begin(), full.begin() + 4));
+}
 
-  const char text[] = "In the beginning God created";
-  int32_t ids[2];
-  EXPECT_EQ(tm_tokenize(m, text, sizeof text - 1, ids, 2, &n), TM_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(n, 5u);
-  char buf[4];
+// One computation at a time per model: a second call while one runs is TM_ERROR_BUSY at
+// once, without blocking or disturbing the first. Re-entering from the generate callback
+// makes the overlap deterministic.
+struct Reentry {
+  tm_model *model;
+  std::vector<tm_status> statuses;
+  std::string message;
+};
+
+int CallBackIntoTheModel(void *user, int32_t token) {
+  auto *r = static_cast<Reentry *>(user);
+  std::vector<float> logits(50257);
+  r->statuses.push_back(tm_model_logits(r->model, &token, 1, logits.data(), logits.size()));
+  size_t n = 0;
+  r->statuses.push_back(tm_generate(r->model, &token, 1, nullptr, nullptr, nullptr, nullptr, 0, &n));
+  tm_model_stats st;
+  st.struct_size = sizeof st;
+  r->statuses.push_back(tm_model_get_stats(r->model, &st));
+  r->message = tm_last_error();
+  // Read-only calls are allowed while the model computes.
   size_t len = 0;
-  EXPECT_EQ(tm_detokenize(m, prompt, 3, buf, sizeof buf, &len), TM_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(len, std::string("In the beginning").size());
+  r->statuses.push_back(tm_detokenize(r->model, &token, 1, nullptr, 0, &len));
+  return 0;
+}
+
+TEST_F(ModelApi, ConcurrentUseIsBusyNotCorrupt) {
+  tm_model *m = Load(kKjv);
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 6;
+  int32_t prompt[] = {818, 262, 3726};
+  std::vector<int32_t> alone(6), reentered(6);
+  size_t n = 0;
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, alone.data(), alone.size(), &n), TM_OK);
+  Reentry r{m, {}, {}};
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, CallBackIntoTheModel, &r, reentered.data(),
+                        reentered.size(), &n),
+            TM_OK);
+  EXPECT_EQ(reentered, alone) << "the refused calls must not disturb the running one";
+  ASSERT_EQ(r.statuses.size(), 6u * 4);
+  for (size_t i = 0; i < r.statuses.size(); ++i)
+    EXPECT_EQ(r.statuses[i], i % 4 == 3 ? TM_OK : TM_ERROR_BUSY) << "call " << i;
+  EXPECT_NE(r.message.find("busy"), std::string::npos) << r.message;
+  // Free again once the generation returned.
+  std::vector<float> logits(50257);
+  EXPECT_EQ(tm_model_logits(m, prompt, 3, logits.data(), logits.size()), TM_OK);
+}
+
+// A model keeps its context alive: the caller may destroy its reference first.
+TEST(ModelLifetime, ContextMayBeDestroyedBeforeTheModel) {
+  tinymlir::ModelHandle model;
+  {
+    tinymlir::ContextHandle ctx;
+    ASSERT_EQ(tm_context_create(ctx.out()), TM_OK);
+    ASSERT_EQ(tm_model_load(ctx, kTinyA.c_str(), nullptr, model.out()), TM_OK) << tm_last_error();
+  }  // the caller's reference is gone here
+  int32_t prompt[] = {1, 2, 3};
+  int32_t out[5];
+  size_t n = 0;
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 5;
+  ASSERT_EQ(tm_generate(model, prompt, 3, &o, nullptr, nullptr, out, 5, &n), TM_OK)
+      << tm_last_error();
+  EXPECT_EQ(std::vector<int32_t>(out, out + 5), (std::vector<int32_t>{19, 407, 371, 380, 25}));
+}
+
+// Options structs from an older or newer header: see "Options structs" in tinymlir.h.
+TEST_F(ModelApi, OptionsOfOtherLayoutsAreAcceptedOrClearlyRefused) {
+  tm_model *m = Load(kTinyA);
+  int32_t prompt[] = {1, 2, 3};
+  int32_t out[5];
+  size_t n = 0;
+  struct Newer {
+    tm_generate_options known;
+    uint64_t future_field;
+  } newer;
+  tm_generate_options_init(&newer.known);
+  newer.known.max_new_tokens = 5;
+  newer.known.struct_size = sizeof newer;
+  newer.future_field = 0;  // its default: accepted
+  ASSERT_EQ(tm_generate(m, prompt, 3, &newer.known, nullptr, nullptr, out, 5, &n), TM_OK)
+      << tm_last_error();
+  EXPECT_EQ(std::vector<int32_t>(out, out + 5), (std::vector<int32_t>{19, 407, 371, 380, 25}));
+  newer.future_field = 1;  // a feature this library does not have: refused, not ignored
+  EXPECT_EQ(tm_generate(m, prompt, 3, &newer.known, nullptr, nullptr, out, 5, &n),
+            TM_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(tm_last_error()).find("newer header"), std::string::npos);
+
+  tm_model_stats st;
+  std::memset(&st, 0xab, sizeof st);
+  st.struct_size = 64;  // the first published layout
+  ASSERT_EQ(tm_model_get_stats(m, &st), TM_OK);
+  EXPECT_EQ(st.struct_size, 64u);
+  EXPECT_EQ(st.decode_tokens, 4u);
+  st.struct_size = 63;
+  EXPECT_EQ(tm_model_get_stats(m, &st), TM_ERROR_INVALID_ARGUMENT);
+
+  tm_model_options mo;
+  tm_model_options_init(&mo);
+  EXPECT_EQ(mo.struct_size, 8u);
+  tm_model *again = nullptr;
+  ASSERT_EQ(tm_model_load(ctx_, kTinyA.c_str(), &mo, &again), TM_OK) << tm_last_error();
+  models_.push_back(again);
+  mo.struct_size = 4;
+  EXPECT_EQ(tm_model_load(ctx_, kTinyA.c_str(), &mo, &again), TM_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_F(ModelApi, TokenizerErrors) {

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tinymlir/tinymlir.h"
+#include "tinymlir/gpt2.h"
 
 namespace {
 
@@ -48,7 +48,7 @@ class Gpt2Golden : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(tm_context_create(&c), TM_OK);
     ctx_.reset(c);
     tm_model *m = nullptr;
-    ASSERT_EQ(tm_model_load(ctx_.get(), ModelDir(GetParam()).c_str(), TM_TARGET_CPU, &m), TM_OK)
+    ASSERT_EQ(tm_model_load(ctx_.get(), ModelDir(GetParam()).c_str(), nullptr, &m), TM_OK)
         << tm_last_error();
     model_.reset(m);
     golden_ = ReadJson(ModelDir(GetParam()) + "/golden.json");
@@ -101,7 +101,7 @@ TEST_P(Gpt2Golden, PromptLogitsMatchHuggingFace) {
     auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
     auto expected = c["prompt_logits_last_first16"].get<std::vector<double>>();
     std::vector<float> logits(vocab_);
-    ASSERT_EQ(tm_model_logits(model_.get(), prompt.data(), prompt.size(), logits.data()), TM_OK)
+    ASSERT_EQ(tm_model_logits(model_.get(), prompt.data(), prompt.size(), logits.data(), logits.size()), TM_OK)
         << tm_last_error();
     for (size_t i = 0; i < expected.size(); ++i)
       EXPECT_NEAR(logits[i], expected[i], 1e-4 * std::max(1.0, std::fabs(expected[i])))
@@ -114,7 +114,7 @@ TEST_P(Gpt2Golden, FirstStepsTop5MatchHuggingFace) {
     auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
     const json &top5 = c["first_steps_top5"][0];
     std::vector<float> logits(vocab_);
-    ASSERT_EQ(tm_model_logits(model_.get(), prompt.data(), prompt.size(), logits.data()), TM_OK);
+    ASSERT_EQ(tm_model_logits(model_.get(), prompt.data(), prompt.size(), logits.data(), logits.size()), TM_OK);
     auto ids = top5["ids"].get<std::vector<int32_t>>();
     auto values = top5["logits"].get<std::vector<double>>();
     for (size_t i = 0; i < ids.size(); ++i)
@@ -143,7 +143,7 @@ TEST(Gpt2Kjv, TokenizerAndTextMatchTheGolden) {
   ASSERT_EQ(tm_context_create(&c), TM_OK);
   std::unique_ptr<tm_context, ContextDeleter> ctx(c);
   tm_model *m = nullptr;
-  ASSERT_EQ(tm_model_load(c, ModelDir("kjv-tiny").c_str(), TM_TARGET_CPU, &m), TM_OK);
+  ASSERT_EQ(tm_model_load(c, ModelDir("kjv-tiny").c_str(), nullptr, &m), TM_OK);
   std::unique_ptr<tm_model, ModelDeleter> model(m);
   json g = Cases(ReadJson(ModelDir("kjv-tiny") + "/golden.json"))[0];
 

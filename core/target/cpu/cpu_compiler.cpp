@@ -178,19 +178,19 @@ class CpuCode : public CompiledCode {
 
 }  // namespace
 
-Status CompileForCpu(const Graph &graph, const CompileOptions &options,
+Status CompileForCpu(const Trace &trace, const CompileOptions &options,
                      std::unique_ptr<Program> *out) {
   auto program = std::make_unique<Program>();
-  for (ValueId in : graph.inputs()) program->inputs.push_back(graph.node(in).type);
-  for (ValueId o : graph.outputs()) program->outputs.push_back(graph.node(o).type);
-  std::vector<bool> live = graph.Live();
-  for (ValueId v = 0; v < graph.size(); ++v) {
-    const Node &n = graph.node(v);
+  for (ValueId in : trace.inputs()) program->inputs.push_back(trace.node(in).type);
+  for (ValueId o : trace.outputs()) program->outputs.push_back(trace.node(o).type);
+  std::vector<bool> live = trace.Live();
+  for (ValueId v = 0; v < trace.size(); ++v) {
+    const Node &n = trace.node(v);
     if (!live[v] || n.kind != OpKind::kGather) continue;
-    const Node &indices = graph.node(n.operands[1]);
+    const Node &indices = trace.node(n.operands[1]);
     if (indices.kind == OpKind::kInput)
       program->gather_checks.push_back(
-          {indices.input_index, graph.node(n.operands[0]).type.shape[0]});
+          {indices.input_index, trace.node(n.operands[0]).type.shape[0]});
   }
 
   auto code = std::make_unique<CpuCode>();
@@ -200,21 +200,21 @@ Status CompileForCpu(const Graph &graph, const CompileOptions &options,
   mlir::MLIRContext &ctx = *code->context;
   DiagnosticCollector diagnostics(&ctx);
 
-  TM_RETURN_IF_ERROR(BuildModule(graph, live, ctx, &code->module));
+  TM_RETURN_IF_ERROR(BuildModule(trace, live, ctx, &code->module));
   mlir::ModuleOp module = *code->module;
   TM_RETURN_IF_ERROR(VerifyModule(module, "traced"));
-  program->stages[TM_STAGE_TRACED] = Print(module);
+  program->stage(Stage::kTraced) = Print(module);
 
   if (options.optimize) TM_RETURN_IF_ERROR(RunPipeline(module, "optimize", kOptimizePipeline));
-  program->stages[TM_STAGE_OPTIMIZED] = Print(module);
+  program->stage(Stage::kOptimized) = Print(module);
 
   TM_RETURN_IF_ERROR(RunPipeline(module, "bufferize", kBufferizePipeline));
-  program->stages[TM_STAGE_BUFFERIZED] = Print(module);
+  program->stage(Stage::kBufferized) = Print(module);
 
   if (options.use_blas) RewriteMatmulsToBlas(module);
   TM_RETURN_IF_ERROR(VerifyModule(module, "blas rewrite"));
   TM_RETURN_IF_ERROR(RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline));
-  program->stages[TM_STAGE_LOWERED] = Print(module);
+  program->stage(Stage::kLowered) = Print(module);
   TM_RETURN_IF_ERROR(CheckExternals(module));
 
   std::string error;
@@ -250,7 +250,7 @@ Status CompileForCpu(const Graph &graph, const CompileOptions &options,
     return CompileError("JIT lookup of the kernel failed: " +
                         llvm::toString(entry.takeError()));
   program->entry = *entry;
-  program->stages[TM_STAGE_LLVM_IR] = code->llvm_ir;
+  program->stage(Stage::kLlvmIr) = code->llvm_ir;
   program->code = std::move(code);
   *out = std::move(program);
   return Status::Ok();

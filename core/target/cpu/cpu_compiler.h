@@ -9,7 +9,7 @@
 
 namespace tinymlir {
 
-Status CompileForCpu(const Graph &graph, const CompileOptions &options,
+Status CompileForCpu(const Trace &trace, const CompileOptions &options,
                      std::unique_ptr<Program> *program);
 
 }  // namespace tinymlir

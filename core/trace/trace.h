@@ -1,6 +1,6 @@
 // The traced program: a list of typed values, each produced by one op record.
 //
-// Every op is validated when it is recorded (shapes, dtypes, axes), so a Graph that
+// Every op is validated when it is recorded (shapes, dtypes, axes), so a Trace that
 // exists is well-formed and the builder never has to report a user error. Promotion and
 // broadcasting are made explicit here: binary ops receive operands of one dtype (Cast
 // nodes are inserted) and matmuls are normalised to 2-D or 3-D, which keeps the builder a
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/graph/dtype.h"
+#include "core/trace/dtype.h"
 #include "core/support/status.h"
 
 namespace tinymlir {
@@ -20,7 +20,7 @@ using ValueId = uint32_t;
 using Shape = std::vector<int64_t>;
 
 struct TensorType {
-  tm_dtype dtype = TM_F32;
+  DType dtype = DType::kF32;
   Shape shape;
 
   int rank() const { return static_cast<int>(shape.size()); }
@@ -63,9 +63,9 @@ struct Node {
   std::vector<uint8_t> data;   // kConstant: C-contiguous bytes
 };
 
-class Graph {
+class Trace {
  public:
-  explicit Graph(std::string name) : name_(std::move(name)) {}
+  explicit Trace(std::string name) : name_(std::move(name)) {}
 
   const std::string &name() const { return name_; }
   bool ended() const { return ended_; }
@@ -75,14 +75,16 @@ class Graph {
   const std::vector<ValueId> &inputs() const { return inputs_; }
   const std::vector<ValueId> &outputs() const { return outputs_; }
 
-  // Recording. Each returns a failed Status naming `op` and the offending shapes/dtypes.
-  Status Input(tm_dtype dtype, const Shape &shape, ValueId *out);
-  Status Scalar(tm_dtype dtype, double value, ValueId *out);
-  Status Constant(tm_dtype dtype, const Shape &shape, std::vector<uint8_t> data, ValueId *out);
+  // Recording. `op` is the operation's name as the caller knows it (the C API passes its
+  // function name); a failed Status names it and the offending shapes/dtypes.
+  Status Input(const char *op, DType dtype, const Shape &shape, ValueId *out);
+  Status Scalar(const char *op, DType dtype, double value, ValueId *out);
+  Status Constant(const char *op, DType dtype, const Shape &shape, std::vector<uint8_t> data,
+                  ValueId *out);
   Status Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId *out);
   Status Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId *out);
   Status Unary(OpKind kind, const char *op, ValueId x, ValueId *out);
-  Status Cast(const char *op, ValueId x, tm_dtype dtype, ValueId *out);
+  Status Cast(const char *op, ValueId x, DType dtype, ValueId *out);
   Status Matmul(const char *op, ValueId a, ValueId b, ValueId *out);
   Status Reduce(OpKind kind, const char *op, ValueId x, int32_t axis, bool keepdims,
                 ValueId *out);
@@ -92,14 +94,14 @@ class Graph {
   Status Concat(const char *op, const std::vector<ValueId> &xs, int32_t axis, ValueId *out);
   Status Gather(const char *op, ValueId table, ValueId indices, ValueId *out);
   Status CausalMask(const char *op, int64_t rows, int64_t cols, int64_t offset,
-                    tm_dtype dtype, ValueId *out);
-  Status End(const std::vector<ValueId> &outputs);
+                    DType dtype, ValueId *out);
+  Status End(const char *op, const std::vector<ValueId> &outputs);
 
   // Fails when the trace has ended (composites call it before recording anything).
   Status CheckOpen(const char *op) const;
   // Fails when a shape's byte size (elements x 8) would not fit int64.
   static Status CheckSize(const char *op, const Shape &shape);
-  // Checks that a value id belongs to this graph (for the C API's argument checks).
+  // Checks that a value id belongs to this trace.
   Status CheckValue(const char *op, ValueId v) const;
   // Resolves a negative axis; fails with OutOfRange naming op and rank.
   static Status NormalizeAxis(const char *op, int32_t axis, int rank, int *out);
@@ -114,9 +116,9 @@ class Graph {
  private:
   ValueId Add(Node node);
   // Casts v to dtype (a new Scalar for weak scalars, a Cast node otherwise).
-  ValueId Convert(ValueId v, tm_dtype dtype);
+  ValueId Convert(ValueId v, DType dtype);
   // A weak scalar about to become an integer dtype must fit it (NumPy raises too).
-  Status CheckScalarFits(const char *op, ValueId v, tm_dtype dtype) const;
+  Status CheckScalarFits(const char *op, ValueId v, DType dtype) const;
   Status BroadcastShapes(const char *op, const Shape &a, const Shape &b, Shape *out) const;
 
   std::string name_;

@@ -1,4 +1,4 @@
-#include "core/graph/graph.h"
+#include "core/trace/trace.h"
 
 #include <algorithm>
 #include <cmath>
@@ -81,26 +81,26 @@ bool IsTranscendental(OpKind k) {
 }
 
 Status CheckShape(const char *op, const Shape &shape) {
-  if (shape.size() > TM_MAX_RANK)
+  if (shape.size() > kMaxRank)
     return ShapeError(std::string(op) + ": rank " + std::to_string(shape.size()) +
-                      " exceeds the maximum of " + std::to_string(TM_MAX_RANK));
+                      " exceeds the maximum of " + std::to_string(kMaxRank));
   for (int64_t d : shape)
     if (d < 0)
       return ShapeError(std::string(op) + ": negative dimension in shape " +
                         ShapeToString(shape));
-  return Graph::CheckSize(op, shape);
+  return Trace::CheckSize(op, shape);
 }
 
 // Whether a scalar value can be represented in an integer dtype (floats always can).
-bool ScalarFits(double v, tm_dtype dtype) {
-  if (dtype == TM_I32) return v >= -2147483648.0 && v <= 2147483647.0;
-  if (dtype == TM_I64) return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+bool ScalarFits(double v, DType dtype) {
+  if (dtype == DType::kI32) return v >= -2147483648.0 && v <= 2147483647.0;
+  if (dtype == DType::kI64) return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
   return true;
 }
 
 }  // namespace
 
-Status Graph::CheckSize(const char *op, const Shape &shape) {
+Status Trace::CheckSize(const char *op, const Shape &shape) {
   // Every byte count derived from a shape (elements x 8) must fit int64: no later product
   // can overflow then.
   int64_t n = 1;
@@ -111,7 +111,7 @@ Status Graph::CheckSize(const char *op, const Shape &shape) {
   return Status::Ok();
 }
 
-Status Graph::CheckScalarFits(const char *op, ValueId v, tm_dtype dtype) const {
+Status Trace::CheckScalarFits(const char *op, ValueId v, DType dtype) const {
   const Node &n = nodes_[v];
   if (n.kind == OpKind::kScalar && !ScalarFits(n.scalar, dtype))
     return OutOfRange(std::string(op) + ": scalar " + std::to_string(n.scalar) +
@@ -119,19 +119,19 @@ Status Graph::CheckScalarFits(const char *op, ValueId v, tm_dtype dtype) const {
   return Status::Ok();
 }
 
-ValueId Graph::Add(Node node) {
+ValueId Trace::Add(Node node) {
   nodes_.push_back(std::move(node));
   return static_cast<ValueId>(nodes_.size() - 1);
 }
 
-Status Graph::CheckOpen(const char *op) const {
+Status Trace::CheckOpen(const char *op) const {
   if (ended_)
     return InvalidArgument(std::string(op) + ": trace '" + name_ +
                            "' has already ended; no op can be added");
   return Status::Ok();
 }
 
-Status Graph::CheckValue(const char *op, ValueId v) const {
+Status Trace::CheckValue(const char *op, ValueId v) const {
   if (!Has(v))
     return InvalidArgument(std::string(op) + ": value %" + std::to_string(v) +
                            " does not belong to trace '" + name_ + "' (it has " +
@@ -139,7 +139,7 @@ Status Graph::CheckValue(const char *op, ValueId v) const {
   return Status::Ok();
 }
 
-Status Graph::NormalizeAxis(const char *op, int32_t axis, int rank, int *out) {
+Status Trace::NormalizeAxis(const char *op, int32_t axis, int rank, int *out) {
   if (axis < -rank || axis >= rank || rank == 0)
     return OutOfRange(std::string(op) + ": axis " + std::to_string(axis) +
                       " is out of range for rank " + std::to_string(rank));
@@ -147,14 +147,14 @@ Status Graph::NormalizeAxis(const char *op, int32_t axis, int rank, int *out) {
   return Status::Ok();
 }
 
-ValueId Graph::Convert(ValueId v, tm_dtype dtype) {
+ValueId Trace::Convert(ValueId v, DType dtype) {
   const Node &n = nodes_[v];
   if (n.type.dtype == dtype) return v;
   if (n.kind == OpKind::kScalar) {
     Node s = n;
     s.type.dtype = dtype;
     if (IsInteger(dtype)) s.scalar = static_cast<double>(static_cast<int64_t>(n.scalar));
-    if (dtype == TM_BOOL) s.scalar = n.scalar != 0.0 ? 1.0 : 0.0;
+    if (dtype == DType::kBool) s.scalar = n.scalar != 0.0 ? 1.0 : 0.0;
     return Add(std::move(s));
   }
   Node c;
@@ -165,7 +165,7 @@ ValueId Graph::Convert(ValueId v, tm_dtype dtype) {
   return Add(std::move(c));
 }
 
-Status Graph::BroadcastShapes(const char *op, const Shape &a, const Shape &b,
+Status Trace::BroadcastShapes(const char *op, const Shape &a, const Shape &b,
                               Shape *out) const {
   size_t rank = std::max(a.size(), b.size());
   Shape result(rank);
@@ -183,11 +183,11 @@ Status Graph::BroadcastShapes(const char *op, const Shape &a, const Shape &b,
   return Status::Ok();
 }
 
-Status Graph::Input(tm_dtype dtype, const Shape &shape, ValueId *out) {
-  TM_RETURN_IF_ERROR(CheckOpen("tm_op_input"));
+Status Trace::Input(const char *op, DType dtype, const Shape &shape, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
   if (!IsValidDtype(dtype))
-    return DtypeError("tm_op_input: unknown dtype " + std::to_string(static_cast<int>(dtype)));
-  TM_RETURN_IF_ERROR(CheckShape("tm_op_input", shape));
+    return DtypeError(std::string(op) + ": unknown dtype " + std::to_string(static_cast<int>(dtype)));
+  TM_RETURN_IF_ERROR(CheckShape(op, shape));
   Node n;
   n.kind = OpKind::kInput;
   n.type = {dtype, shape};
@@ -197,42 +197,42 @@ Status Graph::Input(tm_dtype dtype, const Shape &shape, ValueId *out) {
   return Status::Ok();
 }
 
-Status Graph::Scalar(tm_dtype dtype, double value, ValueId *out) {
-  TM_RETURN_IF_ERROR(CheckOpen("tm_op_scalar"));
+Status Trace::Scalar(const char *op, DType dtype, double value, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
   if (!IsValidDtype(dtype))
-    return DtypeError("tm_op_scalar: unknown dtype " + std::to_string(static_cast<int>(dtype)));
+    return DtypeError(std::string(op) + ": unknown dtype " + std::to_string(static_cast<int>(dtype)));
   if (IsInteger(dtype) && !(std::isfinite(value) && ScalarFits(value, dtype)))
-    return OutOfRange("tm_op_scalar: " + std::to_string(value) + " does not fit " +
+    return OutOfRange(std::string(op) + ": " + std::to_string(value) + " does not fit " +
                       DtypeName(dtype));
   Node n;
   n.kind = OpKind::kScalar;
   n.type = {dtype, {}};
   n.scalar = IsInteger(dtype) ? static_cast<double>(static_cast<int64_t>(value))
-             : dtype == TM_BOOL ? (value != 0.0 ? 1.0 : 0.0)
+             : dtype == DType::kBool ? (value != 0.0 ? 1.0 : 0.0)
                                 : value;
   n.weak = true;
   *out = Add(std::move(n));
   return Status::Ok();
 }
 
-Status Graph::Constant(tm_dtype dtype, const Shape &shape, std::vector<uint8_t> data,
-                       ValueId *out) {
-  TM_RETURN_IF_ERROR(CheckOpen("tm_op_constant"));
+Status Trace::Constant(const char *op, DType dtype, const Shape &shape,
+                       std::vector<uint8_t> data, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
   if (!IsValidDtype(dtype))
-    return DtypeError("tm_op_constant: unknown dtype " +
+    return DtypeError(std::string(op) + ": unknown dtype " +
                       std::to_string(static_cast<int>(dtype)));
-  TM_RETURN_IF_ERROR(CheckShape("tm_op_constant", shape));
+  TM_RETURN_IF_ERROR(CheckShape(op, shape));
   Node n;
   n.kind = OpKind::kConstant;
   n.type = {dtype, shape};
   if (data.size() != static_cast<size_t>(n.type.NumElements()) * DtypeSize(dtype))
-    return ShapeError("tm_op_constant: data size does not match " + n.type.ToString());
+    return ShapeError(std::string(op) + ": data size does not match " + n.type.ToString());
   n.data = std::move(data);
   *out = Add(std::move(n));
   return Status::Ok();
 }
 
-Status Graph::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId *out) {
+Status Trace::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, a));
   TM_RETURN_IF_ERROR(CheckValue(op, b));
@@ -241,37 +241,37 @@ Status Graph::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId 
   TM_RETURN_IF_ERROR(BroadcastShapes(op, na.type.shape, nb.type.shape, &shape));
   TM_RETURN_IF_ERROR(CheckSize(op, shape));
 
-  tm_dtype dtype;
+  DType dtype;
   if (na.weak && !nb.weak) dtype = PromoteWithWeakScalar(nb.type.dtype, na.type.dtype);
   else if (nb.weak && !na.weak) dtype = PromoteWithWeakScalar(na.type.dtype, nb.type.dtype);
   else dtype = PromoteTypes(na.type.dtype, nb.type.dtype);
   bool weak = na.weak && nb.weak;
 
   // Arithmetic on bools is not defined (NumPy rejects bool - bool); comparisons are.
-  if (dtype == TM_BOOL && !IsComparison(kind) && kind != OpKind::kMaximum &&
+  if (dtype == DType::kBool && !IsComparison(kind) && kind != OpKind::kMaximum &&
       kind != OpKind::kMinimum && kind != OpKind::kMul && kind != OpKind::kAdd)
     return DtypeError(std::string(op) + ": not defined for bool operands " +
                       na.type.ToString() + " and " + nb.type.ToString());
-  if (kind == OpKind::kDiv && !IsFloat(dtype)) dtype = TM_F64;  // true division
+  if (kind == OpKind::kDiv && !IsFloat(dtype)) dtype = DType::kF64;  // true division
   TM_RETURN_IF_ERROR(CheckScalarFits(op, a, dtype));
   TM_RETURN_IF_ERROR(CheckScalarFits(op, b, dtype));
 
   ValueId ca = Convert(a, dtype), cb = Convert(b, dtype);
   Node n;
   n.kind = kind;
-  n.type = {IsComparison(kind) ? TM_BOOL : dtype, shape};
+  n.type = {IsComparison(kind) ? DType::kBool : dtype, shape};
   n.operands = {ca, cb};
   n.weak = weak;
   *out = Add(std::move(n));
   return Status::Ok();
 }
 
-Status Graph::Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId *out) {
+Status Trace::Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, cond));
   TM_RETURN_IF_ERROR(CheckValue(op, a));
   TM_RETURN_IF_ERROR(CheckValue(op, b));
-  if (nodes_[cond].type.dtype != TM_BOOL)
+  if (nodes_[cond].type.dtype != DType::kBool)
     return DtypeError(std::string(op) + ": condition must be bool, got " +
                       nodes_[cond].type.ToString());
   Shape ab, shape;
@@ -279,7 +279,7 @@ Status Graph::Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId 
   TM_RETURN_IF_ERROR(BroadcastShapes(op, nodes_[cond].type.shape, ab, &shape));
   TM_RETURN_IF_ERROR(CheckSize(op, shape));
   const Node &na = nodes_[a], &nb = nodes_[b];
-  tm_dtype dtype;
+  DType dtype;
   if (na.weak && !nb.weak) dtype = PromoteWithWeakScalar(nb.type.dtype, na.type.dtype);
   else if (nb.weak && !na.weak) dtype = PromoteWithWeakScalar(na.type.dtype, nb.type.dtype);
   else dtype = PromoteTypes(na.type.dtype, nb.type.dtype);
@@ -293,14 +293,14 @@ Status Graph::Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId 
   return Status::Ok();
 }
 
-Status Graph::Unary(OpKind kind, const char *op, ValueId x, ValueId *out) {
+Status Trace::Unary(OpKind kind, const char *op, ValueId x, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
-  tm_dtype dtype = nodes_[x].type.dtype;
-  if (dtype == TM_BOOL)
+  DType dtype = nodes_[x].type.dtype;
+  if (dtype == DType::kBool)
     return DtypeError(std::string(op) + ": not defined for bool operand " +
                       nodes_[x].type.ToString());
-  if (IsTranscendental(kind) && !IsFloat(dtype)) dtype = TM_F64;
+  if (IsTranscendental(kind) && !IsFloat(dtype)) dtype = DType::kF64;
   ValueId cx = Convert(x, dtype);
   Node n;
   n.kind = kind;
@@ -311,7 +311,7 @@ Status Graph::Unary(OpKind kind, const char *op, ValueId x, ValueId *out) {
   return Status::Ok();
 }
 
-Status Graph::Cast(const char *op, ValueId x, tm_dtype dtype, ValueId *out) {
+Status Trace::Cast(const char *op, ValueId x, DType dtype, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
   if (!IsValidDtype(dtype))
@@ -332,7 +332,7 @@ Status Graph::Cast(const char *op, ValueId x, tm_dtype dtype, ValueId *out) {
   return Status::Ok();
 }
 
-Status Graph::Matmul(const char *op, ValueId a, ValueId b, ValueId *out) {
+Status Trace::Matmul(const char *op, ValueId a, ValueId b, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, a));
   TM_RETURN_IF_ERROR(CheckValue(op, b));
@@ -346,8 +346,8 @@ Status Graph::Matmul(const char *op, ValueId a, ValueId b, ValueId *out) {
                       ")");
   if (sb.size() > 2 && !std::equal(sa.begin(), sa.end() - 2, sb.begin(), sb.end() - 2))
     return ShapeError(std::string(op) + ": batch dimensions differ in " + shapes());
-  tm_dtype dtype = PromoteTypes(nodes_[a].type.dtype, nodes_[b].type.dtype);
-  if (dtype == TM_BOOL)
+  DType dtype = PromoteTypes(nodes_[a].type.dtype, nodes_[b].type.dtype);
+  if (dtype == DType::kBool)
     return DtypeError(std::string(op) + ": not defined for bool operands");
   ValueId ca = Convert(a, dtype), cb = Convert(b, dtype);
 
@@ -388,14 +388,14 @@ Status Graph::Matmul(const char *op, ValueId a, ValueId b, ValueId *out) {
   return Status::Ok();
 }
 
-Status Graph::Reduce(OpKind kind, const char *op, ValueId x, int32_t axis, bool keepdims,
+Status Trace::Reduce(OpKind kind, const char *op, ValueId x, int32_t axis, bool keepdims,
                      ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
   const TensorType &t = nodes_[x].type;
   int ax;
   TM_RETURN_IF_ERROR(NormalizeAxis(op, axis, t.rank(), &ax));
-  if (t.dtype == TM_BOOL)
+  if (t.dtype == DType::kBool)
     return DtypeError(std::string(op) + ": not defined for bool operand " + t.ToString());
   Shape shape = t.shape;
   if (keepdims) shape[ax] = 1;
@@ -409,13 +409,13 @@ Status Graph::Reduce(OpKind kind, const char *op, ValueId x, int32_t axis, bool 
   return Status::Ok();
 }
 
-Status Graph::Reshape(const char *op, ValueId x, const Shape &requested, ValueId *out) {
+Status Trace::Reshape(const char *op, ValueId x, const Shape &requested, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
   const TensorType &t = nodes_[x].type;
-  if (requested.size() > TM_MAX_RANK)
+  if (requested.size() > kMaxRank)
     return ShapeError(std::string(op) + ": rank " + std::to_string(requested.size()) +
-                      " exceeds the maximum of " + std::to_string(TM_MAX_RANK));
+                      " exceeds the maximum of " + std::to_string(kMaxRank));
   Shape shape = requested;
   int inferred = -1;
   int64_t known = 1;
@@ -454,11 +454,15 @@ Status Graph::Reshape(const char *op, ValueId x, const Shape &requested, ValueId
   return Status::Ok();
 }
 
-Status Graph::Transpose(const char *op, ValueId x, const std::vector<int64_t> &perm,
+Status Trace::Transpose(const char *op, ValueId x, const std::vector<int64_t> &perm,
                         ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
   const TensorType &t = nodes_[x].type;
+  if (static_cast<int>(perm.size()) != t.rank())
+    return InvalidArgument(std::string(op) + ": perm has " + std::to_string(perm.size()) +
+                           " entries, " + t.ToString() + " has rank " +
+                           std::to_string(t.rank()));
   std::vector<bool> seen(t.rank(), false);
   Shape shape(t.rank());
   for (int i = 0; i < t.rank(); ++i) {
@@ -484,11 +488,16 @@ Status Graph::Transpose(const char *op, ValueId x, const std::vector<int64_t> &p
   return Status::Ok();
 }
 
-Status Graph::Slice(const char *op, ValueId x, const Shape &begin, const Shape &end,
+Status Trace::Slice(const char *op, ValueId x, const Shape &begin, const Shape &end,
                     ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
   const TensorType &t = nodes_[x].type;
+  if (static_cast<int>(begin.size()) != t.rank() || static_cast<int>(end.size()) != t.rank())
+    return InvalidArgument(std::string(op) + ": begin and end have " +
+                           std::to_string(begin.size()) + " and " +
+                           std::to_string(end.size()) + " entries, " + t.ToString() +
+                           " has rank " + std::to_string(t.rank()));
   Shape shape(t.rank());
   for (int i = 0; i < t.rank(); ++i) {
     if (begin[i] < 0 || begin[i] > end[i] || end[i] > t.shape[i])
@@ -510,7 +519,7 @@ Status Graph::Slice(const char *op, ValueId x, const Shape &begin, const Shape &
   return Status::Ok();
 }
 
-Status Graph::Concat(const char *op, const std::vector<ValueId> &xs, int32_t axis,
+Status Trace::Concat(const char *op, const std::vector<ValueId> &xs, int32_t axis,
                      ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   if (xs.empty()) return InvalidArgument(std::string(op) + ": needs at least one value");
@@ -519,7 +528,7 @@ Status Graph::Concat(const char *op, const std::vector<ValueId> &xs, int32_t axi
   int ax;
   TM_RETURN_IF_ERROR(NormalizeAxis(op, axis, first.rank(), &ax));
   Shape shape = first.shape;
-  tm_dtype dtype = first.dtype;
+  DType dtype = first.dtype;
   shape[ax] = 0;
   for (ValueId v : xs) {
     const TensorType &t = nodes_[v].type;
@@ -546,7 +555,7 @@ Status Graph::Concat(const char *op, const std::vector<ValueId> &xs, int32_t axi
   return Status::Ok();
 }
 
-Status Graph::Gather(const char *op, ValueId table, ValueId indices, ValueId *out) {
+Status Trace::Gather(const char *op, ValueId table, ValueId indices, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, table));
   TM_RETURN_IF_ERROR(CheckValue(op, indices));
@@ -559,9 +568,9 @@ Status Graph::Gather(const char *op, ValueId table, ValueId indices, ValueId *ou
                       tt.ToString());
   Shape shape = it.shape;
   shape.insert(shape.end(), tt.shape.begin() + 1, tt.shape.end());
-  if (shape.size() > TM_MAX_RANK)
+  if (shape.size() > kMaxRank)
     return ShapeError(std::string(op) + ": result rank " + std::to_string(shape.size()) +
-                      " exceeds the maximum of " + std::to_string(TM_MAX_RANK));
+                      " exceeds the maximum of " + std::to_string(kMaxRank));
   TM_RETURN_IF_ERROR(CheckSize(op, shape));
   Node n;
   n.kind = OpKind::kGather;
@@ -571,8 +580,8 @@ Status Graph::Gather(const char *op, ValueId table, ValueId indices, ValueId *ou
   return Status::Ok();
 }
 
-Status Graph::CausalMask(const char *op, int64_t rows, int64_t cols, int64_t offset,
-                         tm_dtype dtype, ValueId *out) {
+Status Trace::CausalMask(const char *op, int64_t rows, int64_t cols, int64_t offset,
+                         DType dtype, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   if (rows < 0 || cols < 0)
     return ShapeError(std::string(op) + ": negative size (" + std::to_string(rows) + ", " +
@@ -588,17 +597,17 @@ Status Graph::CausalMask(const char *op, int64_t rows, int64_t cols, int64_t off
   return Status::Ok();
 }
 
-Status Graph::End(const std::vector<ValueId> &outputs) {
-  TM_RETURN_IF_ERROR(CheckOpen("tm_trace_end"));
+Status Trace::End(const char *op, const std::vector<ValueId> &outputs) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
   if (outputs.empty())
-    return InvalidArgument("tm_trace_end: a program needs at least one output");
-  for (ValueId v : outputs) TM_RETURN_IF_ERROR(CheckValue("tm_trace_end", v));
+    return InvalidArgument(std::string(op) + ": a program needs at least one output");
+  for (ValueId v : outputs) TM_RETURN_IF_ERROR(CheckValue(op, v));
   outputs_ = outputs;
   ended_ = true;
   return Status::Ok();
 }
 
-std::vector<bool> Graph::Live() const {
+std::vector<bool> Trace::Live() const {
   std::vector<bool> live(nodes_.size(), false);
   for (ValueId o : outputs_) live[o] = true;
   for (size_t i = nodes_.size(); i-- > 0;)
@@ -607,7 +616,7 @@ std::vector<bool> Graph::Live() const {
   return live;
 }
 
-std::string Graph::Fingerprint() const {
+std::string Trace::Fingerprint() const {
   // Binary, length-prefixed fields: unambiguous and cheap to compare.
   std::string s;
   auto put = [&s](const void *p, size_t n) { s.append(static_cast<const char *>(p), n); };
@@ -615,7 +624,7 @@ std::string Graph::Fingerprint() const {
   put64(static_cast<int64_t>(nodes_.size()));
   for (const Node &n : nodes_) {
     put64(static_cast<int64_t>(n.kind));
-    put64(n.type.dtype);
+    put64(static_cast<int64_t>(n.type.dtype));
     put64(n.type.rank());
     for (int64_t d : n.type.shape) put64(d);
     put64(static_cast<int64_t>(n.operands.size()));

@@ -1,4 +1,4 @@
-#include "core/model/safetensors.h"
+#include "gpt2/src/safetensors.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #error "the build defines TM_TEST_DATA_DIR and TM_MODELS_DIR (tests/CMakeLists.txt)"
 #endif
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 namespace {
 
 // Plain GoogleTest (no gmock): passes when `text` contains `needle`, else shows both.

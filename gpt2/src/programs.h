@@ -15,20 +15,27 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
-#include "core/model/gpt2_checkpoint.h"
-#include "tinymlir/tinymlir.h"
+#include "gpt2/src/checkpoint.h"
+#include "gpt2/src/status.h"
+#include "tinymlir/tinymlir.hpp"
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 
-enum class Gpt2ProgramKind { kEmbed, kQkv, kAttnMlp, kHead };
+enum class ProgramKind { kEmbed, kQkv, kAttnMlp, kHead };
 
-// Traces one program kind for lengths (t, l) (l only for kAttnMlp) and compiles it through
-// ctx's cache. *out receives a program reference to release with tm_program_release;
-// *was_cached tells whether the context already had it.
-tm_status CompileGpt2Program(tm_context *ctx, const Gpt2Config &config, tm_target target,
-                             Gpt2ProgramKind kind, int64_t t, int64_t l, tm_program **out,
-                             bool *was_cached);
+// attn_mlp's input holding the (T, L) additive attention mask.
+inline constexpr int kAttnMlpMaskInput = 4;
 
-}  // namespace tinymlir
+const char *ProgramName(ProgramKind kind);  // "gpt2_embed", ...
+
+// Traces one program kind for lengths (t, l) (l only for kAttnMlp) into `tracer`, which
+// then holds the ended trace (or the first failure).
+void TraceProgram(const Gpt2Config &config, ProgramKind kind, int64_t t, int64_t l,
+                  Tracer *tracer);
+
+// Traces one program kind and compiles it through ctx's cache for `target`.
+Status CompileProgram(tm_context *ctx, const Gpt2Config &config, tm_target target,
+                      ProgramKind kind, int64_t t, int64_t l, ProgramHandle *out);
+
+}  // namespace tinymlir::gpt2

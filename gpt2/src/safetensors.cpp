@@ -1,4 +1,4 @@
-#include "core/model/safetensors.h"
+#include "gpt2/src/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 namespace {
 
 // Same bound as the reference implementation: a larger header is a corrupt length field,
@@ -281,4 +281,4 @@ void SafetensorsFile::DropPages(const TensorInfo &info) const {
   if (end > begin) madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
-}  // namespace tinymlir
+}  // namespace tinymlir::gpt2

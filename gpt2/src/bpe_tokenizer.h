@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/support/status.h"
+#include "gpt2/src/status.h"
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 
 class BpeTokenizer {
  public:
@@ -51,4 +51,4 @@ class BpeTokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace tinymlir
+}  // namespace tinymlir::gpt2

@@ -1,4 +1,4 @@
-#include "core/graph/composites.h"
+#include "core/trace/composites.h"
 
 #include <cmath>
 
@@ -7,30 +7,30 @@ namespace {
 
 // Mean and variance of integers are computed in f64, as NumPy's; bools are rejected like
 // every other reduction's.
-Status ToFloat(Graph &g, const char *op, ValueId x, ValueId *out) {
-  tm_dtype d = g.node(x).type.dtype;
-  if (d == TM_BOOL)
+Status ToFloat(Trace &g, const char *op, ValueId x, ValueId *out) {
+  DType d = g.node(x).type.dtype;
+  if (d == DType::kBool)
     return DtypeError(std::string(op) + ": not defined for bool operand " +
                       g.node(x).type.ToString());
   if (IsFloat(d)) {
     *out = x;
     return Status::Ok();
   }
-  return g.Cast(op, x, TM_F64, out);
+  return g.Cast(op, x, DType::kF64, out);
 }
 
-Status Scalar(Graph &g, ValueId like, double v, ValueId *out) {
-  return g.Scalar(g.node(like).type.dtype, v, out);
+Status Scalar(Trace &g, ValueId like, double v, ValueId *out) {
+  return g.Scalar("scalar", g.node(like).type.dtype, v, out);
 }
 
 }  // namespace
 
-Status ReduceMean(Graph &g, const char *op, ValueId x, int32_t axis, bool keepdims,
+Status ReduceMean(Trace &g, const char *op, ValueId x, int32_t axis, bool keepdims,
                   ValueId *out) {
   TM_RETURN_IF_ERROR(g.CheckOpen(op));
   TM_RETURN_IF_ERROR(g.CheckValue(op, x));
   int ax;
-  TM_RETURN_IF_ERROR(Graph::NormalizeAxis(op, axis, g.node(x).type.rank(), &ax));
+  TM_RETURN_IF_ERROR(Trace::NormalizeAxis(op, axis, g.node(x).type.rank(), &ax));
   ValueId xf, sum, count;
   TM_RETURN_IF_ERROR(ToFloat(g, op, x, &xf));
   TM_RETURN_IF_ERROR(g.Reduce(OpKind::kReduceSum, op, xf, ax, keepdims, &sum));
@@ -38,7 +38,7 @@ Status ReduceMean(Graph &g, const char *op, ValueId x, int32_t axis, bool keepdi
   return g.Binary(OpKind::kDiv, op, sum, count, out);
 }
 
-Status ReduceVar(Graph &g, const char *op, ValueId x, int32_t axis, bool keepdims,
+Status ReduceVar(Trace &g, const char *op, ValueId x, int32_t axis, bool keepdims,
                  ValueId *out) {
   TM_RETURN_IF_ERROR(g.CheckOpen(op));
   // Two passes, mean((x - mean(x))^2): the numerically sound form.
@@ -51,7 +51,7 @@ Status ReduceVar(Graph &g, const char *op, ValueId x, int32_t axis, bool keepdim
   return ReduceMean(g, op, d2, axis, keepdims, out);
 }
 
-Status Softmax(Graph &g, const char *op, ValueId x, int32_t axis, ValueId *out) {
+Status Softmax(Trace &g, const char *op, ValueId x, int32_t axis, ValueId *out) {
   TM_RETURN_IF_ERROR(g.CheckOpen(op));
   TM_RETURN_IF_ERROR(g.CheckValue(op, x));
   if (!IsFloat(g.node(x).type.dtype))
@@ -70,7 +70,7 @@ Status Softmax(Graph &g, const char *op, ValueId x, int32_t axis, ValueId *out) 
   return g.Binary(OpKind::kDiv, op, e, sum, out);
 }
 
-Status LayerNorm(Graph &g, const char *op, ValueId x, ValueId gamma, ValueId beta, double eps,
+Status LayerNorm(Trace &g, const char *op, ValueId x, ValueId gamma, ValueId beta, double eps,
                  ValueId *out) {
   TM_RETURN_IF_ERROR(g.CheckOpen(op));
   TM_RETURN_IF_ERROR(g.CheckValue(op, x));
@@ -96,7 +96,7 @@ Status LayerNorm(Graph &g, const char *op, ValueId x, ValueId gamma, ValueId bet
   return g.Binary(OpKind::kAdd, op, scaled, beta, out);
 }
 
-Status GeluTanh(Graph &g, const char *op, ValueId x, ValueId *out) {
+Status GeluTanh(Trace &g, const char *op, ValueId x, ValueId *out) {
   TM_RETURN_IF_ERROR(g.CheckOpen(op));
   TM_RETURN_IF_ERROR(g.CheckValue(op, x));
   if (!IsFloat(g.node(x).type.dtype))

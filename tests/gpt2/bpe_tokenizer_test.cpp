@@ -1,4 +1,4 @@
-#include "core/model/bpe_tokenizer.h"
+#include "gpt2/src/bpe_tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #error "the build defines TM_TEST_DATA_DIR and TM_MODELS_DIR (tests/CMakeLists.txt)"
 #endif
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 namespace {
 
 constexpr char kVocab[] = TM_MODELS_DIR "/kjv-tiny/vocab.json";

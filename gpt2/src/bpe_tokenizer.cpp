@@ -1,4 +1,4 @@
-#include "core/model/bpe_tokenizer.h"
+#include "gpt2/src/bpe_tokenizer.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 namespace {
 
 // GPT-2's pre-tokenization pattern (encoder.py in openai/gpt-2, and Hugging Face's ByteLevel).
@@ -409,4 +409,4 @@ int32_t BpeTokenizer::vocab_size() const {
   return static_cast<int32_t>(impl_->id_to_bytes.size());
 }
 
-}  // namespace tinymlir
+}  // namespace tinymlir::gpt2

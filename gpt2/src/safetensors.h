@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "core/support/status.h"
+#include "gpt2/src/status.h"
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 
 // Element types accepted in a checkpoint. Everything is upcast to F32 for computation.
 enum class SafetensorsDtype { kF32, kF16, kBF16 };
@@ -78,4 +78,4 @@ class SafetensorsFile {
   std::map<std::string, TensorInfo> tensors_;
 };
 
-}  // namespace tinymlir
+}  // namespace tinymlir::gpt2

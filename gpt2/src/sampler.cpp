@@ -1,10 +1,10 @@
-#include "core/model/sampler.h"
+#include "gpt2/src/sampler.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 
 int32_t Argmax(const float *logits, int32_t n) {
   int32_t best = 0;
@@ -75,4 +75,4 @@ int32_t Sampler::Next(const float *logits, int32_t n) {
   return order_[keep - 1];
 }
 
-}  // namespace tinymlir
+}  // namespace tinymlir::gpt2

@@ -6,19 +6,22 @@
 // positions filled so far (at least 16, at most n_ctx) rows of the cache.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "core/model/bpe_tokenizer.h"
-#include "core/model/gpt2_checkpoint.h"
-#include "core/model/gpt2_programs.h"
-#include "core/model/sampler.h"
-#include "tinymlir/tinymlir.h"
+#include "gpt2/src/bpe_tokenizer.h"
+#include "gpt2/src/checkpoint.h"
+#include "gpt2/src/programs.h"
+#include "gpt2/src/sampler.h"
+#include "gpt2/src/status.h"
+#include "tinymlir/gpt2.h"
+#include "tinymlir/tinymlir.hpp"
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 
 struct GenerateRequest {
   int32_t max_new_tokens = 32;
@@ -31,10 +34,10 @@ struct GenerateRequest {
 
 class Gpt2Model {
  public:
-  // Loads config, weights and (when both files exist) the tokenizer from `dir`.
+  // Loads config, weights and (when both files exist) the tokenizer from `dir`. The model
+  // keeps a reference to ctx.
   static Status Load(tm_context *ctx, const std::string &dir, tm_target target,
                      std::unique_ptr<Gpt2Model> *out);
-  ~Gpt2Model();
   Gpt2Model(const Gpt2Model &) = delete;
   Gpt2Model &operator=(const Gpt2Model &) = delete;
 
@@ -42,8 +45,24 @@ class Gpt2Model {
   const BpeTokenizer *tokenizer() const { return tokenizer_.get(); }  // null: ids only
   const tm_model_stats &stats() const { return stats_; }
 
+  // Marks the model busy for one computation; fails with TM_ERROR_BUSY (naming `fn`) when
+  // another computation holds it. Callers hold the returned claim for the whole call.
+  class Claim {
+   public:
+    explicit Claim(std::atomic<bool> *busy) : busy_(busy) {}
+    Claim(Claim &&o) noexcept : busy_(o.busy_) { o.busy_ = nullptr; }
+    Claim(const Claim &) = delete;
+    ~Claim() {
+      if (busy_) busy_->store(false, std::memory_order_release);
+    }
+
+   private:
+    std::atomic<bool> *busy_;
+  };
+  Status TryClaim(const char *fn, std::unique_ptr<Claim> *claim);
+
   // Logits of the last position for ids[0..n), recomputing everything from position 0.
-  Status Logits(const int32_t *ids, size_t n, float *logits);
+  Status Logits(const int32_t *ids, size_t n, float *logits, size_t capacity);
 
   // Generates tokens after the prompt into *out (also streamed to the callback).
   Status Generate(const int32_t *prompt, size_t n, const GenerateRequest &request,
@@ -56,21 +75,22 @@ class Gpt2Model {
   // Runs ids[0..n) at positions [pos, pos + n): fills the cache rows and writes the last
   // position's logits.
   Status Forward(const int32_t *ids, size_t n, int64_t pos, float *logits);
-  Status GetProgram(Gpt2ProgramKind kind, int64_t t, int64_t l, tm_program **out);
+  Status GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program **out);
   // Cache rows the attention reads once `filled` positions are in the cache.
   int64_t CacheRows(int64_t filled) const;
   // Compiles (or finds) every program a generation of this shape will run.
   Status Prepare(size_t n_prompt, const GenerateRequest &request);
 
-  tm_context *ctx_ = nullptr;
+  ContextHandle ctx_;  // one reference, taken at load
   tm_target target_ = TM_TARGET_CPU;
   Gpt2Config config_;
   Gpt2Weights weights_;
   std::unique_ptr<BpeTokenizer> tokenizer_;
-  std::map<std::tuple<int, int64_t, int64_t>, tm_program *> programs_;  // one reference each
+  std::map<std::tuple<int, int64_t, int64_t>, ProgramHandle> programs_;
   std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer: (n_ctx, d)
   std::vector<float> x_, x_next_, q_, k_, v_, mask_;    // scratch
   tm_model_stats stats_{};
+  std::atomic<bool> busy_{false};
 };
 
-}  // namespace tinymlir
+}  // namespace tinymlir::gpt2

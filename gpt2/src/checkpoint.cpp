@@ -1,4 +1,4 @@
-#include "core/model/gpt2_checkpoint.h"
+#include "gpt2/src/checkpoint.h"
 
 #include <fstream>
 #include <map>
@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/model/safetensors.h"
+#include "gpt2/src/safetensors.h"
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 namespace {
 
 std::string ShapeText(const std::vector<int64_t> &s) {
@@ -148,4 +148,4 @@ Status LoadGpt2Weights(const std::string &path, const Gpt2Config &c, Gpt2Weights
   return Status::Ok();
 }
 
-}  // namespace tinymlir
+}  // namespace tinymlir::gpt2

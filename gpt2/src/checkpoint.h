@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/support/status.h"
+#include "gpt2/src/status.h"
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 
 struct Gpt2Config {
   int32_t vocab_size = 0;
@@ -55,4 +55,4 @@ struct Gpt2Weights {
 Status LoadGpt2Weights(const std::string &safetensors_path, const Gpt2Config &config,
                        Gpt2Weights *weights);
 
-}  // namespace tinymlir
+}  // namespace tinymlir::gpt2

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 
 struct SamplingOptions {
   float temperature = 0.0f;  // 0 = greedy
@@ -33,4 +33,4 @@ class Sampler {
 
 int32_t Argmax(const float *logits, int32_t n);
 
-}  // namespace tinymlir
+}  // namespace tinymlir::gpt2

@@ -1,4 +1,4 @@
-#include "core/model/gpt2_model.h"
+#include "gpt2/src/model.h"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include <deque>
 #include <limits>
 
-namespace tinymlir {
+namespace tinymlir::gpt2 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -26,8 +26,6 @@ int64_t NextPowerOfTwo(int64_t n) {
   while (p < n) p *= 2;
   return p;
 }
-
-Status FromC(tm_status s) { return s == TM_OK ? Status::Ok() : Status(s, tm_last_error()); }
 
 // The tm_tensor array of one tm_invoke call; the shapes live as long as the builder.
 class Tensors {
@@ -60,7 +58,8 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
   if (target != TM_TARGET_CPU)
     return Unsupported("tm_model_load: only the CPU target runs GPT-2 in this build");
   std::unique_ptr<Gpt2Model> m(new Gpt2Model());
-  m->ctx_ = ctx;
+  tm_context_retain(ctx);
+  m->ctx_ = ContextHandle(ctx);
   m->target_ = target;
   TM_RETURN_IF_ERROR(ReadGpt2Config(dir + "/config.json", &m->config_));
   TM_RETURN_IF_ERROR(LoadGpt2Weights(dir + "/model.safetensors", m->config_, &m->weights_));
@@ -88,11 +87,17 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
   return Status::Ok();
 }
 
-Gpt2Model::~Gpt2Model() {
-  for (auto &entry : programs_) tm_program_release(entry.second);
+Status Gpt2Model::TryClaim(const char *fn, std::unique_ptr<Claim> *claim) {
+  bool expected = false;
+  if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire))
+    return Busy(std::string(fn) +
+                ": the model is busy with another call (from another thread, or from inside "
+                "a tm_generate callback); use one model per thread");
+  *claim = std::make_unique<Claim>(&busy_);
+  return Status::Ok();
 }
 
-Status Gpt2Model::GetProgram(Gpt2ProgramKind kind, int64_t t, int64_t l, tm_program **out) {
+Status Gpt2Model::GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program **out) {
   auto key = std::make_tuple(static_cast<int>(kind), t, l);
   auto it = programs_.find(key);
   if (it != programs_.end()) {
@@ -100,13 +105,12 @@ Status Gpt2Model::GetProgram(Gpt2ProgramKind kind, int64_t t, int64_t l, tm_prog
     return Status::Ok();
   }
   auto start = Clock::now();
-  bool cached = false;
-  tm_program *p = nullptr;
-  TM_RETURN_IF_ERROR(FromC(CompileGpt2Program(ctx_, config_, target_, kind, t, l, &p, &cached)));
-  (cached ? stats_.programs_cached : stats_.programs_compiled) += 1;
+  ProgramHandle program;
+  TM_RETURN_IF_ERROR(CompileProgram(ctx_, config_, target_, kind, t, l, &program));
+  (tm_program_cache_hit(program) ? stats_.programs_cached : stats_.programs_compiled) += 1;
   stats_.compile_seconds += Seconds(start);
-  programs_.emplace(key, p);
-  *out = p;
+  *out = program;
+  programs_.emplace(key, std::move(program));
   return Status::Ok();
 }
 
@@ -118,12 +122,12 @@ Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
   // The (T, L) shapes each step will run, in order; GetProgram skips what is compiled.
   auto need = [&](int64_t t, int64_t filled) -> Status {
     tm_program *p;
-    TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kEmbed, t, 0, &p));
-    TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kQkv, t, 0, &p));
-    return GetProgram(Gpt2ProgramKind::kAttnMlp, t, CacheRows(filled), &p);
+    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kEmbed, t, 0, &p));
+    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kQkv, t, 0, &p));
+    return GetProgram(ProgramKind::kAttnMlp, t, CacheRows(filled), &p);
   };
   tm_program *head;
-  TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kHead, 1, 0, &head));
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, 1, 0, &head));
   const int64_t n = static_cast<int64_t>(n_prompt), steps = request.max_new_tokens;
   TM_RETURN_IF_ERROR(need(NextPowerOfTwo(n), n));
   for (int64_t step = 1; step < steps; ++step) {
@@ -175,10 +179,10 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
   v_.resize(t * d);
 
   tm_program *embed, *qkv, *attn_mlp, *head;
-  TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kEmbed, t, 0, &embed));
-  TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kQkv, t, 0, &qkv));
-  TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kAttnMlp, t, l, &attn_mlp));
-  TM_RETURN_IF_ERROR(GetProgram(Gpt2ProgramKind::kHead, 1, 0, &head));
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kEmbed, t, 0, &embed));
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kQkv, t, 0, &qkv));
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kAttnMlp, t, l, &attn_mlp));
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, 1, 0, &head));
 
   {
     Tensors in, out;
@@ -232,9 +236,13 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
   return Invoke(head, in, out);
 }
 
-Status Gpt2Model::Logits(const int32_t *ids, size_t n, float *logits) {
+Status Gpt2Model::Logits(const int32_t *ids, size_t n, float *logits, size_t capacity) {
   TM_RETURN_IF_ERROR(CheckIds("tm_model_logits", ids, n));
   if (!logits) return InvalidArgument("tm_model_logits: logits is NULL");
+  if (capacity < static_cast<size_t>(config_.vocab_size))
+    return InvalidArgument("tm_model_logits: logits has room for " + std::to_string(capacity) +
+                           " floats, the model has " + std::to_string(config_.vocab_size) +
+                           " logits");
   return Forward(ids, n, 0, logits);
 }
 
@@ -284,4 +292,4 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
   return Status::Ok();
 }
 
-}  // namespace tinymlir
+}  // namespace tinymlir::gpt2

@@ -1,0 +1,209 @@
+// tinymlir.hpp — a header-only C++ convenience layer over the C API (<tinymlir/tinymlir.h>
+// and <tinymlir/gpt2.h>): RAII handles and a tracer. It adds no behaviour: every call is
+// the C call it wraps, with the same ownership and error rules; nothing here throws.
+//
+//   tinymlir::ContextHandle ctx;
+//   tm_context_create(ctx.out());
+//   tinymlir::Tracer tr(ctx, "affine");
+//   tm_value x = tr.input(TM_F32, {2, 4}), b = tr.input(TM_F32, {4});
+//   tr.end({tr.mul(tr.add(x, b), tr.scalar(0.5))});
+//   tinymlir::ProgramHandle program;
+//   if (tr.compile(ctx, nullptr, &program) != TM_OK) puts(tr.error().c_str());
+#ifndef TINYMLIR_TINYMLIR_HPP
+#define TINYMLIR_TINYMLIR_HPP
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tinymlir/gpt2.h"
+#include "tinymlir/tinymlir.h"
+
+namespace tinymlir {
+
+// Owns one reference to a C object and drops it with `Release` (which accepts NULL).
+template <typename T, void (*Release)(T *)>
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(T *p) : p_(p) {}
+  Handle(Handle &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Handle &operator=(Handle &&o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  Handle(const Handle &) = delete;
+  Handle &operator=(const Handle &) = delete;
+  ~Handle() { Release(p_); }
+
+  T *get() const { return p_; }
+  operator T *() const { return p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  // Releases what is held and returns the slot for a C function's out parameter.
+  T **out() {
+    reset();
+    return &p_;
+  }
+  T *release() { return std::exchange(p_, nullptr); }
+  void reset() { Release(std::exchange(p_, nullptr)); }
+
+ private:
+  T *p_ = nullptr;
+};
+
+using ContextHandle = Handle<tm_context, tm_context_destroy>;
+using TraceHandle = Handle<tm_trace, tm_trace_destroy>;
+using ProgramHandle = Handle<tm_program, tm_program_release>;
+using ModelHandle = Handle<tm_model, tm_model_destroy>;
+
+// Records a trace op by op. The first failing call is remembered (status() and error(),
+// the tm_last_error message of that moment); later calls are skipped and return 0, so a
+// whole program can be written without checking each op, then checked once.
+class Tracer {
+ public:
+  Tracer(tm_context *ctx, const char *name) { Check(tm_trace_begin(ctx, name, trace_.out())); }
+
+  bool ok() const { return status_ == TM_OK; }
+  tm_status status() const { return status_; }
+  const std::string &error() const { return error_; }
+  tm_trace *get() const { return trace_.get(); }
+
+  tm_value input(tm_dtype dtype, const std::vector<int64_t> &shape) {
+    return Op([&](tm_value *v) {
+      return tm_op_input(trace_, dtype, static_cast<int32_t>(shape.size()), shape.data(), v);
+    });
+  }
+  tm_value scalar(double value, tm_dtype dtype = TM_F32) {
+    return Op([&](tm_value *v) { return tm_op_scalar(trace_, dtype, value, v); });
+  }
+  tm_value constant(const tm_tensor &data) {
+    return Op([&](tm_value *v) { return tm_op_constant(trace_, &data, v); });
+  }
+
+  tm_value add(tm_value a, tm_value b) { return Binary(tm_op_add, a, b); }
+  tm_value sub(tm_value a, tm_value b) { return Binary(tm_op_sub, a, b); }
+  tm_value mul(tm_value a, tm_value b) { return Binary(tm_op_mul, a, b); }
+  tm_value div(tm_value a, tm_value b) { return Binary(tm_op_div, a, b); }
+  tm_value pow(tm_value a, tm_value b) { return Binary(tm_op_pow, a, b); }
+  tm_value maximum(tm_value a, tm_value b) { return Binary(tm_op_maximum, a, b); }
+  tm_value minimum(tm_value a, tm_value b) { return Binary(tm_op_minimum, a, b); }
+  tm_value less(tm_value a, tm_value b) { return Binary(tm_op_less, a, b); }
+  tm_value greater(tm_value a, tm_value b) { return Binary(tm_op_greater, a, b); }
+  tm_value equal(tm_value a, tm_value b) { return Binary(tm_op_equal, a, b); }
+  tm_value matmul(tm_value a, tm_value b) { return Binary(tm_op_matmul, a, b); }
+  tm_value gather(tm_value table, tm_value indices) { return Binary(tm_op_gather, table, indices); }
+  tm_value where(tm_value cond, tm_value a, tm_value b) {
+    return Op([&](tm_value *v) { return tm_op_where(trace_, cond, a, b, v); });
+  }
+
+  tm_value neg(tm_value x) { return Unary(tm_op_neg, x); }
+  tm_value exp(tm_value x) { return Unary(tm_op_exp, x); }
+  tm_value log(tm_value x) { return Unary(tm_op_log, x); }
+  tm_value tanh(tm_value x) { return Unary(tm_op_tanh, x); }
+  tm_value sqrt(tm_value x) { return Unary(tm_op_sqrt, x); }
+  tm_value rsqrt(tm_value x) { return Unary(tm_op_rsqrt, x); }
+  tm_value erf(tm_value x) { return Unary(tm_op_erf, x); }
+  tm_value abs(tm_value x) { return Unary(tm_op_abs, x); }
+  tm_value gelu_tanh(tm_value x) { return Unary(tm_op_gelu_tanh, x); }
+  tm_value cast(tm_value x, tm_dtype dtype) {
+    return Op([&](tm_value *v) { return tm_op_cast(trace_, x, dtype, v); });
+  }
+
+  tm_value reduce_sum(tm_value x, int32_t axis, bool keepdims = false) {
+    return Reduce(tm_op_reduce_sum, x, axis, keepdims);
+  }
+  tm_value reduce_max(tm_value x, int32_t axis, bool keepdims = false) {
+    return Reduce(tm_op_reduce_max, x, axis, keepdims);
+  }
+  tm_value reduce_mean(tm_value x, int32_t axis, bool keepdims = false) {
+    return Reduce(tm_op_reduce_mean, x, axis, keepdims);
+  }
+  tm_value reduce_var(tm_value x, int32_t axis, bool keepdims = false) {
+    return Reduce(tm_op_reduce_var, x, axis, keepdims);
+  }
+  tm_value softmax(tm_value x, int32_t axis = -1) {
+    return Op([&](tm_value *v) { return tm_op_softmax(trace_, x, axis, v); });
+  }
+  tm_value layer_norm(tm_value x, tm_value gamma, tm_value beta, double eps) {
+    return Op([&](tm_value *v) { return tm_op_layer_norm(trace_, x, gamma, beta, eps, v); });
+  }
+  tm_value causal_mask(int64_t rows, int64_t cols, int64_t offset, tm_dtype dtype = TM_F32) {
+    return Op([&](tm_value *v) { return tm_op_causal_mask(trace_, rows, cols, offset, dtype, v); });
+  }
+
+  tm_value reshape(tm_value x, const std::vector<int64_t> &shape) {
+    return Op([&](tm_value *v) {
+      return tm_op_reshape(trace_, x, static_cast<int32_t>(shape.size()), shape.data(), v);
+    });
+  }
+  tm_value transpose(tm_value x, const std::vector<int32_t> &perm) {
+    return Op([&](tm_value *v) {
+      return tm_op_transpose(trace_, x, perm.data(), static_cast<int32_t>(perm.size()), v);
+    });
+  }
+  tm_value slice(tm_value x, const std::vector<int64_t> &begin, const std::vector<int64_t> &end) {
+    if (begin.size() != end.size()) {
+      Fail(TM_ERROR_INVALID_ARGUMENT, "slice: begin and end have different lengths");
+      return 0;
+    }
+    return Op([&](tm_value *v) {
+      return tm_op_slice(trace_, x, static_cast<int32_t>(begin.size()), begin.data(), end.data(),
+                         v);
+    });
+  }
+  tm_value concat(const std::vector<tm_value> &xs, int32_t axis) {
+    return Op([&](tm_value *v) {
+      return tm_op_concat(trace_, xs.data(), static_cast<int32_t>(xs.size()), axis, v);
+    });
+  }
+
+  // Ends the trace with these outputs.
+  tm_status end(const std::vector<tm_value> &outputs) {
+    if (ok()) Check(tm_trace_end(trace_, outputs.data(), static_cast<int32_t>(outputs.size())));
+    return status_;
+  }
+
+  // Compiles the ended trace (options may be NULL); the first failure so far, if any, is
+  // returned instead.
+  tm_status compile(tm_context *ctx, const tm_compile_options *options, ProgramHandle *out) {
+    if (ok()) Check(tm_compile(ctx, trace_, options, out->out()));
+    return status_;
+  }
+
+ private:
+  void Check(tm_status s) {
+    if (s != TM_OK) Fail(s, tm_last_error());
+  }
+  void Fail(tm_status s, const char *message) {
+    if (!ok()) return;
+    status_ = s;
+    error_ = message;
+  }
+  template <typename F>
+  tm_value Op(F &&record) {
+    tm_value v = 0;
+    if (ok()) Check(record(&v));
+    return ok() ? v : 0;
+  }
+  tm_value Binary(tm_status (*fn)(tm_trace *, tm_value, tm_value, tm_value *), tm_value a,
+                  tm_value b) {
+    return Op([&](tm_value *v) { return fn(trace_, a, b, v); });
+  }
+  tm_value Unary(tm_status (*fn)(tm_trace *, tm_value, tm_value *), tm_value x) {
+    return Op([&](tm_value *v) { return fn(trace_, x, v); });
+  }
+  tm_value Reduce(tm_status (*fn)(tm_trace *, tm_value, int32_t, int32_t, tm_value *), tm_value x,
+                  int32_t axis, bool keepdims) {
+    return Op([&](tm_value *v) { return fn(trace_, x, axis, keepdims ? 1 : 0, v); });
+  }
+
+  TraceHandle trace_;
+  tm_status status_ = TM_OK;
+  std::string error_;
+};
+
+}  // namespace tinymlir
+
+#endif  // TINYMLIR_TINYMLIR_HPP

@@ -1,0 +1,49 @@
+#include "core/trace/dtype.h"
+
+namespace tinymlir {
+namespace {
+// Kinds in NumPy's order: bool < integer < float.
+int Kind(DType d) { return d == DType::kBool ? 0 : IsInteger(d) ? 1 : 2; }
+}  // namespace
+
+bool IsValidDtype(int d) { return d >= static_cast<int>(DType::kF32) && d <= static_cast<int>(DType::kBool); }
+bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF64; }
+bool IsInteger(DType d) { return d == DType::kI32 || d == DType::kI64; }
+
+size_t DtypeSize(DType d) {
+  switch (d) {
+    case DType::kF32: case DType::kI32: return 4;
+    case DType::kF64: case DType::kI64: return 8;
+    case DType::kBool: return 1;
+  }
+  return 0;
+}
+
+const char *DtypeName(DType d) {
+  switch (d) {
+    case DType::kF32: return "f32";
+    case DType::kF64: return "f64";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+    case DType::kBool: return "bool";
+  }
+  return "invalid";
+}
+
+DType PromoteTypes(DType a, DType b) {
+  if (a == b) return a;
+  if (Kind(a) != Kind(b)) {
+    DType lo = Kind(a) < Kind(b) ? a : b, hi = Kind(a) < Kind(b) ? b : a;
+    // f32 cannot hold every i32/i64, so NumPy widens to f64.
+    if (IsInteger(lo) && hi == DType::kF32) return DType::kF64;
+    return hi;
+  }
+  return DtypeSize(a) >= DtypeSize(b) ? a : b;  // same kind: the wider one
+}
+
+DType PromoteWithWeakScalar(DType tensor, DType scalar) {
+  if (Kind(scalar) <= Kind(tensor)) return tensor;
+  return Kind(scalar) == 2 ? DType::kF64 : DType::kI64;  // Python float/int default types
+}
+
+}  // namespace tinymlir

@@ -1,0 +1,226 @@
+// The C functions of <tinymlir/gpt2.h>: argument checks, options, and the busy rule, over
+// Gpt2Model. Like the rest of this folder, it uses only the public tinymlir headers.
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "gpt2/src/model.h"
+#include "tinymlir/gpt2.h"
+
+using tinymlir::gpt2::Gpt2Model;
+using tinymlir::gpt2::Status;
+
+struct tm_model {
+  std::unique_ptr<Gpt2Model> impl;
+};
+
+namespace {
+
+// First published layouts (struct_size) of the options structs.
+constexpr size_t kModelOptionsFirstLayout = 8;
+constexpr size_t kGenerateOptionsFirstLayout = 40;
+constexpr size_t kModelStatsFirstLayout = 64;
+
+// Reports a failed Status the way the compiler's shims do: its code, and its message as
+// the thread's tm_last_error (through the C API, so both layers share one last error).
+tm_status Report(const Status &status) {
+  return status.ok() ? TM_OK : tm_set_last_error(status.code(), status.message().c_str());
+}
+
+// Runs `body`, keeping C++ exceptions inside the library.
+template <typename F>
+tm_status Guard(const char *fn, F &&body) {
+  try {
+    return Report(body());
+  } catch (const std::bad_alloc &) {
+    return Report({TM_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory"});
+  } catch (const std::exception &e) {
+    return Report({TM_ERROR_RUNTIME, std::string(fn) + ": internal error: " + e.what()});
+  }
+}
+
+// Reads a versioned options struct: see "Options structs" in tinymlir.h.
+template <typename T>
+Status ReadOptions(const char *fn, const T *in, size_t first_layout, T *out) {
+  if (!in) return Status::Ok();
+  const size_t size = in->struct_size;
+  if (size < first_layout)
+    return tinymlir::gpt2::InvalidArgument(
+        std::string(fn) + ": options.struct_size is " + std::to_string(size) +
+        ", smaller than the first published layout (" + std::to_string(first_layout) +
+        " bytes); fill the options with their *_options_init function");
+  const auto *bytes = reinterpret_cast<const unsigned char *>(in);
+  for (size_t i = sizeof(T); i < size; ++i)
+    if (bytes[i] != 0)
+      return tinymlir::gpt2::Unsupported(
+          std::string(fn) + ": the options come from a newer header (struct_size " +
+          std::to_string(size) + ", this library knows " + std::to_string(sizeof(T)) +
+          " bytes) and set a field this library does not have (byte " + std::to_string(i) +
+          ")");
+  std::memcpy(out, in, std::min(size, sizeof(T)));
+  out->struct_size = sizeof(T);
+  return Status::Ok();
+}
+
+Status NeedTokenizer(const tm_model *m, const char *fn) {
+  if (!m->impl->tokenizer())
+    return tinymlir::gpt2::Unsupported(std::string(fn) +
+                                       ": this model has no tokenizer (vocab.json and "
+                                       "merges.txt were not in its folder); use token ids");
+  return Status::Ok();
+}
+
+Status Null(const char *fn, const char *what) {
+  return tinymlir::gpt2::InvalidArgument(std::string(fn) + ": " + what + " is NULL");
+}
+
+}  // namespace
+
+extern "C" {
+
+TM_API void tm_model_options_init(tm_model_options *options) {
+  if (!options) return;
+  std::memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+  options->target = TM_TARGET_CPU;
+}
+
+TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, const tm_model_options *options,
+                               tm_model **out) {
+  if (!ctx) return Report(Null("tm_model_load", "ctx"));
+  if (!dir) return Report(Null("tm_model_load", "dir"));
+  if (!out) return Report(Null("tm_model_load", "out"));
+  return Guard("tm_model_load", [&]() -> Status {
+    tm_model_options o;
+    tm_model_options_init(&o);
+    TM_RETURN_IF_ERROR(ReadOptions("tm_model_load", options, kModelOptionsFirstLayout, &o));
+    auto model = std::make_unique<tm_model>();
+    TM_RETURN_IF_ERROR(Gpt2Model::Load(ctx, dir, o.target, &model->impl));
+    *out = model.release();
+    return Status::Ok();
+  });
+}
+
+TM_API void tm_model_destroy(tm_model *model) { delete model; }
+
+TM_API tm_status tm_model_info(const tm_model *model, int32_t *vocab_size, int32_t *n_ctx,
+                               int32_t *n_layer, int32_t *n_embd) {
+  if (!model) return Report(Null("tm_model_info", "model"));
+  const tinymlir::gpt2::Gpt2Config &c = model->impl->config();
+  if (vocab_size) *vocab_size = c.vocab_size;
+  if (n_ctx) *n_ctx = c.n_ctx;
+  if (n_layer) *n_layer = c.n_layer;
+  if (n_embd) *n_embd = c.n_embd;
+  return TM_OK;
+}
+
+TM_API tm_status tm_tokenize(const tm_model *model, const char *text, size_t len, int32_t *ids,
+                             size_t capacity, size_t *n_ids) {
+  if (!model) return Report(Null("tm_tokenize", "model"));
+  if (!n_ids) return Report(Null("tm_tokenize", "n_ids"));
+  if (!text && len > 0) return Report(Null("tm_tokenize", "text"));
+  if (!ids && capacity > 0) return Report(Null("tm_tokenize", "ids"));
+  return Guard("tm_tokenize", [&]() -> Status {
+    TM_RETURN_IF_ERROR(NeedTokenizer(model, "tm_tokenize"));
+    std::vector<int32_t> encoded;
+    TM_RETURN_IF_ERROR(model->impl->tokenizer()->Encode(std::string_view(text ? text : "", len),
+                                                         &encoded));
+    std::copy_n(encoded.begin(), std::min(capacity, encoded.size()), ids);
+    *n_ids = encoded.size();
+    return Status::Ok();
+  });
+}
+
+TM_API tm_status tm_detokenize(const tm_model *model, const int32_t *ids, size_t n, char *buf,
+                               size_t capacity, size_t *len) {
+  if (!model) return Report(Null("tm_detokenize", "model"));
+  if (!len) return Report(Null("tm_detokenize", "len"));
+  if (!ids && n > 0) return Report(Null("tm_detokenize", "ids"));
+  if (!buf && capacity > 0) return Report(Null("tm_detokenize", "buf"));
+  return Guard("tm_detokenize", [&]() -> Status {
+    TM_RETURN_IF_ERROR(NeedTokenizer(model, "tm_detokenize"));
+    std::string text;
+    TM_RETURN_IF_ERROR(model->impl->tokenizer()->Decode(ids, n, &text));
+    std::copy_n(text.data(), std::min(capacity, text.size()), buf);
+    *len = text.size();
+    return Status::Ok();
+  });
+}
+
+TM_API tm_status tm_model_logits(tm_model *model, const int32_t *ids, size_t n, float *logits,
+                                 size_t capacity) {
+  if (!model) return Report(Null("tm_model_logits", "model"));
+  return Guard("tm_model_logits", [&]() -> Status {
+    std::unique_ptr<Gpt2Model::Claim> claim;
+    TM_RETURN_IF_ERROR(model->impl->TryClaim("tm_model_logits", &claim));
+    return model->impl->Logits(ids, n, logits, capacity);
+  });
+}
+
+TM_API void tm_generate_options_init(tm_generate_options *options) {
+  if (!options) return;
+  std::memset(options, 0, sizeof *options);
+  options->struct_size = sizeof *options;
+  options->max_new_tokens = 32;
+  options->temperature = 0.0f;
+  options->top_k = 0;
+  options->top_p = 1.0f;
+  options->seed = 0;
+  options->use_kv_cache = 1;
+  options->stop_at_eos = 0;
+}
+
+TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
+                             const tm_generate_options *options, tm_token_callback callback,
+                             void *user, int32_t *out_ids, size_t capacity, size_t *n_out) {
+  if (!model) return Report(Null("tm_generate", "model"));
+  if (!n_out) return Report(Null("tm_generate", "n_out"));
+  if (!out_ids && capacity > 0) return Report(Null("tm_generate", "out_ids"));
+  return Guard("tm_generate", [&]() -> Status {
+    tm_generate_options o;
+    tm_generate_options_init(&o);
+    TM_RETURN_IF_ERROR(ReadOptions("tm_generate", options, kGenerateOptionsFirstLayout, &o));
+    if (!(o.temperature >= 0.0f) || o.top_k < 0 || !(o.top_p > 0.0f && o.top_p <= 1.0f) ||
+        o.max_new_tokens < 0)
+      return tinymlir::gpt2::InvalidArgument(
+          "tm_generate: options need max_new_tokens >= 0, temperature >= 0, top_k >= 0 and "
+          "0 < top_p <= 1");
+    std::unique_ptr<Gpt2Model::Claim> claim;
+    TM_RETURN_IF_ERROR(model->impl->TryClaim("tm_generate", &claim));
+    tinymlir::gpt2::GenerateRequest request;
+    request.max_new_tokens = o.max_new_tokens;
+    request.sampling = {o.temperature, o.top_k, o.top_p, o.seed};
+    request.use_kv_cache = o.use_kv_cache != 0;
+    request.stop_at_eos = o.stop_at_eos != 0;
+    request.callback = callback;
+    request.user = user;
+    std::vector<int32_t> generated;
+    TM_RETURN_IF_ERROR(model->impl->Generate(prompt, n_prompt, request, &generated));
+    std::copy_n(generated.begin(), std::min(capacity, generated.size()), out_ids);
+    *n_out = generated.size();
+    return Status::Ok();
+  });
+}
+
+TM_API tm_status tm_model_get_stats(tm_model *model, tm_model_stats *stats) {
+  if (!model) return Report(Null("tm_model_get_stats", "model"));
+  if (!stats) return Report(Null("tm_model_get_stats", "stats"));
+  if (stats->struct_size < kModelStatsFirstLayout)
+    return Report(tinymlir::gpt2::InvalidArgument(
+        "tm_model_get_stats: stats->struct_size is " + std::to_string(stats->struct_size) +
+        ", smaller than the first published layout (" + std::to_string(kModelStatsFirstLayout) +
+        " bytes); set it to sizeof(tm_model_stats)"));
+  return Guard("tm_model_get_stats", [&]() -> Status {
+    std::unique_ptr<Gpt2Model::Claim> claim;
+    TM_RETURN_IF_ERROR(model->impl->TryClaim("tm_model_get_stats", &claim));
+    const uint32_t size = stats->struct_size;
+    tm_model_stats current = model->impl->stats();
+    // A caller with an older, smaller struct gets its fields; a newer one keeps its extra
+    // fields untouched.
+    std::memcpy(stats, &current, std::min<size_t>(size, sizeof current));
+    stats->struct_size = size;
+    return Status::Ok();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,99 @@
+#include "gpt2/src/programs.h"
+
+#include <cmath>
+#include <memory>
+
+namespace tinymlir::gpt2 {
+namespace {
+
+// x @ w + b: a GPT-2 Conv1D (weights stored [in, out]).
+tm_value Linear(Tracer &tr, tm_value x, tm_value w, tm_value b) { return tr.add(tr.matmul(x, w), b); }
+
+void TraceEmbed(Tracer &tr, const Gpt2Config &c, int64_t t) {
+  tm_value ids = tr.input(TM_I32, {t});
+  tm_value positions = tr.input(TM_I32, {t});
+  tm_value wte = tr.input(TM_F32, {c.vocab_size, c.n_embd});
+  tm_value wpe = tr.input(TM_F32, {c.n_ctx, c.n_embd});
+  tr.end({tr.add(tr.gather(wte, ids), tr.gather(wpe, positions))});  // (t, d)
+}
+
+void TraceQkv(Tracer &tr, const Gpt2Config &c, int64_t t) {
+  const int64_t d = c.n_embd;
+  tm_value x = tr.input(TM_F32, {t, d});
+  tm_value g = tr.input(TM_F32, {d}), b = tr.input(TM_F32, {d});
+  tm_value w = tr.input(TM_F32, {d, 3 * d}), bias = tr.input(TM_F32, {3 * d});
+  tm_value qkv = Linear(tr, tr.layer_norm(x, g, b, c.layer_norm_epsilon), w, bias);  // (t, 3d)
+  tr.end({tr.slice(qkv, {0, 0}, {t, d}), tr.slice(qkv, {0, d}, {t, 2 * d}),
+          tr.slice(qkv, {0, 2 * d}, {t, 3 * d})});
+}
+
+void TraceAttnMlp(Tracer &tr, const Gpt2Config &c, int64_t t, int64_t l) {
+  const int64_t d = c.n_embd, h = c.n_head, hd = c.head_dim(), inner = c.n_inner;
+  tm_value x = tr.input(TM_F32, {t, d});
+  tm_value q = tr.input(TM_F32, {t, d});
+  tm_value k = tr.input(TM_F32, {l, d});
+  tm_value v = tr.input(TM_F32, {l, d});
+  tm_value mask = tr.input(TM_F32, {t, l});  // 0 = visible, lowest float = hidden
+  tm_value proj_w = tr.input(TM_F32, {d, d}), proj_b = tr.input(TM_F32, {d});
+  tm_value ln2_g = tr.input(TM_F32, {d}), ln2_b = tr.input(TM_F32, {d});
+  tm_value fc_w = tr.input(TM_F32, {d, inner}), fc_b = tr.input(TM_F32, {inner});
+  tm_value mp_w = tr.input(TM_F32, {inner, d}), mp_b = tr.input(TM_F32, {d});
+
+  tm_value qh = tr.transpose(tr.reshape(q, {t, h, hd}), {1, 0, 2});   // (h, t, hd)
+  tm_value kt = tr.transpose(tr.reshape(k, {l, h, hd}), {1, 2, 0});   // (h, hd, l)
+  tm_value vh = tr.transpose(tr.reshape(v, {l, h, hd}), {1, 0, 2});   // (h, l, hd)
+  tm_value scores = tr.mul(tr.matmul(qh, kt), tr.scalar(1.0 / std::sqrt(double(hd))));
+  tm_value probs = tr.softmax(tr.add(scores, mask));                   // (h, t, l)
+  tm_value heads = tr.matmul(probs, vh);                                // (h, t, hd)
+  tm_value merged = tr.reshape(tr.transpose(heads, {1, 0, 2}), {t, d});  // (t, d)
+  tm_value x1 = tr.add(x, Linear(tr, merged, proj_w, proj_b));
+  tm_value hidden = tr.gelu_tanh(Linear(tr, tr.layer_norm(x1, ln2_g, ln2_b, c.layer_norm_epsilon),
+                                      fc_w, fc_b));                     // (t, inner)
+  tr.end({tr.add(x1, Linear(tr, hidden, mp_w, mp_b))});
+}
+
+void TraceHead(Tracer &tr, const Gpt2Config &c) {
+  const int64_t d = c.n_embd;
+  tm_value x = tr.input(TM_F32, {1, d});
+  tm_value g = tr.input(TM_F32, {d}), b = tr.input(TM_F32, {d});
+  tm_value wte = tr.input(TM_F32, {c.vocab_size, d});
+  // wte @ x^T: the tied LM head without transposing the (V, d) table; N = 1 makes it a
+  // single GEMV on the CPU target.
+  tm_value col = tr.reshape(tr.layer_norm(x, g, b, c.layer_norm_epsilon), {d, 1});
+  tr.end({tr.reshape(tr.matmul(wte, col), {c.vocab_size})});
+}
+
+}  // namespace
+
+const char *ProgramName(ProgramKind kind) {
+  switch (kind) {
+    case ProgramKind::kEmbed: return "gpt2_embed";
+    case ProgramKind::kQkv: return "gpt2_qkv";
+    case ProgramKind::kAttnMlp: return "gpt2_attn_mlp";
+    case ProgramKind::kHead: return "gpt2_head";
+  }
+  return "gpt2";
+}
+
+void TraceProgram(const Gpt2Config &config, ProgramKind kind, int64_t t, int64_t l,
+                  Tracer *tracer) {
+  switch (kind) {
+    case ProgramKind::kEmbed: TraceEmbed(*tracer, config, t); break;
+    case ProgramKind::kQkv: TraceQkv(*tracer, config, t); break;
+    case ProgramKind::kAttnMlp: TraceAttnMlp(*tracer, config, t, l); break;
+    case ProgramKind::kHead: TraceHead(*tracer, config); break;
+  }
+}
+
+Status CompileProgram(tm_context *ctx, const Gpt2Config &config, tm_target target,
+                      ProgramKind kind, int64_t t, int64_t l, ProgramHandle *out) {
+  Tracer tracer(ctx, ProgramName(kind));
+  TraceProgram(config, kind, t, l, &tracer);
+  tm_compile_options options;
+  tm_compile_options_init(&options);
+  options.target = target;
+  if (tracer.compile(ctx, &options, out) != TM_OK) return {tracer.status(), tracer.error()};
+  return Status::Ok();
+}
+
+}  // namespace tinymlir::gpt2

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The layers of docs/ARCHITECTURE.md, checked on the sources: each folder includes only
+# what the layer below it publishes. Prints every violation; fails if there is one.
+set -u
+cd "$(dirname "$0")/../.."
+status=0
+
+# violations PATTERN DESCRIPTION PATHS...: project includes matching PATTERN in PATHS.
+violations() {
+  local pattern=$1 what=$2
+  shift 2
+  local found
+  found=$(grep -rnE --include='*.h' --include='*.hpp' --include='*.cpp' --include='*.c' \
+    --include='*.i' "^\s*#\s*include\s*[\"<]($pattern)" "$@" 2>/dev/null)
+  if [ -n "$found" ]; then
+    echo "layering: $what:"
+    echo "$found" | sed 's/^/  /'
+    status=1
+  fi
+}
+
+# core is the compiler library: no C API, no application.
+violations 'tinymlir/|capi/|gpt2/' "core/ includes the C API or the GPT-2 application" core
+# The GPT-2 application stands on the public headers only.
+violations 'core/|capi/' "gpt2/ reaches past the public headers" gpt2
+# The C boundary converts to core; it does not know the application.
+violations 'gpt2/' "capi/ includes the GPT-2 application" capi
+# Programs and bindings use the public headers (the profiler also uses the application's
+# own program definitions, gpt2/src/programs.h, so that there is one GPT-2).
+violations 'core/|capi/src' "a program or binding includes library internals" cli bench examples bindings
+violations 'gpt2/' "a program or binding includes the application's internals" cli examples bindings
+
+[ $status -eq 0 ] && echo "layering: ok (core <- capi; public headers <- gpt2, cli, bench, examples, bindings)"
+exit $status
