@@ -1,9 +1,12 @@
-/* The header is C: a plain C11 program that traces, compiles and invokes the seed's
- * affine_activation(x, gain, bias) = (x * gain + bias) * 0.5, and checks an error case.
+/* The headers are C: a plain C11 program that traces, compiles and invokes the fusion
+ * example affine_activation(x, gain, bias) = (x * gain + bias) * 0.5, checks an error case,
+ * and the API's lifetime and versioning rules from C (cache hit, context outliving, older
+ * and newer struct_size, size queries, the busy model).
  * Prints "N passed, N failed" and exits non-zero on any failure. */
 #include <stdio.h>
 #include <string.h>
 
+#include "tinymlir/gpt2.h"
 #include "tinymlir/tinymlir.h"
 
 static int passed = 0, failed = 0;
@@ -105,9 +108,97 @@ static void test_error(void) {
   tm_context_destroy(ctx);
 }
 
+/* A trace of neg(x) for x: f32[2]. */
+static tm_trace *negate(tm_context *ctx) {
+  tm_trace *trace = NULL;
+  const int64_t shape[1] = {2};
+  tm_value x = 0, y = 0;
+  EXPECT_OK(tm_trace_begin(ctx, "neg", &trace));
+  EXPECT_OK(tm_op_input(trace, TM_F32, 1, shape, &x));
+  EXPECT_OK(tm_op_neg(trace, x, &y));
+  EXPECT_OK(tm_trace_end(trace, &y, 1));
+  return trace;
+}
+
+static void test_cache_hit_and_struct_size(void) {
+  tm_context *ctx = NULL;
+  tm_program *a = NULL, *b = NULL;
+  EXPECT_OK(tm_context_create(&ctx));
+  tm_trace *trace = negate(ctx);
+  tm_compile_options first;
+  tm_compile_options_init(&first);
+  first.struct_size = 20; /* the first published layout */
+  EXPECT_OK(tm_compile(ctx, trace, &first, &a));
+  EXPECT(tm_program_cache_hit(a) == 0, "first compile reported a hit");
+  struct {
+    tm_compile_options known;
+    int32_t future;
+  } newer;
+  tm_compile_options_init(&newer.known);
+  newer.known.struct_size = sizeof newer;
+  newer.future = 0;
+  EXPECT_OK(tm_compile(ctx, trace, &newer.known, &b));
+  EXPECT(tm_program_cache_hit(b) == 1, "second compile of the same trace missed");
+  newer.future = 1;
+  tm_program *c = NULL;
+  tm_status s = tm_compile(ctx, trace, &newer.known, &c);
+  EXPECT(s == TM_ERROR_UNSUPPORTED && c == NULL, "newer options: %s", tm_status_string(s));
+  first.struct_size = 8;
+  s = tm_compile(ctx, trace, &first, &c);
+  EXPECT(s == TM_ERROR_INVALID_ARGUMENT, "too small options: %s", tm_status_string(s));
+  tm_program_release(a);
+  tm_program_release(b);
+  tm_trace_destroy(trace);
+  tm_context_destroy(ctx);
+}
+
+struct reentry {
+  tm_model *model;
+  int busy, other;
+};
+
+static int call_back_in(void *user, int32_t token) {
+  struct reentry *r = (struct reentry *)user;
+  size_t n = 0;
+  tm_status s = tm_generate(r->model, &token, 1, NULL, NULL, NULL, NULL, 0, &n);
+  if (s == TM_ERROR_BUSY) ++r->busy; else ++r->other;
+  return 0;
+}
+
+static void test_model_rules(void) {
+  tm_context *ctx = NULL;
+  tm_model *model = NULL;
+  EXPECT_OK(tm_context_create(&ctx));
+  EXPECT_OK(tm_model_load(ctx, TM_MODELS_DIR "/kjv-tiny", NULL, &model));
+  tm_context_destroy(ctx); /* the model keeps the context alive */
+  if (!model) return;
+
+  const char text[] = "In the beginning";
+  size_t n_ids = 0;
+  EXPECT_OK(tm_tokenize(model, text, sizeof text - 1, NULL, 0, &n_ids));
+  EXPECT(n_ids == 3, "needs %zu ids", n_ids);
+  int32_t ids[3] = {0, 0, 0};
+  EXPECT_OK(tm_tokenize(model, text, sizeof text - 1, ids, 3, &n_ids));
+  size_t len = 0;
+  EXPECT_OK(tm_detokenize(model, ids, 3, NULL, 0, &len));
+  EXPECT(len == sizeof text - 1, "needs %zu bytes", len);
+
+  tm_generate_options options;
+  tm_generate_options_init(&options);
+  options.max_new_tokens = 4;
+  struct reentry r = {model, 0, 0};
+  int32_t out[4];
+  size_t n = 0;
+  EXPECT_OK(tm_generate(model, ids, 3, &options, call_back_in, &r, out, 4, &n));
+  EXPECT(n == 4 && r.busy == 4 && r.other == 0, "n %zu, busy %d, other %d", n, r.busy, r.other);
+  tm_model_destroy(model);
+}
+
 int main(void) {
   test_affine();
   test_error();
+  test_cache_hit_and_struct_size();
+  test_model_rules();
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
