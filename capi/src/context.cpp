@@ -1,4 +1,7 @@
 // Contexts: the reference-counted owners of the program cache.
+#include <algorithm>
+#include <cstring>
+
 #include "capi/src/errors.h"
 #include "capi/src/handles.h"
 
@@ -31,6 +34,35 @@ TM_API tm_status tm_cache_stats(tm_context *ctx, uint64_t *hits, uint64_t *misse
   if (misses) *misses = stats.misses;
   if (entries) *entries = stats.entries;
   return TM_OK;
+}
+
+TM_API tm_status tm_cache_get_info(tm_context *ctx, tm_cache_info *info) {
+  if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_get_info: ctx is NULL");
+  if (!info) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_get_info: info is NULL");
+  constexpr uint32_t kFirstLayout = 56;
+  if (info->struct_size < kFirstLayout)
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                "tm_cache_get_info: info->struct_size is " + std::to_string(info->struct_size) +
+                    ", smaller than the first published layout (56 bytes)");
+  tinymlir::CacheStats stats = ctx->cache.Stats();
+  tm_cache_info current;
+  current.struct_size = info->struct_size;
+  current.hits = stats.hits;
+  current.misses = stats.misses;
+  current.entries = stats.entries;
+  current.evictions = stats.evictions;
+  current.bytes = stats.bytes;
+  current.budget_bytes = stats.budget;
+  std::memcpy(info, &current, std::min<size_t>(info->struct_size, sizeof current));
+  return TM_OK;
+}
+
+TM_API tm_status tm_cache_set_budget(tm_context *ctx, uint64_t bytes) {
+  if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_set_budget: ctx is NULL");
+  return Guard("tm_cache_set_budget", [&] {
+    ctx->cache.SetBudget(bytes);
+    return tinymlir::Status::Ok();
+  });
 }
 
 }  // extern "C"

@@ -17,9 +17,18 @@ struct tm_context {
   tinymlir::ProgramCache cache;
 };
 
+// `tag` (1..4095, from a process-wide counter) is part of every tm_value this trace hands
+// out, so a value from another trace is refused rather than read as one of this trace's.
 struct tm_trace {
-  explicit tm_trace(std::string name) : trace(std::move(name)) {}
+  explicit tm_trace(std::string name) : trace(std::move(name)), tag(NextTag()) {}
   tinymlir::Trace trace;
+  const uint32_t tag;
+
+ private:
+  static uint32_t NextTag() {
+    static std::atomic<uint32_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed) % 4095 + 1;
+  }
 };
 
 // One handle per tm_compile call, sharing the program with the cache and other handles;

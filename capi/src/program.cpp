@@ -82,6 +82,10 @@ TM_API int32_t tm_program_cache_hit(const tm_program *program) {
   return program && program->cache_hit ? 1 : 0;
 }
 
+TM_API uint64_t tm_program_temporary_bytes(const tm_program *program) {
+  return program ? program->impl->temporary_bytes : 0;
+}
+
 TM_API void tm_program_retain(tm_program *program) {
   if (program) program->refs.fetch_add(1, std::memory_order_relaxed);
 }

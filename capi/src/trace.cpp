@@ -12,6 +12,17 @@ using tm_capi::Guard;
 
 namespace {
 
+// A tm_value carries its trace's tag above the value's index, so a value from another
+// trace is recognised instead of silently naming some value of this one.
+constexpr int kIndexBits = 20;
+static_assert((1u << kIndexBits) >= tinymlir::kMaxTraceValues);
+
+tinymlir::ValueId In(const tm_trace *trace, tm_value v) {
+  if ((v >> kIndexBits) != trace->tag) return tinymlir::kForeignValue;
+  return v & ((1u << kIndexBits) - 1);
+}
+tm_value Out(const tm_trace *trace, tinymlir::ValueId v) { return (trace->tag << kIndexBits) | v; }
+
 // Checks trace/out, runs `record(trace, &value)` and writes *out on success.
 template <typename F>
 tm_status Record(tm_trace *trace, const char *op, tm_value *out, F &&record) {
@@ -20,7 +31,7 @@ tm_status Record(tm_trace *trace, const char *op, tm_value *out, F &&record) {
   return Guard(nullptr, [&] {  // the core's messages already name `op`
     tinymlir::ValueId v = 0;
     tinymlir::Status s = record(trace->trace, &v);
-    if (s.ok()) *out = v;
+    if (s.ok()) *out = Out(trace, v);
     return s;
   });
 }
@@ -40,12 +51,12 @@ tinymlir::Status ReadShape(const char *op, int32_t rank, const int64_t *shape, t
 tm_status Binary(tm_trace *t, tinymlir::OpKind kind, const char *op, tm_value a, tm_value b,
                  tm_value *out) {
   return Record(t, op, out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Binary(kind, op, a, b, v);
+    return g.Binary(kind, op, In(t, a), In(t, b), v);
   });
 }
 
 tm_status Unary(tm_trace *t, tinymlir::OpKind kind, const char *op, tm_value x, tm_value *out) {
-  return Record(t, op, out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) { return g.Unary(kind, op, x, v); });
+  return Record(t, op, out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) { return g.Unary(kind, op, In(t, x), v); });
 }
 
 }  // namespace
@@ -68,8 +79,9 @@ TM_API tm_status tm_trace_end(tm_trace *trace, const tm_value *outputs, int32_t 
                 "tm_trace_end: needs n_outputs >= 1 and a non-NULL outputs array (got " +
                     std::to_string(n_outputs) + ")");
   return Guard(nullptr, [&] {
-    return trace->trace.End("tm_trace_end",
-                            std::vector<tinymlir::ValueId>(outputs, outputs + n_outputs));
+    std::vector<tinymlir::ValueId> values;
+    for (int32_t i = 0; i < n_outputs; ++i) values.push_back(In(trace, outputs[i]));
+    return trace->trace.End("tm_trace_end", values);
   });
 }
 
@@ -79,8 +91,9 @@ TM_API tm_status tm_value_type(tm_trace *trace, tm_value value, tm_dtype *dtype,
                                int64_t *shape) {
   if (!trace) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_value_type: trace is NULL");
   return Guard(nullptr, [&] {
-    TM_RETURN_IF_ERROR(trace->trace.CheckValue("tm_value_type", value));
-    const tinymlir::TensorType &t = trace->trace.node(value).type;
+    const tinymlir::ValueId id = In(trace, value);
+    TM_RETURN_IF_ERROR(trace->trace.CheckValue("tm_value_type", id));
+    const tinymlir::TensorType &t = trace->trace.node(id).type;
     if (dtype) *dtype = tm_capi::ToC(t.dtype);
     if (rank) *rank = t.rank();
     if (shape) std::copy(t.shape.begin(), t.shape.end(), shape);
@@ -159,7 +172,7 @@ TM_BINARY(tm_op_equal, kEqual)
 TM_API tm_status tm_op_where(tm_trace *t, tm_value cond, tm_value a, tm_value b,
                              tm_value *out) {
   return Record(t, "tm_op_where", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Where("tm_op_where", cond, a, b, v);
+    return g.Where("tm_op_where", In(t, cond), In(t, a), In(t, b), v);
   });
 }
 
@@ -179,35 +192,35 @@ TM_UNARY(tm_op_abs, kAbs)
 
 TM_API tm_status tm_op_matmul(tm_trace *t, tm_value a, tm_value b, tm_value *out) {
   return Record(t, "tm_op_matmul", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Matmul("tm_op_matmul", a, b, v);
+    return g.Matmul("tm_op_matmul", In(t, a), In(t, b), v);
   });
 }
 
 TM_API tm_status tm_op_reduce_sum(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
                                   tm_value *out) {
   return Record(t, "tm_op_reduce_sum", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Reduce(tinymlir::OpKind::kReduceSum, "tm_op_reduce_sum", x, axis, keepdims != 0, v);
+    return g.Reduce(tinymlir::OpKind::kReduceSum, "tm_op_reduce_sum", In(t, x), axis, keepdims != 0, v);
   });
 }
 
 TM_API tm_status tm_op_reduce_max(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
                                   tm_value *out) {
   return Record(t, "tm_op_reduce_max", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Reduce(tinymlir::OpKind::kReduceMax, "tm_op_reduce_max", x, axis, keepdims != 0, v);
+    return g.Reduce(tinymlir::OpKind::kReduceMax, "tm_op_reduce_max", In(t, x), axis, keepdims != 0, v);
   });
 }
 
 TM_API tm_status tm_op_reduce_mean(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
                                    tm_value *out) {
   return Record(t, "tm_op_reduce_mean", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return tinymlir::ReduceMean(g, "tm_op_reduce_mean", x, axis, keepdims != 0, v);
+    return tinymlir::ReduceMean(g, "tm_op_reduce_mean", In(t, x), axis, keepdims != 0, v);
   });
 }
 
 TM_API tm_status tm_op_reduce_var(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
                                   tm_value *out) {
   return Record(t, "tm_op_reduce_var", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return tinymlir::ReduceVar(g, "tm_op_reduce_var", x, axis, keepdims != 0, v);
+    return tinymlir::ReduceVar(g, "tm_op_reduce_var", In(t, x), axis, keepdims != 0, v);
   });
 }
 
@@ -216,24 +229,24 @@ TM_API tm_status tm_op_reshape(tm_trace *t, tm_value x, int32_t rank, const int6
   return Record(t, "tm_op_reshape", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     tinymlir::Shape s;
     TM_RETURN_IF_ERROR(ReadShape("tm_op_reshape", rank, shape, &s));
-    return g.Reshape("tm_op_reshape", x, s, v);
+    return g.Reshape("tm_op_reshape", In(t, x), s, v);
   });
 }
 
 TM_API tm_status tm_op_transpose(tm_trace *t, tm_value x, const int32_t *perm, int32_t n_perm,
                                  tm_value *out) {
   return Record(t, "tm_op_transpose", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    TM_RETURN_IF_ERROR(g.CheckValue("tm_op_transpose", x));
+    TM_RETURN_IF_ERROR(g.CheckValue("tm_op_transpose", In(t, x)));
     if (n_perm < 0 || (n_perm > 0 && !perm))
       return tinymlir::InvalidArgument("tm_op_transpose: perm is NULL or n_perm is negative");
     std::vector<int64_t> p;
     if (perm) {
       p.assign(perm, perm + n_perm);
     } else {  // NULL, 0: reverse the axes
-      const int rank = g.node(x).type.rank();
+      const int rank = g.node(In(t, x)).type.rank();
       for (int i = 0; i < rank; ++i) p.push_back(rank - 1 - i);
     }
-    return g.Transpose("tm_op_transpose", x, p, v);
+    return g.Transpose("tm_op_transpose", In(t, x), p, v);
   });
 }
 
@@ -242,7 +255,7 @@ TM_API tm_status tm_op_slice(tm_trace *t, tm_value x, int32_t rank, const int64_
   return Record(t, "tm_op_slice", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     if (rank < 0 || (rank > 0 && (!begin || !end)))
       return tinymlir::InvalidArgument("tm_op_slice: begin or end is NULL, or rank is negative");
-    return g.Slice("tm_op_slice", x, tinymlir::Shape(begin, begin + rank),
+    return g.Slice("tm_op_slice", In(t, x), tinymlir::Shape(begin, begin + rank),
                    tinymlir::Shape(end, end + rank), v);
   });
 }
@@ -252,39 +265,41 @@ TM_API tm_status tm_op_concat(tm_trace *t, const tm_value *xs, int32_t n, int32_
   return Record(t, "tm_op_concat", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     if (n < 1 || !xs)
       return tinymlir::InvalidArgument("tm_op_concat: needs n >= 1 values and a non-NULL array");
-    return g.Concat("tm_op_concat", std::vector<tinymlir::ValueId>(xs, xs + n), axis, v);
+    std::vector<tinymlir::ValueId> values;
+    for (int32_t i = 0; i < n; ++i) values.push_back(In(t, xs[i]));
+    return g.Concat("tm_op_concat", values, axis, v);
   });
 }
 
 TM_API tm_status tm_op_gather(tm_trace *t, tm_value table, tm_value indices, tm_value *out) {
   return Record(t, "tm_op_gather", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Gather("tm_op_gather", table, indices, v);
+    return g.Gather("tm_op_gather", In(t, table), In(t, indices), v);
   });
 }
 
 TM_API tm_status tm_op_cast(tm_trace *t, tm_value x, tm_dtype dtype, tm_value *out) {
   return Record(t, "tm_op_cast", out,
                 [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-                  return g.Cast("tm_op_cast", x, tm_capi::ToCore(dtype), v);
+                  return g.Cast("tm_op_cast", In(t, x), tm_capi::ToCore(dtype), v);
                 });
 }
 
 TM_API tm_status tm_op_softmax(tm_trace *t, tm_value x, int32_t axis, tm_value *out) {
   return Record(t, "tm_op_softmax", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return tinymlir::Softmax(g, "tm_op_softmax", x, axis, v);
+    return tinymlir::Softmax(g, "tm_op_softmax", In(t, x), axis, v);
   });
 }
 
 TM_API tm_status tm_op_layer_norm(tm_trace *t, tm_value x, tm_value gamma, tm_value beta,
                                   double eps, tm_value *out) {
   return Record(t, "tm_op_layer_norm", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return tinymlir::LayerNorm(g, "tm_op_layer_norm", x, gamma, beta, eps, v);
+    return tinymlir::LayerNorm(g, "tm_op_layer_norm", In(t, x), In(t, gamma), In(t, beta), eps, v);
   });
 }
 
 TM_API tm_status tm_op_gelu_tanh(tm_trace *t, tm_value x, tm_value *out) {
   return Record(t, "tm_op_gelu_tanh", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return tinymlir::GeluTanh(g, "tm_op_gelu_tanh", x, v);
+    return tinymlir::GeluTanh(g, "tm_op_gelu_tanh", In(t, x), v);
   });
 }
 

@@ -373,6 +373,7 @@ Value ModuleBuilder::EmitConcat(const Node &n) {
   int64_t at = 0;
   for (ValueId op : n.operands) {
     const Shape &s = graph_.node(op).type.shape;
+    if (graph_.node(op).type.NumElements() == 0) continue;  // contributes nothing
     llvm::SmallVector<mlir::OpFoldResult> offsets, sizes, strides;
     for (size_t i = 0; i < s.size(); ++i) {
       offsets.push_back(b_.getIndexAttr(static_cast<int64_t>(i) == axis ? at : 0));
@@ -456,10 +457,19 @@ Value ModuleBuilder::EmitConstant(const Node &n) {
 
 Status ModuleBuilder::Emit(ValueId id) {
   const Node &n = graph_.node(id);
+  if (n.kind == OpKind::kInput || n.kind == OpKind::kScalar)
+    return Status::Ok();  // bound before / materialised on demand
+  // A result with no elements needs no computation, whatever its operands; emitting it as
+  // an empty tensor also keeps ops such as a slice starting at the end of an axis or a
+  // concat of empty operands away from the verifiers' bounds checks.
+  if (n.type.NumElements() == 0) {
+    values_[id] = Empty(n.type);
+    return Status::Ok();
+  }
   Value v;
   switch (n.kind) {
     case OpKind::kInput:
-    case OpKind::kScalar: return Status::Ok();  // bound before / materialised on demand
+    case OpKind::kScalar: return Status::Ok();
     case OpKind::kConstant: v = EmitConstant(n); break;
     case OpKind::kMatmul: v = EmitMatmul(n); break;
     case OpKind::kReduceSum:

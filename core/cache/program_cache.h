@@ -1,11 +1,17 @@
 // The specialisation cache of a context: (trace fingerprint, options) -> Program.
 //
-// The key is the trace's canonical fingerprint (ops, dtypes, shapes, constants), so the
-// same function traced again with other weight *values* hits (weights are inputs) and a new
-// shape misses. Entries are kept until the context is destroyed.
+// The key is the trace's canonical fingerprint (ops, dtypes, shapes, constant hashes), so
+// the same function traced again with other weight *values* hits (weights are inputs) and a
+// new shape misses. The cache is bounded: each program is charged an estimate of the memory
+// it keeps (its MLIR context, module and JIT'd code, plus its stage texts and constants), and
+// when the total passes the budget the least recently used programs are dropped (programs
+// callers still hold stay alive until released). Two threads asking for the same new program
+// compile it once: the second waits for the first (single flight).
 #pragma once
 
 #include <cstdint>
+#include <future>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,29 +23,52 @@
 namespace tinymlir {
 
 struct CacheStats {
-  uint64_t hits = 0;
-  uint64_t misses = 0;
-  uint64_t entries = 0;
+  uint64_t hits = 0;       // lookups that found the program (or waited for another's compile)
+  uint64_t misses = 0;     // lookups that compiled
+  uint64_t entries = 0;    // programs cached now
+  uint64_t evictions = 0;  // programs dropped to stay within the budget
+  uint64_t bytes = 0;      // estimated memory of the cached programs
+  uint64_t budget = 0;     // the bound on `bytes`
 };
 
 class ProgramCache {
  public:
+  static constexpr uint64_t kDefaultBudget = 512ull << 20;
+  // What a compiled program costs beyond its texts and constants (measured: ~2-3 MB for a
+  // context, module and JIT'd object of a small program).
+  static constexpr uint64_t kProgramOverhead = 2ull << 20;
+
   ProgramCache() = default;
   ProgramCache(const ProgramCache &) = delete;
   ProgramCache &operator=(const ProgramCache &) = delete;
 
   // Returns the cached program for (trace, options), compiling it on a miss; *hit tells
-  // which. Compilation runs outside the lock, so different programs compile concurrently.
+  // which. Different programs compile concurrently; equal ones once.
   Status GetOrCompile(const Trace &trace, const CompileOptions &options,
                       std::shared_ptr<Program> *out, bool *hit);
+
+  // Sets the budget (bytes) and evicts down to it at once.
+  void SetBudget(uint64_t bytes);
 
   CacheStats Stats();
 
  private:
+  using Result = std::pair<Status, std::shared_ptr<Program>>;
+  struct Entry {
+    std::shared_ptr<Program> program;
+    uint64_t bytes;
+    std::list<std::string>::iterator lru;  // position in lru_ (front = most recent)
+  };
+
+  void InsertLocked(const std::string &key, std::shared_ptr<Program> program);
+  void EvictLocked();
+
   std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<Program>> programs_;
-  uint64_t hits_ = 0;
-  uint64_t misses_ = 0;
+  std::unordered_map<std::string, Entry> programs_;
+  std::list<std::string> lru_;
+  std::unordered_map<std::string, std::shared_future<Result>> in_flight_;
+  uint64_t hits_ = 0, misses_ = 0, evictions_ = 0, bytes_ = 0;
+  uint64_t budget_ = kDefaultBudget;
 };
 
 }  // namespace tinymlir

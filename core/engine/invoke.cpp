@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/engine/guarded_call.h"
 #include "core/engine/program.h"
 
 namespace tinymlir {
@@ -106,6 +107,46 @@ Status CheckTensor(const char *what, int i, const TensorView &t, const TensorTyp
   return Status::Ok();
 }
 
+// An output whose strides map two indices to one element (a zero stride on a dimension
+// longer than 1, say) would be written twice: refused. Dimensions sorted by stride must
+// each step over the whole extent of the ones inside them.
+Status CheckOutputLayout(int i, const View &v) {
+  if (NumElements(v.shape) == 0) return Status::Ok();  // no element to write twice
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of dims longer than 1
+  for (size_t d = 0; d < v.shape.size(); ++d)
+    if (v.shape[d] > 1) dims.push_back({v.strides[d] < 0 ? -v.strides[d] : v.strides[d], v.shape[d]});
+  std::sort(dims.begin(), dims.end());
+  int64_t extent = 1;  // elements spanned by the dims inside the current one
+  for (const auto &[stride, size] : dims) {
+    if (stride < extent)
+      return InvalidArgument("output " + std::to_string(i) + " has strides under which "
+                             "elements overlap (shape " + ShapeToString(v.shape) + ", strides " +
+                             ShapeToString(v.strides) + ")");
+    extent = stride * size;
+  }
+  return Status::Ok();
+}
+
+// Bool tensors hold bytes 0 or 1; anything else is not a bool.
+Status CheckBoolBytes(int i, const View &v) {
+  const int64_t n = NumElements(v.shape);
+  std::vector<int64_t> index(v.shape.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < index.size(); ++d) offset += index[d] * v.strides[d];
+    const uint8_t byte = v.data[offset];
+    if (byte > 1)
+      return InvalidArgument("input " + std::to_string(i) + " (bool) holds the byte " +
+                             std::to_string(byte) + " at element " + std::to_string(k) +
+                             "; bools must be 0 or 1");
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < v.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return Status::Ok();
+}
+
 // Empty tensors touch no memory and overlap nothing.
 bool Overlap(const View &a, const View &b) {
   return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
@@ -172,6 +213,13 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   for (int i = 0; i < n_in; ++i) TM_RETURN_IF_ERROR(CheckTensor("input", i, in[i], inputs[i], &ins[i]));
   for (int i = 0; i < n_out; ++i)
     TM_RETURN_IF_ERROR(CheckTensor("output", i, out[i], outputs[i], &outs[i]));
+  for (int i = 0; i < n_in; ++i)
+    if (inputs[i].dtype == DType::kBool) TM_RETURN_IF_ERROR(CheckBoolBytes(i, ins[i]));
+  for (int i = 0; i < n_out; ++i) TM_RETURN_IF_ERROR(CheckOutputLayout(i, outs[i]));
+  if (temporary_bytes > PhysicalMemoryBytes())
+    return OutOfMemory("the program needs " + std::to_string(temporary_bytes) +
+                       " bytes of temporary memory, more than this machine's " +
+                       std::to_string(PhysicalMemoryBytes()));
   for (int i = 0; i < n_out; ++i)
     for (int j = 0; j < i; ++j)
       if (Overlap(outs[i], outs[j]))
@@ -213,7 +261,7 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
     pointers[i] = descriptors[i].data();
     args[i] = &pointers[i];
   }
-  entry(args.data());
+  TM_RETURN_IF_ERROR(CallGuarded(entry, args.data()));
 
   for (int i = 0; i < n_out; ++i)
     if (!outs[i].contiguous)

@@ -57,6 +57,9 @@ class Program {
   std::vector<TensorType> inputs;
   std::vector<TensorType> outputs;
   std::vector<GatherCheck> gather_checks;
+  // Bytes of temporary memory the native code allocates at most during one call (the sum
+  // of its buffers' sizes after bufferization: an upper bound on the peak).
+  uint64_t temporary_bytes = 0;
   std::array<std::string, kNumStages> stages;  // empty = not produced
   std::string &stage(Stage s) { return stages[static_cast<int>(s)]; }
   Entry entry = nullptr;

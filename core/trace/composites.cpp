@@ -57,6 +57,12 @@ Status Softmax(Trace &g, const char *op, ValueId x, int32_t axis, ValueId *out) 
   if (!IsFloat(g.node(x).type.dtype))
     return DtypeError(std::string(op) + ": needs a float operand, got " +
                       g.node(x).type.ToString());
+  int ax;
+  TM_RETURN_IF_ERROR(Trace::NormalizeAxis(op, axis, g.node(x).type.rank(), &ax));
+  if (g.node(x).type.NumElements() == 0) {  // nothing to normalise: the result is x's (empty) shape
+    *out = x;
+    return Status::Ok();
+  }
   ValueId max, same, diff, zero, shifted, e, sum;
   TM_RETURN_IF_ERROR(g.Reduce(OpKind::kReduceMax, op, x, axis, true, &max));
   // x - max, but 0 where x == max: a row of -inf (or one holding +inf) would otherwise

@@ -128,10 +128,17 @@ Status Trace::CheckOpen(const char *op) const {
   if (ended_)
     return InvalidArgument(std::string(op) + ": trace '" + name_ +
                            "' has already ended; no op can be added");
+  // Margin for the few nodes a composite or a promotion adds after this check.
+  if (nodes_.size() + 64 >= kMaxTraceValues)
+    return InvalidArgument(std::string(op) + ": trace '" + name_ + "' holds " +
+                           std::to_string(nodes_.size()) + " values, the most a trace may hold");
   return Status::Ok();
 }
 
 Status Trace::CheckValue(const char *op, ValueId v) const {
+  if (v == kForeignValue)
+    return InvalidArgument(std::string(op) + ": a value that does not come from trace '" +
+                           name_ + "' (from another trace, or never returned by one)");
   if (!Has(v))
     return InvalidArgument(std::string(op) + ": value %" + std::to_string(v) +
                            " does not belong to trace '" + name_ + "' (it has " +
@@ -400,6 +407,10 @@ Status Trace::Reduce(OpKind kind, const char *op, ValueId x, int32_t axis, bool 
   Shape shape = t.shape;
   if (keepdims) shape[ax] = 1;
   else shape.erase(shape.begin() + ax);
+  // As NumPy: a maximum over no elements has no value (a sum over none is 0).
+  if (kind == OpKind::kReduceMax && t.shape[ax] == 0 && TensorType{t.dtype, shape}.NumElements() > 0)
+    return ShapeError(std::string(op) + ": axis " + std::to_string(ax) + " of " + t.ToString() +
+                      " is empty, and a maximum over no elements is undefined");
   Node n;
   n.kind = kind;
   n.type = {t.dtype, shape};
@@ -592,7 +603,9 @@ Status Trace::CausalMask(const char *op, int64_t rows, int64_t cols, int64_t off
   Node n;
   n.kind = OpKind::kCausalMask;
   n.type = {dtype, {rows, cols}};
-  n.ints = {offset};
+  // Offsets beyond [-rows, cols] change nothing (all hidden / all visible); clamping keeps
+  // row + offset from overflowing in the generated code and makes equal masks equal.
+  n.ints = {std::clamp(offset, -rows, cols)};
   *out = Add(std::move(n));
   return Status::Ok();
 }
@@ -634,8 +647,18 @@ std::string Trace::Fingerprint() const {
     put(&n.scalar, sizeof n.scalar);
     put64(n.weak);
     put64(n.input_index);
+    // A constant enters the key as its size and a 128-bit hash, not its bytes: a key the
+    // size of a large constant would be kept (and compared) for the life of the cache.
     put64(static_cast<int64_t>(n.data.size()));
-    s.append(n.data.begin(), n.data.end());
+    if (!n.data.empty()) {
+      uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
+      for (uint8_t byte : n.data) {
+        h1 = (h1 ^ byte) * 0x100000001b3ull;
+        h2 = (h2 ^ byte) * 0x00000100000001b3ull + 0x9e3779b97f4a7c15ull;
+      }
+      put64(static_cast<int64_t>(h1));
+      put64(static_cast<int64_t>(h2));
+    }
   }
   put64(static_cast<int64_t>(outputs_.size()));
   for (ValueId v : outputs_) put64(v);

@@ -19,6 +19,11 @@ namespace tinymlir {
 using ValueId = uint32_t;
 using Shape = std::vector<int64_t>;
 
+// The most values one trace may hold (a front end may use the bits above for its own tag).
+inline constexpr ValueId kMaxTraceValues = 1u << 20;
+// What a front end passes for a value that is not from this trace: always refused.
+inline constexpr ValueId kForeignValue = 0xffffffffu;
+
 struct TensorType {
   DType dtype = DType::kF32;
   Shape shape;

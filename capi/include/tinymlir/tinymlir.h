@@ -178,6 +178,29 @@ TM_API void tm_context_destroy(tm_context *ctx);
 TM_API tm_status tm_cache_stats(tm_context *ctx, uint64_t *hits, uint64_t *misses,
                                 uint64_t *entries);
 
+/* The cache's state. First published layout: struct_size 56. */
+typedef struct tm_cache_info {
+  uint32_t struct_size;  /* set to sizeof(tm_cache_info) before the call */
+  uint64_t hits;         /* lookups that found their program (or waited for another
+                          * thread's compile of it) */
+  uint64_t misses;       /* lookups that compiled */
+  uint64_t entries;      /* programs cached now */
+  uint64_t evictions;    /* programs dropped to keep within the budget */
+  uint64_t bytes;        /* estimated memory the cached programs keep */
+  uint64_t budget_bytes; /* the budget (tm_cache_set_budget) */
+} tm_cache_info;
+
+/* Fills the first info->struct_size bytes of *info (any size from the first layout up).
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL, struct_size below the first layout). */
+TM_API tm_status tm_cache_get_info(tm_context *ctx, tm_cache_info *info);
+
+/* Bounds the memory the cache keeps (default 512 MiB; estimated per program: its MLIR
+ * context, module and native code, its stage texts). When the cached programs pass the
+ * budget, the least recently used are dropped; programs callers hold stay valid. The
+ * newest program is kept even when it alone exceeds the budget.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (ctx is NULL). Thread-safe. */
+TM_API tm_status tm_cache_set_budget(tm_context *ctx, uint64_t bytes);
+
 /* ---- Tracing ------------------------------------------------------------------------ */
 
 /* Begins a trace named `name` (NULL = "kernel"; used in messages only).
@@ -360,6 +383,11 @@ TM_API tm_status tm_compile(tm_context *ctx, const tm_trace *trace,
  * it is exact when other threads compile through the same context. */
 TM_API int32_t tm_program_cache_hit(const tm_program *program);
 
+/* Bytes of temporary memory the program's native code allocates at most during one
+ * tm_invoke (0 if program is NULL). A call whose temporaries cannot be allocated fails
+ * with TM_ERROR_OUT_OF_MEMORY; it never crashes. */
+TM_API uint64_t tm_program_temporary_bytes(const tm_program *program);
+
 /* Adds a reference to a program. Accepts NULL. */
 TM_API void tm_program_retain(tm_program *program);
 
@@ -393,7 +421,9 @@ TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text)
  * Errors: TM_ERROR_INVALID_ARGUMENT (null, counts, null data, outputs overlapping each
  * other), TM_ERROR_DTYPE, TM_ERROR_SHAPE (no native code ran),
  * TM_ERROR_OUT_OF_RANGE (a gather index outside its table; no native code ran),
- * TM_ERROR_OUT_OF_MEMORY. */
+ * TM_ERROR_OUT_OF_MEMORY (the program's temporaries cannot be allocated; outputs may then
+ * hold partial results). Bool inputs must hold bytes 0 or 1, and an output's strides must
+ * not map two elements to one address (both TM_ERROR_INVALID_ARGUMENT, no native code ran). */
 TM_API tm_status tm_invoke(tm_program *program, const tm_tensor *inputs, int32_t n_inputs,
                            const tm_tensor *outputs, int32_t n_outputs);
 

@@ -11,11 +11,13 @@
 #include <unordered_map>
 
 #include "core/builder/build_module.h"
+#include "core/engine/guarded_call.h"
 #include "core/passes/blas_rewrite.h"
 #include "core/passes/pipelines.h"
 #include "core/support/diagnostics.h"
 #include "core/target/cpu/gemv_kernels.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -71,9 +73,11 @@ const std::unordered_map<std::string, void *> &RuntimeSymbols() {
       {"tm_rt_sgemv_row", reinterpret_cast<void *>(&tm_rt_sgemv_row)},
       {"tm_rt_sgemv_col", reinterpret_cast<void *>(&tm_rt_sgemv_col)},
       {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
-      {"malloc", reinterpret_cast<void *>(&::malloc)},
-      {"free", reinterpret_cast<void *>(&::free)},
-      {"aligned_alloc", reinterpret_cast<void *>(&::aligned_alloc)},
+      // Temporaries go through the engine's guarded allocator (core/engine/guarded_call.h):
+      // a failed allocation becomes TM_ERROR_OUT_OF_MEMORY instead of a write through NULL.
+      {"malloc", reinterpret_cast<void *>(&tm_rt_malloc)},
+      {"free", reinterpret_cast<void *>(&tm_rt_free)},
+      {"aligned_alloc", reinterpret_cast<void *>(&tm_rt_aligned_alloc)},
       {"memcpy", reinterpret_cast<void *>(&::memcpy)},
       {"memmove", reinterpret_cast<void *>(&::memmove)},
       {"memset", reinterpret_cast<void *>(&::memset)},
@@ -97,11 +101,42 @@ const std::unordered_map<std::string, void *> &RuntimeSymbols() {
   return *symbols;
 }
 
+// Stage text for people to read: constants of more than 16 elements are elided, so that a
+// program holding a large constant does not keep several printed copies of it.
 std::string Print(mlir::ModuleOp module) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  module.print(os);
+  module.print(os, mlir::OpPrintingFlags().elideLargeElementsAttrs(16));
   return s;
+}
+
+// The sum of the sizes of every buffer the module allocates (saturating). Run after
+// bufferization, when every allocation is a memref.alloc/alloca of a static shape outside
+// any loop; an upper bound on the peak, since the deallocation pipeline frees some early.
+uint64_t TemporaryBytes(mlir::ModuleOp module) {
+  uint64_t total = 0;
+  module.walk([&](mlir::Operation *op) {
+    if (!mlir::isa<mlir::memref::AllocOp, mlir::memref::AllocaOp>(op)) return;
+    auto type = mlir::cast<mlir::MemRefType>(op->getResult(0).getType());
+    if (!type.hasStaticShape()) {
+      total = UINT64_MAX;
+      return;
+    }
+    const uint64_t elem = (type.getElementTypeBitWidth() + 7) / 8;
+    const uint64_t n = static_cast<uint64_t>(type.getNumElements());
+    const uint64_t bytes = n != 0 && elem > UINT64_MAX / n ? UINT64_MAX : n * elem;
+    total = bytes > UINT64_MAX - total ? UINT64_MAX : total + bytes;
+  });
+  return total;
+}
+
+// Constant bytes above which the LLVM IR text is not kept (it would print every element).
+constexpr size_t kMaxConstantBytesForIrText = 1 << 20;
+
+size_t ConstantBytes(const Trace &trace) {
+  size_t total = 0;
+  for (ValueId v = 0; v < trace.size(); ++v) total += trace.node(v).data.size();
+  return total;
 }
 
 std::string Print(const llvm::Module &module) {
@@ -156,6 +191,10 @@ class CpuCode : public CompiledCode {
   int opt_level = 3;
 
   Status Assembly(std::string *out) const override {
+    if (llvm_ir.empty())
+      return Unsupported("the program holds more than " +
+                         std::to_string(kMaxConstantBytesForIrText) +
+                         " bytes of constants; its LLVM IR and assembly are not kept");
     llvm::LLVMContext ctx;
     llvm::SMDiagnostic diag;
     auto buffer = llvm::MemoryBuffer::getMemBuffer(llvm_ir, "kernel", false);
@@ -210,6 +249,7 @@ Status CompileForCpu(const Trace &trace, const CompileOptions &options,
 
   TM_RETURN_IF_ERROR(RunPipeline(module, "bufferize", kBufferizePipeline));
   program->stage(Stage::kBufferized) = Print(module);
+  program->temporary_bytes = TemporaryBytes(module);
 
   if (options.use_blas) RewriteMatmulsToBlas(module);
   TM_RETURN_IF_ERROR(VerifyModule(module, "blas rewrite"));
@@ -223,9 +263,10 @@ Status CompileForCpu(const Trace &trace, const CompileOptions &options,
   auto optimize = mlir::makeOptimizingTransformer(static_cast<unsigned>(options.opt_level),
                                                   /*sizeLevel=*/0, target.get());
   std::string *llvm_ir = &code->llvm_ir;
+  const bool keep_ir = ConstantBytes(trace) <= kMaxConstantBytesForIrText;
   std::function<llvm::Error(llvm::Module *)> transformer = [&](llvm::Module *m) {
     llvm::Error e = optimize(m);
-    if (!e) *llvm_ir = Print(*m);
+    if (!e && keep_ir) *llvm_ir = Print(*m);
     return e;
   };
   mlir::ExecutionEngineOptions engine_options;

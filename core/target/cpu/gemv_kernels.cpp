@@ -1,7 +1,7 @@
 #include "core/target/cpu/gemv_kernels.h"
 
 #include <algorithm>
-#include <vector>
+#include <cstdlib>
 
 #include "core/target/cpu/worker_pool.h"
 
@@ -63,20 +63,24 @@ int64_t ChunkStart(int64_t count, int parts, int index, int64_t align) {
 
 using tinymlir::WorkerPool;
 
+// These functions are called from generated code: nothing may throw through it, and they
+// keep no thread_local state (a thread_local with a destructor pins the library in memory
+// until the thread exits, so it could never be unloaded). Scratch memory is allocated per
+// call; if it cannot be had, the product runs on the calling thread alone.
+
 extern "C" void tm_rt_sgemv_row(int64_t k, int64_t n, const float *x, const float *w,
                                 int64_t ldw, float *y) {
   WorkerPool &pool = WorkerPool::Get();
-  if (k * n < tinymlir::kParallelElements || pool.size() == 1) {
+  const int parts = pool.size();
+  // Each participant streams a contiguous block of rows into its own partial sum; the
+  // caller's goes straight into y, the others are added afterwards.
+  float *partial = nullptr;
+  if (k * n >= tinymlir::kParallelElements && parts > 1)
+    partial = static_cast<float *>(std::calloc(static_cast<size_t>(parts - 1) * n, sizeof(float)));
+  if (!partial) {
     tinymlir::RowsKernel(x, w, ldw, y, 0, k, n);
     return;
   }
-  // Each participant streams a contiguous block of rows into its own partial sum; the
-  // caller's goes straight into y, the others are added afterwards.
-  const int parts = pool.size();
-  thread_local std::vector<float> partials;
-  partials.assign(static_cast<size_t>(parts - 1) * n, 0.0f);
-  float *partial = partials.data();  // the caller's buffer: workers must not name the
-                                     // thread_local, which would be their own
   pool.ParallelFor([&](int i) {
     int64_t k0 = tinymlir::ChunkStart(k, parts, i, 8), k1 = tinymlir::ChunkStart(k, parts, i + 1, 8);
     float *out = i == 0 ? y : partial + (i - 1) * n;
@@ -86,24 +90,34 @@ extern "C" void tm_rt_sgemv_row(int64_t k, int64_t n, const float *x, const floa
     const float *part = partial + p * n;
     for (int64_t j = 0; j < n; ++j) y[j] += part[j];
   }
+  std::free(partial);
 }
 
 extern "C" void tm_rt_sgemv_col(int64_t m, int64_t k, const float *a, int64_t lda,
                                 const float *x, int64_t incx, float *y, int64_t incy) {
-  thread_local std::vector<float> packed;
+  float *packed = nullptr;
   if (incx != 1) {  // gather a strided x once; the kernel streams A against it m times
-    packed.resize(k);
+    packed = static_cast<float *>(std::malloc(static_cast<size_t>(k) * sizeof(float)));
+    if (!packed) {  // no scratch: dot products straight from the strided x
+      for (int64_t i = 0; i < m; ++i) {
+        float sum = 0.0f;
+        for (int64_t j = 0; j < k; ++j) sum += a[i * lda + j] * x[j * incx];
+        y[i * incy] += sum;
+      }
+      return;
+    }
     for (int64_t j = 0; j < k; ++j) packed[j] = x[j * incx];
-    x = packed.data();
+    x = packed;
   }
   WorkerPool &pool = WorkerPool::Get();
   if (m * k < tinymlir::kParallelElements || pool.size() == 1) {
     tinymlir::DotsKernel(a, lda, x, k, y, incy, 0, m);
-    return;
+  } else {
+    const int parts = pool.size();
+    pool.ParallelFor([&](int i) {
+      tinymlir::DotsKernel(a, lda, x, k, y, incy, tinymlir::ChunkStart(m, parts, i, 16),
+                           tinymlir::ChunkStart(m, parts, i + 1, 16));
+    });
   }
-  const int parts = pool.size();
-  pool.ParallelFor([&](int i) {
-    tinymlir::DotsKernel(a, lda, x, k, y, incy, tinymlir::ChunkStart(m, parts, i, 16),
-                         tinymlir::ChunkStart(m, parts, i + 1, 16));
-  });
+  std::free(packed);
 }

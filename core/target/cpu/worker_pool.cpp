@@ -3,26 +3,36 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 namespace tinymlir {
 namespace {
 
-int AvailableCpus() {
-  if (const char *env = std::getenv("TINYMLIR_NUM_THREADS")) {
-    int n = std::atoi(env);
-    if (n >= 1) return n;
-  }
+// CPUs allowed by a cgroup v2 quota ("max 100000" = none; "150000 100000" = 1.5 -> 2).
+int CgroupCpuLimit() {
+  std::FILE *f = std::fopen("/sys/fs/cgroup/cpu.max", "r");
+  if (!f) return kMaxThreads;
+  char quota[32] = {0};
+  long long period = 0;
+  int fields = std::fscanf(f, "%31s %lld", quota, &period);
+  std::fclose(f);
+  if (fields != 2 || period <= 0 || quota[0] == 'm') return kMaxThreads;  // "max"
+  long long q = std::atoll(quota);
+  if (q <= 0) return kMaxThreads;
+  return static_cast<int>(std::clamp<long long>((q + period - 1) / period, 1, kMaxThreads));
+}
+
+int AffinityCpus() {
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
-  unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? static_cast<int>(n) : 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return 1;
 }
 
 inline void CpuRelax() {
@@ -40,13 +50,38 @@ std::atomic<bool> forked_child{false};
 
 }  // namespace
 
+int ConfiguredThreads() {
+  const int available = std::clamp(std::min(AffinityCpus(), CgroupCpuLimit()), 1, kMaxThreads);
+  if (const char *env = std::getenv("TINYMLIR_NUM_THREADS")) {
+    char *end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    // More threads than CPUs only makes memory-bound kernels slower: the variable can
+    // lower the count, never raise it past what the process may run on.
+    if (end != env && *end == '\0' && n >= 1) return static_cast<int>(std::min<long>(n, available));
+  }
+  return available;
+}
+
 struct WorkerPool::State {
   std::mutex busy;                     // one ParallelFor at a time
   std::mutex sleep_mutex;
   std::condition_variable wake;
-  std::atomic<uint64_t> generation{0};  // bumped once per job
+  std::atomic<uint64_t> generation{0};  // bumped once per job (and once to stop)
   std::atomic<int> remaining{0};        // workers still running the current job
+  std::atomic<bool> stop{false};
   const std::function<void(int)> *task = nullptr;
+  std::vector<pthread_t> threads;
+
+  struct Start {
+    State *state;
+    int index;
+  };
+  static void *Main(void *arg) {
+    Start start = *static_cast<Start *>(arg);
+    delete static_cast<Start *>(arg);
+    start.state->WorkerLoop(start.index);
+    return nullptr;
+  }
 
   void WorkerLoop(int index) {
     uint64_t seen = 0;
@@ -61,6 +96,7 @@ struct WorkerPool::State {
         }
       }
       seen = generation.load(std::memory_order_acquire);
+      if (stop.load(std::memory_order_acquire)) return;
       (*task)(index);
       remaining.fetch_sub(1, std::memory_order_acq_rel);
     }
@@ -68,13 +104,37 @@ struct WorkerPool::State {
 };
 
 WorkerPool &WorkerPool::Get() {
-  static WorkerPool *pool = new WorkerPool();  // never destroyed: workers outlive main
-  return *pool;
+  // A static of the library: destroyed (workers joined) when the library is unloaded.
+  static WorkerPool pool;
+  return pool;
 }
 
-WorkerPool::WorkerPool() : state_(new State()), size_(AvailableCpus()) {
+WorkerPool::WorkerPool() : state_(new State()), size_(ConfiguredThreads()) {
   pthread_atfork(nullptr, nullptr, [] { forked_child.store(true); });
-  for (int i = 1; i < size_; ++i) std::thread([s = state_, i] { s->WorkerLoop(i); }).detach();
+  for (int i = 1; i < size_; ++i) {
+    pthread_t thread;
+    auto *start = new State::Start{state_, i};
+    if (pthread_create(&thread, nullptr, &State::Main, start) != 0) {
+      delete start;  // fewer threads than asked for: run with what started
+      size_ = i;
+      break;
+    }
+    state_->threads.push_back(thread);
+  }
+}
+
+WorkerPool::~WorkerPool() {
+  // In a forked child the workers never existed here: nothing to stop or join.
+  if (forked_child.load()) return;
+  {
+    std::lock_guard<std::mutex> busy(state_->busy);
+    std::lock_guard<std::mutex> lock(state_->sleep_mutex);
+    state_->stop.store(true, std::memory_order_release);
+    state_->generation.fetch_add(1, std::memory_order_acq_rel);
+  }
+  state_->wake.notify_all();
+  for (pthread_t thread : state_->threads) pthread_join(thread, nullptr);
+  delete state_;
 }
 
 void WorkerPool::ParallelFor(const std::function<void(int)> &task) {

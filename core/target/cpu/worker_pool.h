@@ -2,16 +2,28 @@
 // plus (available cores - 1) workers that spin briefly between jobs and then sleep, so
 // back-to-back calls within a token hand off in well under a microsecond and an idle
 // process burns no CPU.
+//
+// The pool is a static object of the library: when the library is unloaded (dlclose) or the
+// process exits, its destructor stops and joins the workers, so no thread outlives the code
+// it runs. In a child after fork() the workers do not exist; the pool runs tasks serially
+// there and its destructor has nothing to join.
 #pragma once
 
 #include <functional>
 
 namespace tinymlir {
 
+// Most worker threads the pool ever starts, whatever the environment asks for.
+inline constexpr int kMaxThreads = 64;
+
+// The number of threads the pool uses: the CPUs this process may run on (its affinity
+// mask, limited by a cgroup CPU quota when one is set, at most kMaxThreads), lowered by
+// TINYMLIR_NUM_THREADS when that is set to a smaller positive number.
+int ConfiguredThreads();
+
 class WorkerPool {
  public:
-  // The process-wide pool, created on first use. Size: TINYMLIR_NUM_THREADS if set, else
-  // the CPUs this process may run on.
+  // The process-wide pool, created on first use.
   static WorkerPool &Get();
 
   // Participants in a ParallelFor, the caller included (>= 1).
@@ -22,10 +34,14 @@ class WorkerPool {
   // fork(), runs every task on the caller instead (correct, just not parallel).
   void ParallelFor(const std::function<void(int)> &task);
 
+  ~WorkerPool();
+  WorkerPool(const WorkerPool &) = delete;
+  WorkerPool &operator=(const WorkerPool &) = delete;
+
  private:
   WorkerPool();
   struct State;
-  State *state_;  // lives for the process (workers are detached)
+  State *state_;
   int size_;
 };
 

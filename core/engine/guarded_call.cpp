@@ -1,0 +1,96 @@
+#include "core/engine/guarded_call.h"
+
+#include <unistd.h>
+
+#include <csetjmp>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace tinymlir {
+namespace {
+
+struct Guard {
+  std::jmp_buf env;
+  std::vector<void *> live;  // blocks the current call holds
+  size_t failed_bytes = 0;
+};
+
+thread_local Guard *current = nullptr;
+
+[[noreturn]] void Unwind(Guard *guard, size_t bytes) {
+  guard->failed_bytes = bytes;
+  std::longjmp(guard->env, 1);
+}
+
+void *Track(void *block, size_t bytes) {
+  Guard *guard = current;
+  if (!guard) return block;
+  if (!block) Unwind(guard, bytes);
+  try {
+    guard->live.push_back(block);
+  } catch (const std::bad_alloc &) {
+    std::free(block);
+    Unwind(guard, bytes);
+  }
+  return block;
+}
+
+// setjmp's frame: nothing here has a destructor for longjmp to skip.
+int RunEntry(Guard *guard, void (*entry)(void **), void **args) {
+  if (setjmp(guard->env) != 0) return 1;
+  entry(args);
+  return 0;
+}
+
+}  // namespace
+
+Status CallGuarded(void (*entry)(void **), void **args) {
+  Guard guard;
+  guard.live.reserve(16);
+  Guard *outer = current;
+  current = &guard;
+  const int failed = RunEntry(&guard, entry, args);
+  current = outer;
+  if (!failed) return Status::Ok();
+  for (void *block : guard.live) std::free(block);
+  return OutOfMemory("the program's native code could not allocate " +
+                     std::to_string(guard.failed_bytes) + " bytes of temporary memory");
+}
+
+uint64_t PhysicalMemoryBytes() {
+  static const uint64_t bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size)
+                                 : UINT64_MAX;
+  }();
+  return bytes;
+}
+
+}  // namespace tinymlir
+
+extern "C" {
+
+void *tm_rt_malloc(size_t bytes) { return tinymlir::Track(std::malloc(bytes), bytes); }
+
+void *tm_rt_aligned_alloc(size_t alignment, size_t bytes) {
+  return tinymlir::Track(std::aligned_alloc(alignment, bytes), bytes);
+}
+
+void tm_rt_free(void *block) {
+  if (!block) return;
+  if (tinymlir::Guard *guard = tinymlir::current) {
+    auto &live = guard->live;
+    for (size_t i = live.size(); i-- > 0;)
+      if (live[i] == block) {
+        live[i] = live.back();
+        live.pop_back();
+        break;
+      }
+  }
+  std::free(block);
+}
+
+}  // extern "C"

@@ -1,0 +1,285 @@
+// Defect classes that once crashed the host or gave silent garbage, one test per class:
+// huge temporaries, programs accepted at record time that failed later, values and buffers
+// the contract forbids, and the bounded, single-flight cache.
+#include <sys/resource.h>
+
+#include <thread>
+
+#include "test_util.h"
+
+namespace tmtest {
+namespace {
+
+class Reliability : public ::testing::Test {
+ protected:
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx);
+};
+
+// sum(sum(x^T * y)): small inputs, an (n, n) temporary of n^2 * 4 bytes.
+Program OuterProductSum(tm_context *ctx, tm_trace *t, int64_t n) {
+  tm_value x = Input(t, TM_F32, {n, 1}), y = Input(t, TM_F32, {1, n});
+  tm_value outer = Op(tm_op_mul, t, x, y);
+  tm_value rows = Op(tm_op_reduce_sum, t, outer, 1, 0);
+  End(t, {Op(tm_op_reduce_sum, t, rows, 0, 0)});
+  Program p;
+  EXPECT_EQ(tm_compile(ctx, t, nullptr, p.out()), TM_OK) << tm_last_error();
+  return p;
+}
+
+TEST_F(Reliability, TemporaryLargerThanTheMachineIsOutOfMemory) {
+  const int64_t n = 1 << 19;  // a 1 TiB temporary
+  Program p = OuterProductSum(ctx, t, n);
+  ASSERT_NE(p.get(), nullptr);
+  EXPECT_GE(tm_program_temporary_bytes(p), static_cast<uint64_t>(n) * n * 4);
+  std::vector<float> x(n, 1.0f), y(n, 1.0f);
+  float sum = -1;
+  std::vector<int64_t> col = {n, 1}, row = {1, n};
+  tm_tensor in[] = {View(x.data(), col), View(y.data(), row)};
+  tm_tensor out = {&sum, TM_F32, 0, nullptr, nullptr};
+  TM_EXPECT_STATUS(tm_invoke(p, in, 2, &out, 1), TM_ERROR_OUT_OF_MEMORY);
+  EXPECT_NE(std::string(tm_last_error()).find("temporary memory"), std::string::npos)
+      << tm_last_error();
+  EXPECT_EQ(sum, -1.0f);
+}
+
+// Runs p on `in` with an address-space limit of what is mapped now plus 256 MiB, and exits
+// 0 if that gives TM_ERROR_OUT_OF_MEMORY (in a child: the test process keeps its limit).
+[[noreturn]] void InvokeUnderAddressLimit(tm_program *p, const tm_tensor *in) {
+  rlimit limit;
+  getrlimit(RLIMIT_AS, &limit);
+  unsigned long pages = 0;
+  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%lu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  limit.rlim_cur = pages * 4096ull + (256ull << 20);
+  setrlimit(RLIMIT_AS, &limit);
+  float sum = -1;
+  tm_tensor out = {&sum, TM_F32, 0, nullptr, nullptr};
+  tm_status s = tm_invoke(p, in, 2, &out, 1);
+  std::fprintf(stderr, "%s: %s\n", tm_status_string(s), tm_last_error());
+  std::exit(s == TM_ERROR_OUT_OF_MEMORY ? 0 : 1);
+}
+
+// A temporary the machine has but the process may not allocate: the failed malloc inside
+// the native code becomes a status (and what that call had allocated is freed).
+TEST_F(Reliability, FailedAllocationInsideTheKernelIsOutOfMemory) {
+  const int64_t n = 1 << 14;  // a 1 GiB temporary
+  Program p = OuterProductSum(ctx, t, n);
+  ASSERT_NE(p.get(), nullptr);
+  std::vector<float> x(n, 1.0f), y(n, 1.0f);
+  std::vector<int64_t> col = {n, 1}, row = {1, n};
+  tm_tensor in[] = {View(x.data(), col), View(y.data(), row)};
+  EXPECT_EXIT(InvokeUnderAddressLimit(p, in), ::testing::ExitedWithCode(0),
+              "TM_ERROR_OUT_OF_MEMORY: .*could not allocate");
+}
+
+TEST_F(Reliability, ZeroSizedResultsAreEmptyNotCompileErrors) {
+  // x[3:] on 3 elements, a concat with an empty operand, a matmul over k = 0, a sum over
+  // an empty axis and a softmax of an empty tensor all compile and run.
+  tm_value x = Input(t, TM_F32, {2, 3});
+  const int64_t b[] = {0, 3}, e[] = {2, 3};
+  tm_value tail = Op(tm_op_slice, t, x, 2, b, e);  // (2, 0)
+  tm_value parts[] = {tail, x, tail};
+  tm_value joined = Op(tm_op_concat, t, static_cast<const tm_value *>(parts), 3, 1);  // (2, 3)
+  tm_value ones = Input(t, TM_F32, {0, 4});
+  tm_value k0 = Op(tm_op_matmul, t, tail, ones);           // (2, 4) of zeros
+  tm_value sum0 = Op(tm_op_reduce_sum, t, tail, 1, 0);     // (2) of zeros
+  tm_value soft = Op(tm_op_softmax, t, tail, -1);          // (2, 0)
+  End(t, {joined, k0, sum0, soft});
+  Host<float> xs({2, 3}, {1, 2, 3, 4, 5, 6}), os({0, 4}, 0.0f);
+  Host<float> j({2, 3}, -1.0f), m({2, 4}, -1.0f), s({2}, -1.0f), sm({2, 0}, 0.0f);
+  TM_ASSERT_OK(CompileInvoke(ctx, t, {xs.view(), os.view()},
+                             {j.view(), m.view(), s.view(), sm.view()}));
+  EXPECT_TRUE(AllClose(j.data, {1, 2, 3, 4, 5, 6}, 0.0));
+  EXPECT_TRUE(AllClose(m.data, std::vector<double>(8, 0.0), 0.0));
+  EXPECT_TRUE(AllClose(s.data, {0, 0}, 0.0));
+}
+
+TEST_F(Reliability, MaximumOverAnEmptyAxisIsARecordTimeError) {
+  tm_value x = Input(t, TM_F32, {2, 0});
+  tm_value out = 12345;
+  TM_EXPECT_STATUS(tm_op_reduce_max(t, x, 1, 0, &out), TM_ERROR_SHAPE);
+  EXPECT_NE(std::string(tm_last_error()).find("empty"), std::string::npos);
+  EXPECT_EQ(out, 12345u);
+  // Over an empty result there is nothing to compute: fine.
+  TM_ASSERT_OK(tm_op_reduce_max(t, x, 0, 0, &out));
+}
+
+TEST_F(Reliability, ValueFromAnotherTraceIsRefused) {
+  Trace other = NewTrace(ctx, "other");
+  tm_value mine = Input(t, TM_F32, {2});
+  tm_value theirs = Input(other, TM_F32, {2});
+  tm_value out = 12345;
+  TM_EXPECT_STATUS(tm_op_add(t, mine, theirs, &out), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("another trace"), std::string::npos)
+      << tm_last_error();
+  TM_EXPECT_STATUS(tm_trace_end(t, &theirs, 1), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_value_type(t, theirs, nullptr, nullptr, nullptr),
+                   TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(out, 12345u);
+}
+
+TEST_F(Reliability, BoolBytesOtherThanZeroOrOneAreRefused) {
+  tm_value c = Input(t, TM_BOOL, {3}), a = Input(t, TM_F32, {3});
+  tm_value zero = Op(tm_op_scalar, t, TM_F32, 0.0);
+  End(t, {Op(tm_op_where, t, c, a, zero)});
+  Host<uint8_t> cond({3}, {1, 2, 0});
+  Host<float> xs({3}, {1, 2, 3}), y({3}, -1.0f);
+  TM_EXPECT_STATUS(CompileInvoke(ctx, t, {cond.view(), xs.view()}, {y.view()}),
+                   TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("byte 2 at element 1"), std::string::npos)
+      << tm_last_error();
+  EXPECT_TRUE(AllClose(y.data, {-1, -1, -1}, 0.0)) << "no native code may have run";
+  cond[1] = 1;
+  TM_ASSERT_OK(CompileInvoke(ctx, t, {cond.view(), xs.view()}, {y.view()}));
+  EXPECT_TRUE(AllClose(y.data, {1, 2, 0}, 0.0));
+}
+
+TEST_F(Reliability, OutputWhoseElementsOverlapIsRefused) {
+  tm_value x = Input(t, TM_F32, {2, 2});
+  End(t, {Op(tm_op_neg, t, x)});
+  Host<float> xs({2, 2}, {1, 2, 3, 4});
+  std::vector<float> y(4, -9.0f);
+  std::vector<int64_t> shape = {2, 2}, zero_stride = {0, 1}, transposed = {1, 2};
+  TM_EXPECT_STATUS(CompileInvoke(ctx, t, {xs.view()}, {View(y.data(), shape, &zero_stride)}),
+                   TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("overlap"), std::string::npos);
+  // A transposed (non-overlapping) view is fine.
+  TM_ASSERT_OK(CompileInvoke(ctx, t, {xs.view()}, {View(y.data(), shape, &transposed)}));
+  EXPECT_TRUE(AllClose(y, {-1, -3, -2, -4}, 0.0));
+}
+
+TEST_F(Reliability, CausalMaskOffsetsDoNotOverflow) {
+  tm_value all = Op(tm_op_causal_mask, t, int64_t{2}, int64_t{3}, INT64_MAX, TM_F32);
+  tm_value none = Op(tm_op_causal_mask, t, int64_t{2}, int64_t{3}, INT64_MIN, TM_F32);
+  End(t, {all, none});
+  Host<float> a({2, 3}, -1.0f), n({2, 3}, -1.0f);
+  TM_ASSERT_OK(CompileInvoke(ctx, t, {}, {a.view(), n.view()}));
+  EXPECT_TRUE(AllClose(a.data, std::vector<double>(6, 0.0), 0.0));
+  for (float v : n.data) EXPECT_EQ(v, -std::numeric_limits<float>::max());
+}
+
+Trace Scaled(tm_context *ctx, int64_t n) {
+  Trace t = NewTrace(ctx);
+  End(t, {Op(tm_op_mul, t, Input(t, TM_F32, {n}), Op(tm_op_scalar, t, TM_F32, 2.0))});
+  return t;
+}
+
+tm_cache_info Info(tm_context *ctx) {
+  tm_cache_info info;
+  info.struct_size = sizeof info;
+  EXPECT_EQ(tm_cache_get_info(ctx, &info), TM_OK) << tm_last_error();
+  return info;
+}
+
+TEST(Cache, BudgetEvictsLeastRecentlyUsed) {
+  Context ctx = NewContext();
+  EXPECT_EQ(Info(ctx).budget_bytes, 512ull << 20);
+  TM_ASSERT_OK(tm_cache_set_budget(ctx, 1));  // every new program evicts the others
+  Program a, b, c;
+  Trace ta = Scaled(ctx, 2), tb = Scaled(ctx, 3), tc = Scaled(ctx, 4);
+  TM_ASSERT_OK(tm_compile(ctx, ta, nullptr, a.out()));
+  TM_ASSERT_OK(tm_compile(ctx, tb, nullptr, b.out()));
+  TM_ASSERT_OK(tm_compile(ctx, tc, nullptr, c.out()));
+  tm_cache_info info = Info(ctx);
+  EXPECT_EQ(info.entries, 1u);
+  EXPECT_EQ(info.evictions, 2u);
+  EXPECT_GT(info.bytes, 0u);
+  // Evicted programs stay valid for their holders.
+  Host<float> x({2}, {1, 2}), y({2}, 0.0f);
+  tm_tensor in = x.view(), out = y.view();
+  TM_ASSERT_OK(tm_invoke(a, &in, 1, &out, 1));
+  EXPECT_TRUE(AllClose(y.data, {2, 4}, 0.0));
+  // A lookup of an evicted program compiles it again.
+  Program again;
+  TM_ASSERT_OK(tm_compile(ctx, ta, nullptr, again.out()));
+  EXPECT_EQ(tm_program_cache_hit(again), 0);
+  // With room, the least recently used goes first.
+  TM_ASSERT_OK(tm_cache_set_budget(ctx, 512ull << 20));
+  TM_ASSERT_OK(tm_compile(ctx, tb, nullptr, b.out()));
+  EXPECT_EQ(Info(ctx).entries, 2u);
+  info.struct_size = 8;
+  TM_EXPECT_STATUS(tm_cache_get_info(ctx, &info), TM_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(Cache, LargeConstantsAreNotKeptAsText) {
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx);
+  std::vector<float> data(1 << 20, 0.5f);  // 4 MiB
+  std::vector<int64_t> shape = {1 << 20};
+  tm_tensor c = View(data.data(), shape);
+  tm_value k = Op(tm_op_constant, t, static_cast<const tm_tensor *>(&c));
+  End(t, {Op(tm_op_add, t, Input(t, TM_F32, {1 << 20}), k)});
+  Program p;
+  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+  for (tm_stage stage : {TM_STAGE_TRACED, TM_STAGE_OPTIMIZED, TM_STAGE_BUFFERIZED, TM_STAGE_LOWERED})
+    EXPECT_LT(StageText(p, stage).size(), 64u << 10) << "stage " << stage;
+  char *text = nullptr;
+  TM_EXPECT_STATUS(tm_program_ir(p, TM_STAGE_LLVM_IR, &text), TM_ERROR_UNSUPPORTED);
+  EXPECT_LT(Info(ctx).bytes, 4u << 20);
+}
+
+TEST(Cache, ConcurrentCompilesOfOneTraceCompileOnce) {
+  Context ctx = NewContext();
+  constexpr int kThreads = 8;
+  Trace t = Scaled(ctx, 16);
+  std::vector<Program> got(kThreads);
+  std::vector<tm_status> status(kThreads, TM_ERROR_RUNTIME);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] { status[i] = tm_compile(ctx, t, nullptr, got[i].out()); });
+  for (std::thread &th : threads) th.join();
+  int compiled = 0;
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_EQ(status[i], TM_OK) << "thread " << i;
+    compiled += tm_program_cache_hit(got[i]) == 0;
+  }
+  EXPECT_EQ(compiled, 1);
+  tm_cache_info info = Info(ctx);
+  EXPECT_EQ(info.misses, 1u);
+  EXPECT_EQ(info.hits, static_cast<uint64_t>(kThreads - 1));
+}
+
+// tm_program is immutable: 8 threads invoking one program on their own buffers get what a
+// serial run gets, on the BLAS path (8 rows) and on the GEMV worker-pool path (1 row).
+TEST(Concurrency, InvokesFromEightThreadsEqualSerialResults) {
+  Context ctx = NewContext();
+  constexpr int kThreads = 8, kRounds = 20;
+  const int64_t k = 256, n = 512;  // k * n above the GEMV's parallel threshold
+  for (int64_t m : {int64_t{8}, int64_t{1}}) {
+    Trace t = NewTrace(ctx);
+    tm_value x = Input(t, TM_F32, {m, k});
+    tm_value w = Input(t, TM_F32, {k, n});
+    End(t, {Op(tm_op_matmul, t, x, w)});
+    Program p;
+    TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+    Host<float> wd({k, n}, 0.0f);
+    for (int64_t i = 0; i < k * n; ++i) wd[i] = static_cast<float>((i * 7919) % 13) - 6.0f;
+    std::vector<Host<float>> xs, serial, parallel;
+    for (int i = 0; i < kThreads; ++i) {
+      xs.emplace_back(std::vector<int64_t>{m, k}, 0.0f);
+      for (int64_t j = 0; j < m * k; ++j) xs[i][j] = static_cast<float>((i + j) % 5) - 2.0f;
+      serial.emplace_back(std::vector<int64_t>{m, n}, 0.0f);
+      parallel.emplace_back(std::vector<int64_t>{m, n}, 0.0f);
+      tm_tensor in[] = {xs[i].view(), wd.view()}, out = serial[i].view();
+      TM_ASSERT_OK(tm_invoke(p, in, 2, &out, 1));
+    }
+    std::vector<int> failures(kThreads, 0);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i)
+      threads.emplace_back([&, i] {
+        for (int r = 0; r < kRounds; ++r) {
+          tm_tensor in[] = {xs[i].view(), wd.view()}, out = parallel[i].view();
+          if (tm_invoke(p, in, 2, &out, 1) != TM_OK || parallel[i].data != serial[i].data)
+            ++failures[i];
+        }
+      });
+    for (std::thread &th : threads) th.join();
+    for (int i = 0; i < kThreads; ++i) EXPECT_EQ(failures[i], 0) << "m = " << m << ", thread " << i;
+  }
+}
+
+}  // namespace
+}  // namespace tmtest
