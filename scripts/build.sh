@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 dir="${1:-build}"
 shift || true
 "$(dirname "$0")/install-deps.sh"
+# ccache (CMakeLists.txt uses it when present): paths relative to the checkout and the
+# working directory left out of the hash, so another clone reuses the same objects.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 if [ ! -f "$dir/build.ninja" ]; then
   cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
 fi

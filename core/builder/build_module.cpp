@@ -188,9 +188,25 @@ Value ModuleBuilder::ElementwiseBody(OpBuilder &b, const Node &n,
       if (boolean) return arith::AndIOp::create(b, loc_, a[0], a[1]);
       return arith::MulIOp::create(b, loc_, a[0], a[1]);
     case OpKind::kDiv: return arith::DivFOp::create(b, loc_, a[0], a[1]);
-    case OpKind::kPow:
+    case OpKind::kPow: {
       if (f) return math::PowFOp::create(b, loc_, a[0], a[1]);
-      return math::IPowIOp::create(b, loc_, a[0], a[1]);
+      // Integers: a negative exponent gives 1 / x^n truncated toward zero, i.e. 1 for
+      // x = 1, +-1 for x = -1 and 0 for every other x (0 included), as tinymlir.h states;
+      // math.ipowi leaves that case to its lowering.
+      Type t = a[0].getType();
+      auto c = [&](int64_t v) { return arith::ConstantOp::create(b, loc_, b.getIntegerAttr(t, v)); };
+      Value zero = c(0), one = c(1), minus_one = c(-1);
+      Value positive_power = math::IPowIOp::create(b, loc_, a[0], a[1]);
+      Value odd = arith::CmpIOp::create(b, loc_, arith::CmpIPredicate::ne,
+                                        arith::AndIOp::create(b, loc_, a[1], one), zero);
+      Value of_minus_one = arith::SelectOp::create(b, loc_, odd, minus_one, one);
+      Value is_one = arith::CmpIOp::create(b, loc_, arith::CmpIPredicate::eq, a[0], one);
+      Value is_minus_one = arith::CmpIOp::create(b, loc_, arith::CmpIPredicate::eq, a[0], minus_one);
+      Value reciprocal = arith::SelectOp::create(
+          b, loc_, is_one, one, arith::SelectOp::create(b, loc_, is_minus_one, of_minus_one, zero));
+      Value negative = arith::CmpIOp::create(b, loc_, arith::CmpIPredicate::slt, a[1], zero);
+      return arith::SelectOp::create(b, loc_, negative, reciprocal, positive_power);
+    }
     case OpKind::kMaximum:
       if (f) return arith::MaximumFOp::create(b, loc_, a[0], a[1]);
       if (boolean) return arith::OrIOp::create(b, loc_, a[0], a[1]);

@@ -135,14 +135,17 @@ TEST(Invoke, OutputIsAShiftedViewOfItsInput) {
   Context ctx = NewContext();
   Program p = CompilePlusOne(ctx, {4});
   std::vector<int64_t> shape = {4};
-  // y = buf[1:5] = buf[0:4] + 1: a naive in-place loop would read already-written values.
-  float fwd[5] = {1, 2, 3, 4, 5};
+  // Data on which every wrong strategy gives its own answer: a no-op leaves
+  // {1, 10, 100, 1000, 10000}; an in-place loop in the wrong direction reads values it has
+  // already written ({1, 2, 3, 4, 5} forward, {10004, 10003, 10002, 10001, 10000} back).
+  // y = buf[1:5] = buf[0:4] + 1
+  float fwd[5] = {1, 10, 100, 1000, 10000};
   TM_ASSERT_OK(Invoke(p, {View(fwd, shape)}, {View(fwd + 1, shape)}));
-  EXPECT_TRUE(AllClose(std::vector<float>(fwd, fwd + 5), {1, 2, 3, 4, 5}, 0.0));
+  EXPECT_TRUE(AllClose(std::vector<float>(fwd, fwd + 5), {1, 2, 11, 101, 1001}, 0.0));
   // y = buf[0:4] = buf[1:5] + 1
-  float back[5] = {1, 2, 3, 4, 5};
+  float back[5] = {1, 10, 100, 1000, 10000};
   TM_ASSERT_OK(Invoke(p, {View(back + 1, shape)}, {View(back, shape)}));
-  EXPECT_TRUE(AllClose(std::vector<float>(back, back + 5), {3, 4, 5, 6, 5}, 0.0));
+  EXPECT_TRUE(AllClose(std::vector<float>(back, back + 5), {11, 101, 1001, 10001, 10000}, 0.0));
 }
 
 TEST(Invoke, TransposeInPlace) {

@@ -492,6 +492,7 @@ TEST(Ops, DtypePromotionFollowsNumpy) {
   tm_tensor out[] = {ya.view(), yb.view(), yc.view(), yd.view(), ye.view(), yf.view()};
   TM_ASSERT_OK(tm_invoke(p, in, 4, out, 6));
   EXPECT_TRUE(AllClose(ya.data, {2.5, 3.5}, 0.0));
+  EXPECT_TRUE(AllClose(yb.data, {2.5, 3.5}, 0.0));
   EXPECT_TRUE(AllClose(yc.data, {0.75, 0.5}, 0.0));
   EXPECT_TRUE(AllClose(yd.data, {7.5, -1.5}, 0.0));
   EXPECT_TRUE(AllClose(ye.data, {3.5, -1.5}, 0.0));

@@ -225,6 +225,8 @@ TM_API tm_status tm_value_type(tm_trace *trace, tm_value value, tm_dtype *dtype,
 /* Every tm_op_* function below records one operation (or a few, for composites) and
  * writes the new value to *out. Shapes and dtypes are checked at the call: a bad program
  * fails here, with a message naming the op and the shapes, never later at compile time.
+ * Zero-sized dimensions are valid everywhere and give empty results. A tm_value belongs to
+ * the trace that returned it; passing it to another trace is TM_ERROR_INVALID_ARGUMENT.
  * Errors common to all: TM_ERROR_INVALID_ARGUMENT (null trace or out, unknown value,
  * trace already ended). */
 
@@ -245,7 +247,10 @@ TM_API tm_status tm_op_constant(tm_trace *trace, const tm_tensor *data, tm_value
 
 /* Elementwise binary ops with NumPy broadcasting and dtype promotion
  * (f32 with f64 gives f64; integers with floats give the float; bool with numbers gives
- * the number). Division of integers gives f64, as NumPy's true division.
+ * the number). Division of integers gives f64, as NumPy's true division. Integer pow with
+ * a negative exponent (which NumPy refuses at run time) gives 1 / x^n truncated toward
+ * zero: 1 for x = 1, +-1 for x = -1, 0 for any other x, 0 included. Integer arithmetic
+ * wraps on overflow, as in C on two's complement.
  * Errors: TM_ERROR_SHAPE (shapes do not broadcast). */
 TM_API tm_status tm_op_add(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
 TM_API tm_status tm_op_sub(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
@@ -285,8 +290,13 @@ TM_API tm_status tm_op_abs(tm_trace *trace, tm_value x, tm_value *out);
 TM_API tm_status tm_op_matmul(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
 
 /* Reductions over one axis (negative counts from the end); keepdims != 0 keeps the axis
- * with size 1. mean and var (population variance, ddof 0) compute in float.
- * Errors: TM_ERROR_OUT_OF_RANGE (axis), TM_ERROR_DTYPE (bool). */
+ * with size 1. mean and var (population variance, ddof 0) compute in float (f64 for
+ * integer operands). The sum of integers keeps the operand's dtype and wraps on overflow
+ * (NumPy would widen i32 to i64: cast first for that). Over an empty axis a sum is 0 and a
+ * mean or variance NaN; a maximum is a TM_ERROR_SHAPE at the call (as NumPy refuses it),
+ * unless the result itself is empty.
+ * Errors: TM_ERROR_OUT_OF_RANGE (axis), TM_ERROR_DTYPE (bool), TM_ERROR_SHAPE (max over an
+ * empty axis). */
 TM_API tm_status tm_op_reduce_sum(tm_trace *trace, tm_value x, int32_t axis, int32_t keepdims,
                                   tm_value *out);
 TM_API tm_status tm_op_reduce_max(tm_trace *trace, tm_value x, int32_t axis, int32_t keepdims,
@@ -322,7 +332,8 @@ TM_API tm_status tm_op_concat(tm_trace *trace, const tm_value *xs, int32_t n, in
 /* Rows of a table: out[i..., :] = table[indices[i...], :]. indices must be TM_I32 or
  * TM_I64. Indices that are program inputs are checked against the table's row count by
  * tm_invoke before native code runs (TM_ERROR_OUT_OF_RANGE); computed indices are
- * clamped to the table inside the kernel, so no read leaves the table.
+ * clamped to the table inside the kernel, so no read leaves the table. A gather whose
+ * result reaches no output is not computed, and its indices are not checked.
  * Errors: TM_ERROR_DTYPE (float or bool indices), TM_ERROR_SHAPE (table rank 0). */
 TM_API tm_status tm_op_gather(tm_trace *trace, tm_value table, tm_value indices,
                               tm_value *out);
