@@ -19,7 +19,8 @@ type tokenCallback struct {
 }
 
 // goTokenCallback is called by the library, through tmg_token_trampoline, for each token.
-// A panic must not unwind through the library's C++ frames, so it is caught here, stops
+// The Go callback's true (stop after this token) is the C callback's non-zero return. A
+// panic must not unwind through the library's C++ frames, so it is caught here, stops
 // generation (non-zero return), and Generate raises it again after the C call.
 //
 //export goTokenCallback
@@ -34,10 +35,10 @@ func goTokenCallback(handle C.uintptr_t, token C.int32_t) (stop C.int) {
 			state.panicked, state.panicValue, stop = true, recover(), 1
 		}
 	}()
-	keepGoing := state.f(int32(token))
+	stopHere := state.f(int32(token))
 	done = true
-	if keepGoing {
-		return 0
+	if stopHere {
+		return 1
 	}
-	return 1
+	return 0
 }

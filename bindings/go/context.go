@@ -8,21 +8,16 @@ import "C"
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 )
 
 // Context owns the compiled-program cache. It is safe for concurrent use (the C context
-// is thread-safe: compiles from several goroutines may share it).
+// is thread-safe: compiles from several goroutines may share it). Models and programs keep
+// their own references to what they need, so a context may be closed before them.
 type Context struct {
 	// mu guards c: calls share it, Close takes it alone, so closing cannot free the
 	// context under a running call.
-	mu     sync.RWMutex
-	c      *C.tm_context
-	closed bool
-	// Models compile through the context, which must outlive them: destroying it waits
-	// until the last one is closed. Changed atomically under the read lock (LoadModel) or
-	// under the write lock (Model.Close), so Close never misses a model being loaded.
-	models atomic.Int64
+	mu sync.RWMutex
+	c  *C.tm_context
 }
 
 // CacheStats are the cache's counters.
@@ -47,30 +42,22 @@ func NewContext() (*Context, error) {
 	return ctx, nil
 }
 
-// Close destroys the context (at once, or when its last model is closed). Programs stay
-// valid. Closing twice is fine.
+// Close drops this reference to the context; models loaded in it keep their own, and
+// programs stay valid. Closing twice is fine.
 func (ctx *Context) Close() error {
 	ctx.mu.Lock()
 	defer ctx.mu.Unlock()
 	runtime.SetFinalizer(ctx, nil)
-	ctx.closed = true
-	ctx.destroyIfUnused()
+	C.tm_context_destroy(ctx.c) // accepts NULL
+	ctx.c = nil
 	return nil
-}
-
-// destroyIfUnused frees the C context once it is closed and no model uses it; mu is held.
-func (ctx *Context) destroyIfUnused() {
-	if ctx.closed && ctx.models.Load() == 0 && ctx.c != nil {
-		C.tm_context_destroy(ctx.c)
-		ctx.c = nil
-	}
 }
 
 // use runs f with the C context, shared with other calls.
 func (ctx *Context) use(f func(*C.tm_context) error) error {
 	ctx.mu.RLock()
 	defer ctx.mu.RUnlock()
-	if ctx.closed {
+	if ctx.c == nil {
 		return newError(StatusInvalidArgument, "the context is closed")
 	}
 	return f(ctx.c)

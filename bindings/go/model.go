@@ -3,7 +3,7 @@ package tinymlir
 /*
 #include <stdint.h>
 #include <stdlib.h>
-#include <tinymlir/tinymlir.h>
+#include <tinymlir/gpt2.h>
 
 // goTokenCallback is exported by callback.go (an //export file may only declare C, hence
 // the C side of the callback lives here).
@@ -31,15 +31,23 @@ import (
 	"unsafe"
 )
 
-// Model is a loaded GPT-2 model. It compiles its programs through its context, which stays
-// alive (even if closed) until the model is closed. A model owns one KV cache, so it serves
-// one call at a time: a concurrent call, or a call from inside a Generate callback, fails
-// with StatusInvalidArgument instead of corrupting it. Use one model per goroutine; they can
-// share a context.
+// Model is a loaded GPT-2 model. It keeps its own reference to the context it was loaded
+// in, which may be closed first.
+//
+// A model is safe for concurrent use, but it runs one computation at a time (it owns one
+// KV cache): Logits, Generate and Stats called while another of them runs on the same
+// model (in another goroutine, or from inside a Generate callback) fail at once with
+// StatusBusy and change nothing. Tokenize, Detokenize and Info are always allowed. Use one
+// model per goroutine for parallel generation; models may share a context.
 type Model struct {
-	mu  sync.Mutex
-	c   *C.tm_model
-	ctx *Context
+	// mu guards the fields; it is held only to start and finish calls, never during one.
+	mu sync.Mutex
+	c  *C.tm_model
+	// calls counts the calls running on c. Close frees c at once, or, with calls running
+	// (another goroutine, or a Generate callback closing its own model), when the last one
+	// returns: never under a running call.
+	calls   int
+	closing bool
 }
 
 // ModelInfo is a model's dimensions.
@@ -47,18 +55,40 @@ type ModelInfo struct {
 	VocabSize, NCtx, NLayer, NEmbd int
 }
 
+// ModelOptions are tm_model_options; DefaultModelOptions gives the library's defaults (the
+// CPU target).
+type ModelOptions struct {
+	Target Target
+}
+
+// DefaultModelOptions returns the library's defaults (tm_model_options_init).
+func DefaultModelOptions() ModelOptions {
+	var raw C.tm_model_options
+	C.tm_model_options_init(&raw)
+	return ModelOptions{Target: Target(raw.target)}
+}
+
+func (o ModelOptions) raw() C.tm_model_options {
+	var raw C.tm_model_options
+	C.tm_model_options_init(&raw) // struct_size
+	raw.target = C.tm_target(o.Target)
+	return raw
+}
+
 // LoadModel loads a GPT-2 checkpoint in Hugging Face layout from dir (config.json,
-// model.safetensors, and vocab.json + merges.txt for the tokenizer).
-func LoadModel(ctx *Context, dir string, target Target) (*Model, error) {
+// model.safetensors, and vocab.json + merges.txt for the tokenizer); options nil = the
+// defaults.
+func LoadModel(ctx *Context, dir string, options *ModelOptions) (*Model, error) {
+	opts := DefaultModelOptions()
+	if options != nil {
+		opts = *options
+	}
+	raw := opts.raw()
 	cdir := C.CString(dir)
 	defer C.free(unsafe.Pointer(cdir))
-	m := &Model{ctx: ctx}
+	m := &Model{}
 	err := ctx.use(func(c *C.tm_context) error {
-		err := call(func() C.tm_status { return C.tm_model_load(c, cdir, C.tm_target(target), &m.c) })
-		if err == nil {
-			ctx.models.Add(1) // under the read lock: Close cannot run until it is counted
-		}
-		return err
+		return call(func() C.tm_status { return C.tm_model_load(c, cdir, &raw, &m.c) })
 	})
 	if err != nil {
 		return nil, err
@@ -67,33 +97,43 @@ func LoadModel(ctx *Context, dir string, target Target) (*Model, error) {
 	return m, nil
 }
 
-// Close frees the model (weights, tokenizer, KV cache). Closing twice is fine.
+// Close frees the model (weights, tokenizer, KV cache, its reference to the context): at
+// once, or when the calls running on it have returned. Closing twice is fine.
 func (m *Model) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	runtime.SetFinalizer(m, nil)
-	if m.c == nil {
-		return nil
-	}
-	C.tm_model_destroy(m.c)
-	m.c = nil
-	m.ctx.mu.Lock()
-	defer m.ctx.mu.Unlock()
-	m.ctx.models.Add(-1)
-	m.ctx.destroyIfUnused()
+	m.closing = true
+	m.destroyIfIdle()
 	return nil
 }
 
-func (m *Model) use(f func(*C.tm_model) error) error {
-	if !m.mu.TryLock() {
-		return newError(StatusInvalidArgument,
-			"the model is in use (a model serves one call at a time; a Generate callback must not call its model)")
+// destroyIfIdle frees c once the model is closing and no call runs on it; mu is held.
+func (m *Model) destroyIfIdle() {
+	if m.closing && m.calls == 0 && m.c != nil {
+		C.tm_model_destroy(m.c)
+		m.c = nil
 	}
-	defer m.mu.Unlock()
-	if m.c == nil {
+}
+
+// use runs f with the C model. Calls are not serialised here (the library refuses
+// overlapping work itself); this only keeps Close from freeing the model under f.
+func (m *Model) use(f func(*C.tm_model) error) error {
+	m.mu.Lock()
+	if m.closing {
+		m.mu.Unlock()
 		return newError(StatusInvalidArgument, "the model is closed")
 	}
-	return f(m.c)
+	m.calls++
+	c := m.c
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.calls--
+		m.destroyIfIdle()
+		m.mu.Unlock()
+	}()
+	return f(c)
 }
 
 // Info returns the model's dimensions.
@@ -105,26 +145,26 @@ func (m *Model) Info() (ModelInfo, error) {
 	return ModelInfo{int(vocab), int(nctx), int(nlayer), int(nembd)}, err
 }
 
-// fill calls f with a buffer of n elements, growing it when the library reports (through
-// needed) that it was too small: the C API fills caller buffers and returns the size needed.
-func fill[T any](n int, f func(buf *T, capacity C.size_t, needed *C.size_t) C.tm_status) ([]T, error) {
-	buf := make([]T, n+1) // never empty, so &buf[0] exists
-	for {
-		var needed C.size_t
-		var status C.tm_status
-		err := call(func() C.tm_status {
-			status = f(&buf[0], C.size_t(len(buf)), &needed)
-			return status
-		})
-		if status == C.TM_ERROR_INVALID_ARGUMENT && int(needed) > len(buf) {
-			buf = make([]T, needed)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return buf[:needed], nil
+// sized runs a size query of the C API (snprintf-style: f writes min(capacity, needed)
+// items and reports needed): first with capacity 0 for the size, then with a buffer of
+// exactly that size.
+func sized[T any](f func(buf *T, capacity C.size_t, needed *C.size_t) C.tm_status) ([]T, error) {
+	var needed C.size_t
+	if err := call(func() C.tm_status { return f(nil, 0, &needed) }); err != nil {
+		return nil, err
 	}
+	buf := make([]T, needed)
+	if needed == 0 {
+		return buf, nil
+	}
+	var written C.size_t
+	if err := call(func() C.tm_status { return f(&buf[0], needed, &written) }); err != nil {
+		return nil, err
+	}
+	if written < needed {
+		buf = buf[:written]
+	}
+	return buf, nil
 }
 
 // Tokenize encodes text into token ids (GPT-2 byte-level BPE).
@@ -132,8 +172,7 @@ func (m *Model) Tokenize(text string) ([]int32, error) {
 	var ids []int32
 	err := m.use(func(c *C.tm_model) (err error) {
 		bytes := append([]byte(text), 0) // Go memory without pointers, read during the call
-		// Byte-level BPE never makes more tokens than bytes: one call usually suffices.
-		ids, err = fill(len(text), func(buf *int32, capacity C.size_t, needed *C.size_t) C.tm_status {
+		ids, err = sized(func(buf *int32, capacity C.size_t, needed *C.size_t) C.tm_status {
 			return C.tm_tokenize(c, (*C.char)(unsafe.Pointer(&bytes[0])), C.size_t(len(text)),
 				(*C.int32_t)(buf), capacity, needed)
 		})
@@ -150,7 +189,7 @@ func (m *Model) Detokenize(ids []int32) ([]byte, error) {
 		if len(ids) > 0 {
 			ptr = (*C.int32_t)(unsafe.Pointer(&ids[0]))
 		}
-		text, err = fill(8*len(ids), func(buf *byte, capacity C.size_t, needed *C.size_t) C.tm_status {
+		text, err = sized(func(buf *byte, capacity C.size_t, needed *C.size_t) C.tm_status {
 			return C.tm_detokenize(c, ptr, C.size_t(len(ids)), (*C.char)(unsafe.Pointer(buf)), capacity, needed)
 		})
 		return err
@@ -158,7 +197,8 @@ func (m *Model) Detokenize(ids []int32) ([]byte, error) {
 	return text, err
 }
 
-// Logits runs the model on ids (no KV cache) and returns the last position's logits.
+// Logits runs the model on ids (no KV cache) and returns the last position's logits. It
+// fails with StatusBusy while another computation runs on the model.
 func (m *Model) Logits(ids []int32) ([]float32, error) {
 	info, err := m.Info()
 	if err != nil {
@@ -171,7 +211,8 @@ func (m *Model) Logits(ids []int32) ([]float32, error) {
 			ptr = (*C.int32_t)(unsafe.Pointer(&ids[0]))
 		}
 		return call(func() C.tm_status {
-			return C.tm_model_logits(c, ptr, C.size_t(len(ids)), (*C.float)(unsafe.Pointer(&logits[0])))
+			return C.tm_model_logits(c, ptr, C.size_t(len(ids)), (*C.float)(unsafe.Pointer(&logits[0])),
+				C.size_t(len(logits)))
 		})
 	})
 	if err != nil {
@@ -222,8 +263,12 @@ func (o GenerateOptions) raw() C.tm_generate_options {
 
 // Generate generates up to options.MaxNewTokens tokens after prompt (options nil = the
 // defaults) and returns them. callback (may be nil) sees each token as soon as it is
-// chosen and returns true to continue, false to stop after that token. A panic in the
-// callback stops generation and is raised again here once the library has returned.
+// chosen and returns true to stop after that token (which is kept), false to go on. A
+// panic in the callback stops generation and is raised again here once the library has
+// returned.
+//
+// The model is busy for the whole call: from the callback (or another goroutine), Logits,
+// Generate and Stats on it fail with StatusBusy, while Tokenize, Detokenize and Info work.
 func (m *Model) Generate(prompt []int32, options *GenerateOptions, callback func(token int32) bool) ([]int32, error) {
 	opts := DefaultGenerateOptions()
 	if options != nil {
@@ -233,6 +278,7 @@ func (m *Model) Generate(prompt []int32, options *GenerateOptions, callback func
 		return nil, newError(StatusInvalidArgument, "MaxNewTokens is negative (%d)", opts.MaxNewTokens)
 	}
 	raw := opts.raw()
+	// A generation never makes more than MaxNewTokens: that is the capacity.
 	out := make([]int32, opts.MaxNewTokens+1) // never empty, so &out[0] exists
 	var handle cgo.Handle
 	var state *tokenCallback
@@ -258,6 +304,9 @@ func (m *Model) Generate(prompt []int32, options *GenerateOptions, callback func
 	if err != nil {
 		return nil, err
 	}
+	if int(n) > opts.MaxNewTokens {
+		n = C.size_t(opts.MaxNewTokens)
+	}
 	return out[:n], nil
 }
 
@@ -269,7 +318,8 @@ type ModelStats struct {
 	DecodeTokens                     uint64  // last Generate: tokens from decode steps
 }
 
-// Stats returns the model's statistics.
+// Stats returns the model's statistics. It fails with StatusBusy while another
+// computation runs on the model.
 func (m *Model) Stats() (ModelStats, error) {
 	var raw C.tm_model_stats
 	raw.struct_size = C.uint32_t(unsafe.Sizeof(raw))

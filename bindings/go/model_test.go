@@ -37,6 +37,16 @@ func modelsDir() string {
 	return filepath.Join("..", "..", "models")
 }
 
+// tinyA is tests/data/tiny-a (a GPT-2 without tokenizer files): TINYMLIR_TEST_DATA_DIR (set
+// by CTest), else the repository's tests/data/.
+func tinyA() string {
+	dir := os.Getenv("TINYMLIR_TEST_DATA_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "tests", "data")
+	}
+	return filepath.Join(dir, "tiny-a")
+}
+
 func goldenCases(t *testing.T) []goldenCase {
 	data, err := os.ReadFile(filepath.Join(modelsDir(), "kjv-tiny", "golden.json"))
 	if err != nil {
@@ -58,7 +68,7 @@ func goldenCases(t *testing.T) []goldenCase {
 
 func loadKJV(t *testing.T) (*Context, *Model) {
 	ctx := must[*Context](t)(NewContext())
-	model := must[*Model](t)(LoadModel(ctx, filepath.Join(modelsDir(), "kjv-tiny"), CPU))
+	model := must[*Model](t)(LoadModel(ctx, filepath.Join(modelsDir(), "kjv-tiny"), nil))
 	t.Cleanup(func() { model.Close(); ctx.Close() })
 	return ctx, model
 }
@@ -111,11 +121,15 @@ func TestTokenizerAndLogits(t *testing.T) {
 	if ids := must[[]int32](t)(model.Tokenize("")); len(ids) != 0 {
 		t.Errorf("Tokenize(\"\") = %v", ids)
 	}
-	// Long pieces: the first buffer is too small and is grown.
+	// Long pieces and long texts: sized by the library's answer, not by a guess.
 	dashes := strings.Repeat("-", 256)
 	ids := must[[]int32](t)(model.Tokenize(dashes))
 	if text := must[[]byte](t)(model.Detokenize(ids)); string(text) != dashes || 8*len(ids) >= len(dashes) {
 		t.Errorf("dashes: %d ids -> %q", len(ids), text)
+	}
+	long := strings.Repeat("And God said, Let there be light: and there was light. ", 40)
+	if text := must[[]byte](t)(model.Detokenize(must[[]int32](t)(model.Tokenize(long)))); string(text) != long {
+		t.Errorf("long text: %q", text)
 	}
 	logits := must[[]float32](t)(model.Logits(c.PromptIDs))
 	best := 0
@@ -131,22 +145,88 @@ func TestTokenizerAndLogits(t *testing.T) {
 	wantStatus(t, errOf(model.Logits(nil)), StatusInvalidArgument)
 }
 
-func TestCallbackStreamsStopsAndCannotReenter(t *testing.T) {
+func TestCallbackTrueStopsAfterThatToken(t *testing.T) {
 	_, model := loadKJV(t)
 	c := goldenCases(t)[0]
 	opts := DefaultGenerateOptions()
 	opts.MaxNewTokens = 10
+	// One meaning in every binding: true stops after this token (which is kept).
 	var seen []int32
-	var reentry error
 	ids := must[[]int32](t)(model.Generate(c.PromptIDs, &opts, func(token int32) bool {
 		seen = append(seen, token)
-		_, reentry = model.Tokenize("x") // the model is busy: an error, not a deadlock
-		return len(seen) < 4
+		return len(seen) == 4
 	}))
 	if !equal(ids, seen) || len(ids) != 4 || !equal(ids[:min(4, c.exact())], c.GreedyIDs[:min(4, c.exact())]) {
 		t.Errorf("ids %v, seen %v, golden %v", ids, seen, c.GreedyIDs[:4])
 	}
-	wantStatus(t, reentry, StatusInvalidArgument)
+	if ids := must[[]int32](t)(model.Generate(c.PromptIDs, &opts, func(int32) bool { return true })); len(ids) != 1 {
+		t.Errorf("stop at once: %v", ids)
+	}
+	if ids := must[[]int32](t)(model.Generate(c.PromptIDs, &opts, func(int32) bool { return false })); len(ids) != 10 {
+		t.Errorf("never stop: %v", ids)
+	}
+}
+
+func TestBusyModel(t *testing.T) {
+	_, model := loadKJV(t)
+	prompt := goldenCases(t)[0].PromptIDs
+	opts := DefaultGenerateOptions()
+	opts.MaxNewTokens = 5
+	one := DefaultGenerateOptions()
+	one.MaxNewTokens = 1
+	// Re-entering the model from its own Generate callback: the library answers busy at
+	// once (no deadlock, nothing changed); the tokenizer and Info are always available.
+	var errs []error
+	ids := must[[]int32](t)(model.Generate(prompt, &opts, func(token int32) bool {
+		errs = append(errs, errOf(model.Logits(prompt)), errOf(model.Generate(prompt, &one, nil)),
+			errOf(model.Stats()), errOf(model.Detokenize([]int32{token})), errOf(model.Info()))
+		return true
+	}))
+	if len(ids) != 1 || len(errs) != 5 {
+		t.Fatalf("ids %v, errors %v", ids, errs)
+	}
+	for _, err := range errs[:3] {
+		e := wantStatus(t, err, StatusBusy)
+		if !strings.HasPrefix(e.Error(), "TM_ERROR_BUSY: ") {
+			t.Errorf("Error() = %q", e.Error())
+		}
+	}
+	for _, err := range errs[3:] {
+		check(t, err)
+	}
+	must[[]float32](t)(model.Logits(prompt)) // free again
+
+	// From another goroutine while a generation runs: busy too, never a wait.
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, err := model.Generate(prompt, &opts, func(int32) bool {
+			close(started)
+			<-release
+			return true
+		})
+		done <- err
+	}()
+	<-started
+	wantStatus(t, errOf(model.Logits(prompt)), StatusBusy)
+	close(release)
+	check(t, <-done)
+}
+
+func TestClosingAModelFromItsCallbackWaitsForTheCall(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	model := must[*Model](t)(LoadModel(ctx, tinyA(), nil))
+	opts := DefaultGenerateOptions()
+	opts.MaxNewTokens = 4
+	ids := must[[]int32](t)(model.Generate([]int32{1, 2, 3}, &opts, func(int32) bool {
+		check(t, model.Close()) // frees the model once Generate has returned
+		return false
+	}))
+	if len(ids) != 4 {
+		t.Errorf("%v", ids)
+	}
+	wantStatus(t, errOf(model.Logits([]int32{1})), StatusInvalidArgument)
 }
 
 func TestPanicInCallbackStopsGenerationAndIsRaisedAgain(t *testing.T) {
@@ -176,20 +256,33 @@ func TestPanicInCallbackStopsGenerationAndIsRaisedAgain(t *testing.T) {
 	}
 }
 
-func TestContextOutlivesItsModels(t *testing.T) {
+func TestAModelOutlivesItsContext(t *testing.T) {
 	ctx := must[*Context](t)(NewContext())
-	model := must[*Model](t)(LoadModel(ctx, filepath.Join(modelsDir(), "kjv-tiny"), CPU))
-	check(t, ctx.Close()) // destruction waits for the model
-	ids := must[[]int32](t)(model.Tokenize("In the beginning"))
+	model := must[*Model](t)(LoadModel(ctx, tinyA(), nil))
+	check(t, ctx.Close()) // the model keeps its own reference
 	opts := DefaultGenerateOptions()
 	opts.MaxNewTokens = 3
-	if out := must[[]int32](t)(model.Generate(ids, &opts, nil)); len(out) != 3 {
+	if out := must[[]int32](t)(model.Generate([]int32{1, 2, 3}, &opts, nil)); len(out) != 3 {
 		t.Fatalf("%v", out)
+	}
+	if logits := must[[]float32](t)(model.Logits([]int32{1, 2})); len(logits) != must[ModelInfo](t)(model.Info()).VocabSize {
+		t.Fatalf("%d logits", len(logits))
 	}
 	check(t, model.Close())
 	check(t, model.Close())
 	wantStatus(t, errOf(model.Info()), StatusInvalidArgument)
-	wantStatus(t, errOf(LoadModel(ctx, "x", CPU)), StatusInvalidArgument)
-	_, err := LoadModel(must[*Context](t)(NewContext()), "/nonexistent/model", CPU)
+	wantStatus(t, errOf(LoadModel(ctx, tinyA(), nil)), StatusInvalidArgument) // closed context
+	_, err := LoadModel(must[*Context](t)(NewContext()), "/nonexistent/model", nil)
 	wantStatus(t, err, StatusIO)
+}
+
+func TestModelOptionsPassTheTarget(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	if DefaultModelOptions().Target != CPU {
+		t.Errorf("default target %v", DefaultModelOptions().Target)
+	}
+	wantStatus(t, errOf(LoadModel(ctx, tinyA(), &ModelOptions{Target: GPU})), StatusUnsupported)
+	model := must[*Model](t)(LoadModel(ctx, tinyA(), &ModelOptions{Target: CPU}))
+	check(t, model.Close())
 }

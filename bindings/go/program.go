@@ -195,6 +195,16 @@ func (p *Program) Clone() (*Program, error) {
 	return clone, err
 }
 
+// CacheHit tells whether the Compile that returned this program found it in the context's
+// cache (compiled earlier for an equal trace and equal options) rather than compiling it
+// (tm_program_cache_hit). A clone answers as the program it was cloned from; false once
+// closed.
+func (p *Program) CacheHit() bool {
+	hit := false
+	_ = p.use(func(c *C.tm_program) error { hit = C.tm_program_cache_hit(c) != 0; return nil })
+	return hit
+}
+
 // NumInputs is the number of inputs (0 once closed).
 func (p *Program) NumInputs() int {
 	n := 0

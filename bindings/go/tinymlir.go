@@ -7,15 +7,16 @@
 //
 // Every object has an idempotent Close; a finalizer closes what was forgotten, but Close
 // frees the native memory (compiled code, weights) as soon as you are done. Failures are
-// *Error values with the C status and the library's message. Context and Program may be
-// used from several goroutines at once; a Trace or a Model serves one call at a time (a
+// *Error values with the C status and the library's message. Context, Program and Model may
+// be used from several goroutines at once (a model runs one computation at a time: the
+// library answers an overlapping one with StatusBusy); a Trace serves one call at a time (a
 // concurrent call fails with an error instead of corrupting it).
 package tinymlir
 
 /*
 #cgo pkg-config: tinymlir
 #include <stdlib.h>
-#include <tinymlir/tinymlir.h>
+#include <tinymlir/gpt2.h>
 */
 import "C"
 
@@ -39,6 +40,10 @@ const (
 	StatusUnsupported     Status = C.TM_ERROR_UNSUPPORTED
 	StatusIO              Status = C.TM_ERROR_IO
 	StatusOutOfMemory     Status = C.TM_ERROR_OUT_OF_MEMORY
+	// StatusBusy: the object is in use by another call (a model's Logits, Generate or
+	// Stats while another of them runs on it, from another goroutine or from a Generate
+	// callback); nothing was changed.
+	StatusBusy Status = C.TM_ERROR_BUSY
 )
 
 // String is the C name of the status ("TM_ERROR_SHAPE").
@@ -74,7 +79,7 @@ func call(f func() C.tm_status) error {
 	return nil
 }
 
-// Version is the loaded library's version, e.g. "0.1.0".
+// Version is the loaded library's version, e.g. "0.1.0" (tm_version, read at run time).
 func Version() string { return C.GoString(C.tm_version()) }
 
 // APIVersion is the loaded library's ABI version; NewContext refuses a library whose ABI
@@ -83,6 +88,10 @@ func APIVersion() uint32 { return uint32(C.tm_api_version()) }
 
 // HeaderAPIVersion is TM_API_VERSION of the header this package was compiled with.
 const HeaderAPIVersion = uint32(C.TM_API_VERSION)
+
+// HeaderVersion is TM_VERSION_STRING of the header this package was compiled with (the
+// project's one version, like Version for the library).
+const HeaderVersion = C.TM_VERSION_STRING
 
 // MaxRank is the largest tensor rank the API accepts.
 const MaxRank = int(C.TM_MAX_RANK)

@@ -3,6 +3,7 @@ package tinymlir
 import (
 	"errors"
 	"math"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -101,14 +102,27 @@ func TestProgramTypesCacheClonesAndClose(t *testing.T) {
 	}
 	wantStatus(t, errOf(p.InputType(3)), StatusOutOfRange)
 
-	// An equal trace is a cache hit.
+	// An equal trace is a cache hit, and the program says so.
 	again := must[*Program](t)(ctx.Compile(affine(t, ctx), nil))
 	stats := must[CacheStats](t)(ctx.CacheStats())
 	if stats != (CacheStats{Hits: 1, Misses: 1, Entries: 1}) {
 		t.Fatalf("cache stats %+v", stats)
 	}
+	if p.CacheHit() || !again.CacheHit() {
+		t.Fatalf("first CacheHit %v, second %v", p.CacheHit(), again.CacheHit())
+	}
+	opts := DefaultCompileOptions()
+	opts.OptLevel = 1 // other options: another program
+	other := must[*Program](t)(ctx.Compile(tr, &opts))
+	if other.CacheHit() {
+		t.Fatal("other options hit the cache")
+	}
+	check(t, other.Close())
 	// Programs outlive trace and context; a clone outlives the original. Close is idempotent.
 	clone := must[*Program](t)(again.Clone())
+	if !clone.CacheHit() {
+		t.Fatal("a clone answers as its program")
+	}
 	for _, c := range []interface{ Close() error }{tr, p, again, ctx, tr, ctx, again} {
 		check(t, c.Close())
 	}
@@ -277,12 +291,20 @@ func TestShapeErrorNamesTheOp(t *testing.T) {
 	if !strings.Contains(e.Message, "tm_op_matmul") {
 		t.Errorf("%q lacks tm_op_matmul", e.Message)
 	}
-	// Statuses map through; per-axis arrays are checked before C reads them.
+	// Statuses map through; per-axis counts go to the library, which checks them.
 	wantStatus(t, errOf(tr.ReduceSum(a, 2, false)), StatusOutOfRange)
 	wantStatus(t, errOf(tr.Exp(v(tr.Input(Bool, 3)))), StatusDType)
-	wantStatus(t, errOf(tr.Slice(a, []int64{0}, []int64{1})), StatusInvalidArgument)
-	wantStatus(t, errOf(tr.Transpose(a, 0)), StatusInvalidArgument)
+	for _, e := range []*Error{
+		wantStatus(t, errOf(tr.Slice(a, []int64{0}, []int64{1})), StatusInvalidArgument),
+		wantStatus(t, errOf(tr.Transpose(a, 0)), StatusInvalidArgument),
+	} {
+		if !strings.Contains(e.Message, "tm_op_") {
+			t.Errorf("%q is not the library's message", e.Message)
+		}
+	}
 	wantStatus(t, errOf(tr.Transpose(a, 0, 0)), StatusOutOfRange)
+	// One count for two slices: slices of different lengths never reach the library.
+	wantStatus(t, errOf(tr.Slice(a, []int64{0, 0}, []int64{1})), StatusInvalidArgument)
 	wantStatus(t, errOf(ctx.Compile(tr, nil)), StatusInvalidArgument) // not ended
 
 	// The failed ops recorded nothing: the trace still compiles.
@@ -324,5 +346,15 @@ func TestInvokeChecksTensors(t *testing.T) {
 func TestVersions(t *testing.T) {
 	if APIVersion() != HeaderAPIVersion || Version() == "" {
 		t.Fatalf("library %q ABI %d, header ABI %d", Version(), APIVersion(), HeaderAPIVersion)
+	}
+	// One version: the library's at run time, the header's, and the installed tinymlir.pc's
+	// (all the CMake project version).
+	if Version() != HeaderVersion {
+		t.Fatalf("library %q, header %q", Version(), HeaderVersion)
+	}
+	if out, err := exec.Command("pkg-config", "--modversion", "tinymlir").Output(); err != nil {
+		t.Logf("pkg-config --modversion tinymlir: %v (not compared)", err)
+	} else if pc := strings.TrimSpace(string(out)); pc != Version() {
+		t.Fatalf("tinymlir.pc has version %q, the library %q", pc, Version())
 	}
 }

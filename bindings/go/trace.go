@@ -132,19 +132,6 @@ func tensorType(dtype C.tm_dtype, rank C.int32_t, shape []C.int64_t) TensorType 
 	return tt
 }
 
-// checkPerAxis guards the C calls that read rank(x) entries from an array: a short Go
-// slice would be read past its end.
-func (t *Trace) checkPerAxis(x Value, n int, what, op string) error {
-	tt, err := t.ValueType(x)
-	if err != nil {
-		return err
-	}
-	if n != len(tt.Shape) {
-		return newError(StatusInvalidArgument, "%s: %s has %d entries for a value of rank %d", op, what, n, len(tt.Shape))
-	}
-	return nil
-}
-
 // Input declares the next program input (numbered in declaration order). Weights are
 // inputs too.
 func (t *Trace) Input(dtype DType, shape ...int64) (Value, error) {
@@ -329,28 +316,27 @@ func (t *Trace) Reshape(x Value, shape ...int64) (Value, error) {
 	})
 }
 
-// Transpose permutes the axes of x by perm (one entry per axis); no perm reverses them.
+// Transpose permutes the axes of x by perm, one entry per axis (the library checks the
+// count against the rank); no perm reverses them.
 func (t *Trace) Transpose(x Value, perm ...int32) (Value, error) {
 	var p *C.int32_t
 	if len(perm) > 0 {
-		if err := t.checkPerAxis(x, len(perm), "perm", "Transpose"); err != nil {
-			return 0, err
-		}
 		p = (*C.int32_t)(unsafe.Pointer(&perm[0]))
 	}
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status { return C.tm_op_transpose(c, C.tm_value(x), p, out) })
+	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
+		return C.tm_op_transpose(c, C.tm_value(x), p, C.int32_t(len(perm)), out)
+	})
 }
 
-// Slice is x[begin:end] with unit steps, one entry per axis.
+// Slice is x[begin:end] with unit steps, one entry per axis (the library checks the count
+// against the rank). The C call takes one count for both slices, so they must be equally
+// long.
 func (t *Trace) Slice(x Value, begin, end []int64) (Value, error) {
-	if err := t.checkPerAxis(x, len(begin), "begin", "Slice"); err != nil {
-		return 0, err
-	}
-	if err := t.checkPerAxis(x, len(end), "end", "Slice"); err != nil {
-		return 0, err
+	if len(begin) != len(end) {
+		return 0, newError(StatusInvalidArgument, "Slice: begin has %d entries, end has %d", len(begin), len(end))
 	}
 	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_slice(c, C.tm_value(x), int64s(begin), int64s(end), out)
+		return C.tm_op_slice(c, C.tm_value(x), C.int32_t(len(begin)), int64s(begin), int64s(end), out)
 	})
 }
 

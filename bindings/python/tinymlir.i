@@ -1,4 +1,5 @@
-/* tinymlir.i: the SWIG interface that makes tinymlir.h the Python module `tinymlir.capi`.
+/* tinymlir.i: the SWIG interface that makes tinymlir.h and gpt2.h the Python module
+ * `tinymlir.capi`.
  *
  * The module mirrors the C API one function for one function. What changes is only how
  * values cross the language boundary:
@@ -6,8 +7,9 @@
  * - output parameters become return values (handles, tm_value, types, statistics, IR text);
  * - shapes, permutations and value lists are Python sequences; tensors are NumPy arrays,
  *   passed as tm_tensor views (element strides) of the arrays' own memory, never copied;
- * - the three model functions that negotiate buffer sizes or call back (tm_tokenize,
- *   tm_detokenize, tm_generate) are wrapped by small C helpers that do the negotiation.
+ * - the three model functions that fill buffers of data-dependent size or call back
+ *   (tm_tokenize, tm_detokenize, tm_generate) are wrapped by small C helpers that ask the
+ *   library for the size and return Python objects.
  * Handles are plain SWIG pointers with no ownership: the package (tinymlir/_handles.py,
  * tinymlir/model.py) wraps each in an object that destroys or releases it exactly once.
  *
@@ -23,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tinymlir/tinymlir.h"
+#include "tinymlir/gpt2.h" /* and, through it, tinymlir.h and version.h */
 %}
 
 %init %{
@@ -97,4 +99,7 @@ TMPY_RELEASE_GIL(tm_model_logits)
 %ignore tm_free;
 %ignore tm_token_callback;
 
+/* SWIG does not follow #include: each header is wrapped by name. */
+%include "tinymlir/version.h"
 %include "tinymlir/tinymlir.h"
+%include "tinymlir/gpt2.h"

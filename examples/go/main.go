@@ -50,7 +50,7 @@ func generate(dir, prompt string, opts tinymlir.GenerateOptions) (string, error)
 		return "", err
 	}
 	defer ctx.Close()
-	model, err := tinymlir.LoadModel(ctx, dir, tinymlir.CPU)
+	model, err := tinymlir.LoadModel(ctx, dir, nil) // nil: the default options (CPU)
 	if err != nil {
 		return "", err
 	}

@@ -152,7 +152,7 @@ def attention(x, p, n_head):
 def block(x, p, *, n_head, eps):
     """One transformer block (pre-norm): attention and feed-forward, each residual."""
     x = x + attention(tm.layer_norm(x, p.ln_1.g, p.ln_1.b, eps), p, n_head)
-    hidden = tm.gelu(linear(tm.layer_norm(x, p.ln_2.g, p.ln_2.b, eps), p.fc))
+    hidden = tm.gelu_tanh(linear(tm.layer_norm(x, p.ln_2.g, p.ln_2.b, eps), p.fc))
     return x + linear(hidden, p.mlp_proj)
 
 

@@ -23,26 +23,16 @@ static PyArrayObject *tmpy_ids_in(PyObject *obj) {
 }
 
 /* tm_model_logits writes vocab_size floats into a caller-owned buffer: a writable,
- * C-contiguous float32 array of exactly that size (checked, so the library never writes
- * past its end). */
-%typemap(in) float *logits (PyArrayObject *out = NULL) {
+ * C-contiguous float32 array, passed with its size as the capacity (the library refuses a
+ * buffer smaller than the vocabulary). */
+%typemap(in) (float *logits, size_t capacity) {
   if (!PyArray_Check($input) || PyArray_TYPE((PyArrayObject *)$input) != NPY_FLOAT32 ||
       !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)$input) ||
       !PyArray_ISWRITEABLE((PyArrayObject *)$input))
     SWIG_exception_fail(SWIG_TypeError,
                         "logits must be a writable, C-contiguous numpy.float32 array");
-  out = (PyArrayObject *)$input;
-  $1 = (float *)PyArray_DATA(out);
-}
-%typemap(check) float *logits {
-  /* arg1: the model of tm_model_logits(model, ids, n, logits). */
-  int32_t vocab = 0;
-  if (arg1 && tm_model_info(arg1, &vocab, NULL, NULL, NULL) == TM_OK &&
-      PyArray_SIZE(out$argnum) != vocab) {
-    tmpy_fail(TM_ERROR_INVALID_ARGUMENT, "tm_model_logits: logits has %zd elements, the "
-              "model's vocabulary %d", (Py_ssize_t)PyArray_SIZE(out$argnum), (int)vocab);
-    SWIG_fail;
-  }
+  $1 = (float *)PyArray_DATA((PyArrayObject *)$input);
+  $2 = (size_t)PyArray_SIZE((PyArrayObject *)$input);
 }
 
 %{
@@ -52,45 +42,41 @@ typedef struct tmpy_buffer {
   size_t n;
 } tmpy_buffer;
 
-/* tm_tokenize with the capacity negotiated: first with room for one id per byte (what
- * byte-level BPE needs at most), again with the size the library asks for if that is
- * more. */
+/* tm_tokenize and tm_detokenize report the size they need, as snprintf does: asked with
+ * capacity 0 first, then called with a buffer of exactly that size. */
 static tm_status tmpy_tokenize(tm_model *model, const char *text, size_t len, tmpy_buffer *ids) {
-  size_t capacity = len, needed = 0;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    int32_t *buf = (int32_t *)malloc(sizeof(int32_t) * (capacity > 0 ? capacity : 1));
-    if (!buf) return PyErr_NoMemory(), TM_ERROR_OUT_OF_MEMORY;
-    tm_status s = tm_tokenize(model, text, len, buf, capacity, &needed);
-    if (s == TM_OK) {
-      ids->data = buf;
-      ids->n = needed;
-      return s;
-    }
+  size_t needed = 0;
+  tm_status s = tm_tokenize(model, text, len, NULL, 0, &needed);
+  if (s != TM_OK) return s;
+  int32_t *buf = (int32_t *)malloc(sizeof(int32_t) * (needed > 0 ? needed : 1));
+  if (!buf) return PyErr_NoMemory(), TM_ERROR_OUT_OF_MEMORY;
+  size_t written = 0;
+  s = tm_tokenize(model, text, len, buf, needed, &written);
+  if (s != TM_OK) {
     free(buf);
-    if (s != TM_ERROR_INVALID_ARGUMENT || needed <= capacity) return s;
-    capacity = needed;
+    return s;
   }
-  return TM_ERROR_INVALID_ARGUMENT;
+  ids->data = buf;
+  ids->n = written < needed ? written : needed;
+  return TM_OK;
 }
 
-/* tm_detokenize likewise, starting from 16 bytes per id. */
 static tm_status tmpy_detokenize(tm_model *model, const int32_t *ids, size_t n,
                                  tmpy_buffer *bytes) {
-  size_t capacity = 16 * n + 16, needed = 0;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    char *buf = (char *)malloc(capacity);
-    if (!buf) return PyErr_NoMemory(), TM_ERROR_OUT_OF_MEMORY;
-    tm_status s = tm_detokenize(model, ids, n, buf, capacity, &needed);
-    if (s == TM_OK) {
-      bytes->data = buf;
-      bytes->n = needed;
-      return s;
-    }
+  size_t needed = 0;
+  tm_status s = tm_detokenize(model, ids, n, NULL, 0, &needed);
+  if (s != TM_OK) return s;
+  char *buf = (char *)malloc(needed > 0 ? needed : 1);
+  if (!buf) return PyErr_NoMemory(), TM_ERROR_OUT_OF_MEMORY;
+  size_t written = 0;
+  s = tm_detokenize(model, ids, n, buf, needed, &written);
+  if (s != TM_OK) {
     free(buf);
-    if (s != TM_ERROR_INVALID_ARGUMENT || needed <= capacity) return s;
-    capacity = needed;
+    return s;
   }
-  return TM_ERROR_INVALID_ARGUMENT;
+  bytes->data = buf;
+  bytes->n = written < needed ? written : needed;
+  return TM_OK;
 }
 
 /* The C trampoline of tm_generate's callback: calls the Python callable with the token
@@ -118,8 +104,9 @@ static int tmpy_on_token(void *user, int32_t token) {
   return stop;
 }
 
-/* tm_generate with the out_ids buffer sized from max_new_tokens and a Python callable (or
- * None) as the callback. The GIL is released while the model runs. */
+/* tm_generate with the out_ids buffer sized from max_new_tokens (a generation never makes
+ * more) and a Python callable (or None) as the callback. The GIL is released while the
+ * model runs. */
 static tm_status tmpy_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
                                const tm_generate_options *options, PyObject *callback,
                                tmpy_buffer *ids) {
@@ -150,7 +137,7 @@ static tm_status tmpy_generate(tm_model *model, const int32_t *prompt, size_t n_
     return s;
   }
   ids->data = buf;
-  ids->n = n_out;
+  ids->n = n_out < capacity ? n_out : capacity;
   return TM_OK;
 }
 %}

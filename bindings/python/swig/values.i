@@ -60,19 +60,6 @@ static int tmpy_int32s(PyObject *obj, const char *what, int64_t lo, int64_t hi, 
   return 1;
 }
 
-/* tm_op_transpose and tm_op_slice read `rank of x` entries from their arrays, a length the
- * C signature cannot carry: the binding checks it, so a short Python list can never make
- * the library read past the end of the array. Unknown traces or values are left to the
- * library's own error. */
-static int tmpy_check_rank(tm_trace *trace, tm_value x, const char *fn, const char *what,
-                           Py_ssize_t len) {
-  int32_t rank = 0;
-  if (!trace || tm_value_type(trace, x, NULL, &rank, NULL) != TM_OK) return 1;
-  if (len == rank) return 1;
-  tmpy_fail(TM_ERROR_INVALID_ARGUMENT, "%s: %s has %zd entries, x has rank %d", fn, what, len,
-            (int)rank);
-  return 0;
-}
 %}
 
 /* (rank, shape) of tm_op_input and tm_op_reshape: one Python sequence. */
@@ -88,30 +75,49 @@ static int tmpy_check_rank(tm_trace *trace, tm_value x, const char *fn, const ch
 }
 %typemap(freearg) (int32_t rank, const int64_t *shape) { free((void *)$2); }
 
-/* perm of tm_op_transpose: a sequence, or None for "reverse the axes" (NULL). */
-%typemap(in) const int32_t *perm (Py_ssize_t len = 0) {
+/* (perm, n_perm) of tm_op_transpose: a sequence, or None for "reverse the axes" (NULL, 0).
+ * The length goes to the library, which checks it against x's rank. */
+%typemap(in) (const int32_t *perm, int32_t n_perm) (Py_ssize_t len = 0) {
   void *values = NULL;
   if ($input != Py_None && !tmpy_int32s($input, "perm", INT32_MIN, INT32_MAX, &values, &len))
     SWIG_fail;
+  if (len > INT32_MAX) {
+    free(values);
+    SWIG_exception_fail(SWIG_OverflowError, "perm is too long");
+  }
   $1 = (int32_t *)values;
+  $2 = (int32_t)len;
 }
-%typemap(check) const int32_t *perm {
-  /* arg1, arg2: the trace and x of tm_op_transpose(trace, x, perm, out). */
-  if ($1 && !tmpy_check_rank(arg1, arg2, "tm_op_transpose", "perm", len$argnum)) SWIG_fail;
-}
-%typemap(freearg) const int32_t *perm { free((void *)$1); }
+%typemap(freearg) (const int32_t *perm, int32_t n_perm) { free((void *)$1); }
 
-/* begin/end of tm_op_slice. */
-%typemap(in) const int64_t *begin (Py_ssize_t len = 0), const int64_t *end (Py_ssize_t len = 0) {
+/* (rank, begin) and end of tm_op_slice: two sequences. The C call has one count for both
+ * arrays, so they must be equally long (else the library would read past the shorter);
+ * the count itself is the library's to check against x's rank. */
+%typemap(in) (int32_t rank, const int64_t *begin) (Py_ssize_t len = 0) {
   int64_t *values = NULL;
-  if (!tmpy_int64s($input, "$1_name", &values, &len)) SWIG_fail;
+  if (!tmpy_int64s($input, "begin", &values, &len)) SWIG_fail;
+  if (len > INT32_MAX) {
+    free(values);
+    SWIG_exception_fail(SWIG_OverflowError, "begin is too long");
+  }
+  $1 = (int32_t)len;
+  $2 = values;
+}
+%typemap(freearg) (int32_t rank, const int64_t *begin) { free((void *)$2); }
+%typemap(in) const int64_t *end (Py_ssize_t len = 0) {
+  int64_t *values = NULL;
+  if (!tmpy_int64s($input, "end", &values, &len)) SWIG_fail;
   $1 = values;
 }
-%typemap(check) const int64_t *begin, const int64_t *end {
-  /* arg1, arg2: the trace and x of tm_op_slice(trace, x, begin, end, out). */
-  if (!tmpy_check_rank(arg1, arg2, "tm_op_slice", "$1_name", len$argnum)) SWIG_fail;
+%typemap(check) const int64_t *end {
+  /* arg3: the count of tm_op_slice(trace, x, rank, begin, end, out), begin's length. */
+  if (len$argnum != (Py_ssize_t)arg3) {
+    tmpy_fail(TM_ERROR_INVALID_ARGUMENT, "tm_op_slice: begin has %d entries, end has %zd",
+              (int)arg3, len$argnum);
+    SWIG_fail;
+  }
 }
-%typemap(freearg) const int64_t *begin, const int64_t *end { free((void *)$1); }
+%typemap(freearg) const int64_t *end { free((void *)$1); }
 
 /* Lists of values: tm_trace_end's outputs and tm_op_concat's operands. */
 %typemap(in) (const tm_value *outputs, int32_t n_outputs) (Py_ssize_t len = 0),

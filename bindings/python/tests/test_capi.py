@@ -1,10 +1,13 @@
 """The SWIG layer and the handle objects: one C function per Python function, handles freed
 exactly once."""
+import ctypes
 import gc
+import struct
 
 import numpy as np
 import pytest
 
+import raw_capi as raw
 import tinymlir as tm
 from tinymlir import capi
 
@@ -123,13 +126,115 @@ def test_jit_releases_its_programs(count_frees):
     assert count_frees.count("Program") == 2
 
 
-def test_models_keep_their_context_open(count_frees):
+def test_a_model_outlives_its_context(count_frees):
+    # The model keeps its own reference to the context (tm_context_retain): the context may
+    # be closed, and collected, first.
     from conftest import TINY_A
     ctx = tm.Context()
     model = tm.Model.load(TINY_A, context=ctx)
-    with pytest.raises(tm.InvalidArgumentError, match="open models"):
-        ctx.close()
-    model.close()
-    model.close()
     ctx.close()
-    assert count_frees == ["Model", "Context"]
+    assert ctx.closed and count_frees == ["Context"]
+    del ctx
+    gc.collect()
+    assert len(model.generate([1, 2, 3], max_new_tokens=4)) == 4
+    assert model.logits([1, 2]).shape == (model.info.vocab_size,)
+    model.close()
+    model.close()
+    assert count_frees == ["Context", "Model"]
+
+
+def test_program_cache_hit():
+    ctx = tm.Context()
+    with tm.Trace(ctx, "twice") as trace:
+        x = capi.tm_op_input(trace.ptr, capi.TM_F32, [3])
+        trace.end([capi.tm_op_exp(trace.ptr, x)])
+        first = tm.Program.compile(ctx, trace)
+        second = tm.Program.compile(ctx, trace)
+    assert (first.cache_hit, second.cache_hit) == (False, True)
+    assert second.retain().cache_hit is True
+    assert capi.tm_program_cache_hit(None) == 0
+    # Through @jit: the second function's specialisation is found in the shared context.
+    ctx2 = tm.Context()
+    a = tm.jit(lambda v: v * 3 + 1, context=ctx2).lower(np.ones(2, np.float32))
+    b = tm.jit(lambda v: v * 3 + 1, context=ctx2).lower(np.ones(2, np.float32))
+    assert (a.cache_hit, b.cache_hit) == (False, True)
+
+
+# The first published layouts of the options structs (tinymlir.h, gpt2.h).
+FIRST_LAYOUT = {"compile": 20, "generate": 40, "model": 8, "stats": 64}
+
+
+def check_struct_sizes(call, buf, size, first_layout, output=False):
+    """call(buf) -> status of a call given the struct in buf, `size` the library's own
+    layout. Options (input): the first layout and a larger size with zero tail are
+    accepted, a non-zero tail is UNSUPPORTED (a field this library does not know), a size
+    below the first layout INVALID_ARGUMENT. Stats (output, `output`): any size from the
+    first layout up is accepted; the library fills the fields it has and leaves a newer
+    caller's extra bytes alone."""
+    raw.set_size(buf, first_layout)
+    assert call(buf) == capi.TM_OK, raw.last_error()
+    raw.set_size(buf, size + 8)
+    assert call(buf) == capi.TM_OK, raw.last_error()
+    buf[size + 5] = b"\x01"
+    if output:
+        assert call(buf) == capi.TM_OK, raw.last_error()
+        assert buf[size + 5] == b"\x01" and struct.unpack_from("=I", buf, 0)[0] == size + 8
+    else:
+        assert call(buf) == capi.TM_ERROR_UNSUPPORTED
+        assert str(size + 8) in raw.last_error()
+    buf[size + 5] = b"\x00"
+    raw.set_size(buf, first_layout - 4)
+    assert call(buf) == capi.TM_ERROR_INVALID_ARGUMENT
+    assert "struct_size" in raw.last_error()
+
+
+def test_options_struct_sizes():
+    from conftest import TINY_A
+    ctx = capi.tm_context_create()
+    tr = capi.tm_trace_begin(ctx, "sizes")
+    capi.tm_trace_end(tr, [capi.tm_op_input(tr, capi.TM_F32, [2])])
+
+    def compile_with(buf):
+        out = raw.P()
+        status = raw.lib.tm_compile(raw.addr(ctx), raw.addr(tr), buf, ctypes.byref(out))
+        raw.lib.tm_program_release(out)
+        return status
+
+    buf, size = raw.options(raw.lib.tm_compile_options_init, extra=8)
+    assert size >= FIRST_LAYOUT["compile"]
+    check_struct_sizes(compile_with, buf, size, FIRST_LAYOUT["compile"])
+
+    def load_with(buf):
+        out = raw.P()
+        status = raw.lib.tm_model_load(raw.addr(ctx), TINY_A.encode(), buf, ctypes.byref(out))
+        raw.lib.tm_model_destroy(out)
+        return status
+
+    buf, size = raw.options(raw.lib.tm_model_options_init, extra=8)
+    check_struct_sizes(load_with, buf, size, FIRST_LAYOUT["model"])
+
+    model = capi.tm_model_load(ctx, TINY_A, None)
+    prompt = raw.int32s([1, 2, 3])
+    ids = raw.int32s([0] * 4)
+
+    def generate_with(buf):
+        n = raw.SIZE()
+        return raw.lib.tm_generate(raw.addr(model), prompt, 3, buf, None, None, ids, 4,
+                                   ctypes.byref(n))
+
+    buf, size = raw.options(raw.lib.tm_generate_options_init, extra=8)
+    struct.pack_into("=i", buf, 4, 2)   # max_new_tokens, right after struct_size
+    check_struct_sizes(generate_with, buf, size, FIRST_LAYOUT["generate"])
+
+    def stats_with(buf):
+        return raw.lib.tm_model_get_stats(raw.addr(model), buf)
+
+    buf = ctypes.create_string_buffer(256)
+    size = capi.tm_model_get_stats(model).struct_size   # the SWIG layer's: sizeof
+    check_struct_sizes(stats_with, buf, size, FIRST_LAYOUT["stats"], output=True)
+    load_seconds = struct.unpack_from("=d", buf, 32)[0]   # offsetof(tm_model_stats, load_seconds)
+    assert load_seconds > 0
+
+    capi.tm_model_destroy(model)
+    capi.tm_trace_destroy(tr)
+    capi.tm_context_destroy(ctx)

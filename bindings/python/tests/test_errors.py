@@ -11,7 +11,8 @@ def test_hierarchy():
     pairs = [(tm.InvalidArgumentError, ValueError), (tm.ShapeError, ValueError),
              (tm.DtypeError, TypeError), (tm.OutOfRangeError, IndexError),
              (tm.UnsupportedError, NotImplementedError), (tm.LoadError, OSError),
-             (tm.ExecutionError, RuntimeError), (tm.OutOfMemoryError, MemoryError)]
+             (tm.ExecutionError, RuntimeError), (tm.OutOfMemoryError, MemoryError),
+             (tm.BusyError, RuntimeError)]
     for cls, builtin in pairs:
         assert issubclass(cls, tm.Error) and issubclass(cls, builtin)
         e = cls("message")
@@ -52,10 +53,28 @@ def test_other_op_errors():
         tm.jit(lambda a: tm.where(a, a, a))(x)
     with pytest.raises(tm.DtypeError, match="tm_op_gather"):
         tm.jit(lambda a: a[a[0]])(x)
-    with pytest.raises(tm.InvalidArgumentError, match="perm has 1 entries"):
+    # Counts of per-axis arrays are passed through; the library checks them against the rank.
+    with pytest.raises(tm.InvalidArgumentError, match="tm_op_transpose"):
         tm.jit(lambda a: a.transpose(0))(x)
+    with pytest.raises(tm.OutOfRangeError, match="tm_op_transpose"):
+        tm.jit(lambda a: a.transpose(0, 0))(x)
     with pytest.raises(IndexError, match="unit-step"):
         tm.jit(lambda a: a[:, ::2])(x)
+
+
+def test_per_axis_counts_are_the_librarys_to_check():
+    ctx = tm.Context()
+    with tm.Trace(ctx) as trace:
+        x = capi.tm_op_input(trace.ptr, capi.TM_F32, [2, 3])
+        with pytest.raises(tm.InvalidArgumentError, match="tm_op_slice"):
+            capi.tm_op_slice(trace.ptr, x, [0], [1])              # rank 1 for a rank-2 value
+        with pytest.raises(tm.InvalidArgumentError, match="tm_op_transpose"):
+            capi.tm_op_transpose(trace.ptr, x, [1, 0, 2])
+        # One count for two arrays: lists of different lengths never reach the library.
+        with pytest.raises(tm.InvalidArgumentError, match="begin has 2 entries, end has 1"):
+            capi.tm_op_slice(trace.ptr, x, [0, 0], [1])
+        y = capi.tm_op_slice(trace.ptr, capi.tm_op_transpose(trace.ptr, x, None), [1, 0], [3, 2])
+        assert capi.tm_value_type(trace.ptr, y) == (capi.TM_F32, (2, 2))
 
 
 def test_data_dependent_if_raises_type_error():

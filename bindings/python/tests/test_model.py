@@ -1,4 +1,5 @@
 """tinymlir.Model against the Hugging Face goldens."""
+import ctypes
 import json
 import os
 import threading
@@ -6,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 
+import raw_capi as raw
 import tinymlir as tm
 from conftest import KJV_TINY, SOURCE_DIR, TINY_A, check_greedy, golden_cases
 
@@ -66,9 +68,20 @@ def test_stream_yields_tokens_as_they_come(kjv):
     assert 1 <= len(seen) < 12
 
 
-def test_callback_can_stop_generation(kjv):
+def test_callback_true_stops_after_that_token(kjv):
+    # One meaning in every binding: a true result stops the generation after the token
+    # (which is kept); False or None goes on.
     got = kjv.generate("In the beginning", max_new_tokens=10, callback=lambda t: t == 262)
     assert got == [286, 262]
+    assert kjv.generate("In the beginning", max_new_tokens=10, callback=lambda t: True) == [286]
+    seen = []
+    got = kjv.generate("In the beginning", max_new_tokens=5, callback=seen.append)  # None
+    assert len(got) == 5 and got == seen
+    assert len(kjv.generate("In the beginning", max_new_tokens=5,
+                            callback=lambda t: False)) == 5
+    streamed = list(kjv.generate("In the beginning", max_new_tokens=10, stream=True,
+                                 callback=lambda t: t == 262))
+    assert streamed == [286, 262]
 
 
 def test_callback_exception_stops_and_is_reraised(kjv):
@@ -122,14 +135,84 @@ def test_model_errors(kjv, tmp_path):
         tiny.logits([1])
 
 
-def test_one_call_at_a_time_per_model(kjv):
+def test_busy_model_from_inside_the_callback(kjv):
+    # Re-entering the model from its own generate() callback: the library answers BUSY at
+    # once (no deadlock, nothing changed); the tokenizer is always available.
+    outcomes = []
+
+    def callback(token):
+        for name, call in (("logits", lambda: kjv.logits([1, 2])),
+                           ("generate", lambda: kjv.generate([1], max_new_tokens=1)),
+                           ("stats", lambda: kjv.stats)):
+            try:
+                call()
+                outcomes.append((name, None))
+            except tm.BusyError as e:
+                outcomes.append((name, e))
+        outcomes.append(("detokenize", kjv.detokenize([token])))
+        return True
+
+    assert kjv.generate("In the beginning", max_new_tokens=5, callback=callback) == [286]
+    assert [name for name, _ in outcomes] == ["logits", "generate", "stats", "detokenize"]
+    for name, error in outcomes[:3]:
+        assert isinstance(error, tm.BusyError), name
+        assert error.status == tm.Status.BUSY and isinstance(error, RuntimeError)
+    assert outcomes[3][1] == " of"
+    assert kjv.logits([1, 2]).shape == (50257,)          # free again afterwards
+
+
+def test_open_stream_keeps_the_model_busy(kjv):
     stream = kjv.generate("In the beginning", max_new_tokens=5, stream=True)
-    next(stream)
-    with pytest.raises(tm.InvalidArgumentError, match="in progress"):
+    assert next(stream) == 286
+    with pytest.raises(tm.BusyError):
         kjv.logits([1])
+    with pytest.raises(tm.BusyError):
+        kjv.generate([1], max_new_tokens=1)
     assert kjv.detokenize([286]) == " of"            # the tokenizer is always available
     assert len(list(stream)) == 4
     kjv.logits([1])
+    stream = kjv.generate("In the beginning", max_new_tokens=5, stream=True)
+    next(stream)
+    stream.close()                                   # stops the generation
+    kjv.logits([1])
+
+
+def test_closing_a_model_inside_its_callback_waits_for_the_call():
+    model = tm.Model.load(TINY_A)
+    got = model.generate([1, 2, 3], max_new_tokens=4, callback=lambda t: model.close())
+    assert len(got) == 4 and model.closed
+    with pytest.raises(tm.InvalidArgumentError, match="closed"):
+        model.logits([1])
+
+
+def test_size_queries(kjv):
+    # The C contract (snprintf-style), through the raw ABI: capacity 0 asks for the size;
+    # a small buffer gets what fits and the size needed; neither is an error.
+    model = raw.addr(kjv.ptr)
+    text = "And God said, Let there be light: and there was light.".encode()
+    want = kjv.tokenize(text)
+    n = raw.SIZE(12345)
+    assert raw.lib.tm_tokenize(model, text, len(text), None, 0, ctypes.byref(n)) == 0
+    assert n.value == len(want)
+    small = raw.int32s([-1] * 4)
+    assert raw.lib.tm_tokenize(model, text, len(text), small, 3, ctypes.byref(n)) == 0
+    assert n.value == len(want) and list(small) == want[:3] + [-1]
+
+    ids = raw.int32s(want)
+    text_back = kjv.detokenize_bytes(want)
+    assert text_back == text
+    assert raw.lib.tm_detokenize(model, ids, len(want), None, 0, ctypes.byref(n)) == 0
+    assert n.value == len(text)
+    buf = ctypes.create_string_buffer(b"#" * 8, 8)
+    assert raw.lib.tm_detokenize(model, ids, len(want), buf, 5, ctypes.byref(n)) == 0
+    assert n.value == len(text) and buf.raw == text[:5] + b"###"
+
+    # The binding asks for the size first: long pieces and long texts come back whole.
+    dashes = "-" * 256
+    assert kjv.detokenize(kjv.tokenize(dashes)) == dashes
+    long = "And God said, Let there be light: and there was light. " * 40
+    assert kjv.detokenize(kjv.tokenize(long)) == long
+    assert kjv.tokenize("") == [] and kjv.detokenize([]) == ""
 
 
 def test_generate_releases_the_gil(kjv):

@@ -23,6 +23,7 @@ class Status(enum.IntEnum):
     UNSUPPORTED = capi.TM_ERROR_UNSUPPORTED
     IO = capi.TM_ERROR_IO
     OUT_OF_MEMORY = capi.TM_ERROR_OUT_OF_MEMORY
+    BUSY = capi.TM_ERROR_BUSY
 
 
 class Error(Exception):
@@ -81,9 +82,17 @@ class OutOfMemoryError(Error, MemoryError):
     status = Status.OUT_OF_MEMORY
 
 
+class BusyError(Error, RuntimeError):
+    """TM_ERROR_BUSY: the object is in use by another call (a model generating on another
+    thread, or the model of the generate() whose callback made this call); nothing was
+    changed. Try again once that call has returned."""
+
+    status = Status.BUSY
+
+
 _BY_STATUS = {cls.status: cls for cls in (
     InvalidArgumentError, ShapeError, DtypeError, OutOfRangeError, CompileError,
-    ExecutionError, UnsupportedError, LoadError, OutOfMemoryError)}
+    ExecutionError, UnsupportedError, LoadError, OutOfMemoryError, BusyError)}
 
 
 def error_from_status(status, message):

@@ -2,13 +2,16 @@
 
 The SWIG module hands out bare pointers. These classes own them: `close()` (or `with`, or
 garbage collection through __del__) frees the handle and forgets it, so a second close is a
-no-op and a use after close raises instead of touching freed memory. The C functions are
-bound as class attributes so that __del__ still finds them during interpreter shutdown.
+no-op and a use after close raises instead of touching freed memory. Calls that release the
+GIL hold the handle through `_using()`: a close() meanwhile (from another thread, or from a
+callback of that very call) frees it once the call has returned, never under it. The C
+functions are bound as class attributes so that __del__ still finds them during interpreter
+shutdown.
 """
 import collections
+import contextlib
 import enum
 import threading
-import weakref
 
 from . import capi
 from ._errors import InvalidArgumentError
@@ -61,21 +64,47 @@ class _Handle:
     _kind = "handle"
 
     def __init__(self, ptr):
+        self._lock = threading.Lock()   # guards _calls and _closing
+        self._calls = 0                 # calls inside _using()
+        self._closing = False
         self._ptr = ptr
 
     @property
     def ptr(self):
         """The SWIG pointer, for calls into tinymlir.capi."""
-        if self._ptr is None:
+        if self._ptr is None or self._closing:
             raise InvalidArgumentError(f"this {self._kind} is closed")
         return self._ptr
 
     @property
     def closed(self):
-        return self._ptr is None
+        return self._ptr is None or self._closing
+
+    @contextlib.contextmanager
+    def _using(self):
+        """The pointer, held for one call that releases the GIL. Only memory safety: calls
+        are not serialised (the library itself refuses calls that conflict)."""
+        with self._lock:
+            ptr = self.ptr
+            self._calls += 1
+        try:
+            yield ptr
+        finally:
+            with self._lock:
+                self._calls -= 1
+                ptr = None
+                if self._closing and self._calls == 0:
+                    ptr, self._ptr = self._ptr, None
+            if ptr is not None:
+                type(self)._free(ptr)
 
     def close(self):
-        ptr, self._ptr = self._ptr, None
+        """Frees the handle, at once or, if a call is using it, when that call returns."""
+        with self._lock:
+            self._closing = True
+            ptr = None
+            if self._calls == 0:
+                ptr, self._ptr = self._ptr, None
         if ptr is not None:
             type(self)._free(ptr)
 
@@ -92,26 +121,18 @@ class _Handle:
 
 
 class Context(_Handle):
-    """tm_context: the owner of the compiled-program cache. Thread-safe."""
+    """tm_context: the owner of the compiled-program cache. Thread-safe. Models keep their
+    own reference to it, so it may be closed before them."""
 
     _free = staticmethod(capi.tm_context_destroy)
     _kind = "context"
 
     def __init__(self):
         super().__init__(capi.tm_context_create())
-        # Models keep a raw pointer to their context (it must outlive them): closing the
-        # context while one is open is refused rather than left to crash.
-        self._models = weakref.WeakSet()
 
     def cache_stats(self):
         """tm_cache_stats: CacheStats(hits, misses, entries)."""
         return CacheStats(*capi.tm_cache_stats(self.ptr))
-
-    def close(self):
-        if any(not m.closed for m in getattr(self, "_models", ())):
-            raise InvalidArgumentError(
-                "this context still has open models; close them first")
-        super().close()
 
     def __repr__(self):
         if self.closed:
@@ -174,11 +195,19 @@ class Program(_Handle):
 
     @classmethod
     def compile(cls, context, trace, options=None):
-        return cls(capi.tm_compile(context.ptr, trace.ptr, options))
+        with context._using() as ctx:
+            return cls(capi.tm_compile(ctx, trace.ptr, options))
 
     def retain(self):
-        capi.tm_program_retain(self.ptr)
-        return Program(self._ptr)
+        ptr = self.ptr
+        capi.tm_program_retain(ptr)
+        return Program(ptr)
+
+    @property
+    def cache_hit(self):
+        """True if the tm_compile that returned this program found it in the context's
+        cache, False if that call compiled it (tm_program_cache_hit)."""
+        return bool(capi.tm_program_cache_hit(self.ptr))
 
     @property
     def input_types(self):
@@ -197,4 +226,6 @@ class Program(_Handle):
 
     def invoke(self, inputs, outputs):
         """tm_invoke on NumPy arrays: reads `inputs`, writes `outputs` (caller-owned)."""
-        capi.tm_invoke(self.ptr, list(inputs), list(outputs))
+        inputs, outputs = list(inputs), list(outputs)
+        with self._using() as ptr:
+            capi.tm_invoke(ptr, inputs, outputs)

@@ -49,6 +49,13 @@ class Lowered:
         self.in_treedef = in_treedef
         self.out_treedef = out_treedef
 
+    @property
+    def cache_hit(self):
+        """True if compiling this specialisation found the program in the context's cache
+        (compiled earlier for an equal trace, by this function or another), False if it
+        was compiled then."""
+        return self.program.cache_hit
+
     def ir(self, stage):
         """The text of a stage: a tinymlir.Stage or its name ("traced", "optimized",
         "bufferized", "lowered", "llvm_ir", "assembly")."""

@@ -6,19 +6,19 @@
     for token in model.generate("And God said", stream=True):
         print(model.detokenize([token]), end="", flush=True)
 
-A model is not thread-safe (it owns one KV cache): logits() and generate() refuse to run
-while another call on the same model is in progress (for example inside a stream loop),
-rather than wait for it. Tokenizing and detokenizing are always allowed.
+A model runs one computation at a time (it owns one KV cache). The library refuses, with
+BusyError, a logits(), generate() or stats while another runs on the same model: on another
+thread, from a generate() callback, or while a stream is open (a stream keeps its
+generation running until it is exhausted or closed). Tokenizing and detokenizing are always
+allowed. Use one model per thread; models may share a context.
 """
 import collections
-import contextlib
 import queue
 import threading
 
 import numpy as np
 
 from . import capi
-from ._errors import InvalidArgumentError
 from ._handles import Target, _Handle, default_context
 
 ModelInfo = collections.namedtuple("ModelInfo", "vocab_size n_ctx n_layer n_embd")
@@ -30,20 +30,18 @@ class Model(_Handle):
     _free = staticmethod(capi.tm_model_destroy)
     _kind = "model"
 
-    def __init__(self, ptr, context):
-        super().__init__(ptr)
-        # The C model keeps a pointer to its context: keep the context alive as long.
-        self.context = context
-        context._models.add(self)
-        self._busy = threading.Lock()
-
     @classmethod
     def load(cls, directory, target="cpu", context=None):
         """Loads config.json, model.safetensors and (if present) vocab.json + merges.txt
-        from `directory`. Raises LoadError for missing or malformed files."""
+        from `directory`. Raises LoadError for missing or malformed files. The model keeps
+        its own reference to the context (default: the process-wide one), which may be
+        closed first."""
         context = context if context is not None else default_context()
-        ptr = capi.tm_model_load(context.ptr, str(directory), int(Target.of(target)))
-        return cls(ptr, context)
+        options = capi.tm_model_options()
+        capi.tm_model_options_init(options)
+        options.target = int(Target.of(target))
+        with context._using() as ctx:
+            return cls(capi.tm_model_load(ctx, str(directory), options))
 
     @property
     def info(self):
@@ -52,7 +50,8 @@ class Model(_Handle):
     @property
     def stats(self):
         """tm_model_get_stats as a dict (programs compiled/cached, seconds, tokens)."""
-        s = capi.tm_model_get_stats(self.ptr)
+        with self._using() as ptr:
+            s = capi.tm_model_get_stats(ptr)
         return {name: getattr(s, name) for name in (
             "programs_compiled", "programs_cached", "compile_seconds", "load_seconds",
             "prefill_seconds", "decode_seconds", "decode_tokens")}
@@ -72,8 +71,9 @@ class Model(_Handle):
     def logits(self, ids):
         """The vocab_size logits (float32) of the last position, recomputing all of ids."""
         out = np.empty(self.info.vocab_size, np.float32)
-        with self._exclusive("logits"):
-            capi.tm_model_logits(self.ptr, _ids(ids), out)
+        ids = _ids(ids)
+        with self._using() as ptr:
+            capi.tm_model_logits(ptr, ids, out)
         return out
 
     def generate(self, prompt, max_new_tokens=None, temperature=None, top_k=None, top_p=None,
@@ -83,8 +83,9 @@ class Model(_Handle):
         Options left as None take the library's defaults (32 tokens, greedy, KV cache on,
         no stop at EOS). Returns the list of generated ids; with stream=True, returns an
         iterator that yields each id as soon as it is chosen. callback(token), if given, is
-        called for each token; a true result stops the generation, and an exception it
-        raises stops the generation and is re-raised here."""
+        called for each token; a true result stops the generation after that token (None or
+        False goes on), and an exception it raises stops the generation and is re-raised
+        here."""
         ids = self.tokenize(prompt) if isinstance(prompt, (str, bytes)) else _ids(prompt)
         options = capi.tm_generate_options()
         capi.tm_generate_options_init(options)
@@ -95,69 +96,49 @@ class Model(_Handle):
                 setattr(options, name, type(getattr(options, name))(value))
         if stream:
             return self._stream(ids, options, callback)
-        with self._exclusive("generate"):
-            return capi.tm_generate(self.ptr, ids, options, callback)
+        with self._using() as ptr:
+            return capi.tm_generate(ptr, ids, options, callback)
 
     def _stream(self, ids, options, callback):
-        """A generator over tm_generate's callback. The C call runs in a worker thread
-        (with the GIL released) and hands each token over through a queue; closing the
-        generator early makes the callback ask the library to stop."""
+        """A generator over tm_generate's callback. The C call runs in a worker thread (with
+        the GIL released); its callback hands each token over and waits until the consumer
+        asks for the next one, so the generation advances with the loop and the model stays
+        busy (BusyError for other calls) until the stream is exhausted or closed. Closing it
+        early makes the callback ask the library to stop."""
         tokens = queue.Queue()
-        stop = threading.Event()
+        resume = threading.Semaphore(0)
+        closing = threading.Event()
         done = object()
 
         def on_token(token):
+            stop = callback is not None and callback(token)
             tokens.put(token)
-            if callback is not None and callback(token):
-                return True
-            return stop.is_set()
+            resume.acquire()
+            return bool(stop) or closing.is_set()
 
         def work():
             try:
-                capi.tm_generate(self.ptr, ids, options, on_token)
+                with self._using() as ptr:
+                    capi.tm_generate(ptr, ids, options, on_token)
                 tokens.put((done, None))
             except BaseException as e:  # re-raised in the consumer's thread
                 tokens.put((done, e))
 
-        with self._exclusive("generate"):
-            worker = threading.Thread(target=work, name="tinymlir-generate", daemon=True)
-            worker.start()
-            try:
-                while True:
-                    item = tokens.get()
-                    if isinstance(item, tuple) and item[0] is done:
-                        if item[1] is not None:
-                            raise item[1]
-                        return
-                    yield item
-            finally:
-                stop.set()
-                worker.join()
-
-    @contextlib.contextmanager
-    def _exclusive(self, what):
-        """Holds the model for one call; refuses (rather than waits) if it is taken, since
-        the holder may be a stream that this very thread is consuming."""
-        if not self._busy.acquire(blocking=False):
-            raise InvalidArgumentError(
-                f"Model.{what}: another call on this model is in progress (a model owns one "
-                "KV cache; use one model per thread, and finish or close a stream before "
-                "calling it again)")
+        worker = threading.Thread(target=work, name="tinymlir-generate", daemon=True)
+        worker.start()
         try:
-            yield
+            while True:
+                item = tokens.get()
+                if isinstance(item, tuple) and item[0] is done:
+                    if item[1] is not None:
+                        raise item[1]
+                    return
+                yield item
+                resume.release()
         finally:
-            self._busy.release()
-
-    def close(self):
-        """Frees the model. Refused while a call on it is in progress."""
-        busy = getattr(self, "_busy", None)
-        if busy is not None and not busy.acquire(blocking=False):
-            raise InvalidArgumentError("Model.close: a call on this model is in progress")
-        try:
-            super().close()
-        finally:
-            if busy is not None:
-                busy.release()
+            closing.set()
+            resume.release()   # wakes a callback waiting for the consumer
+            worker.join()
 
     def __repr__(self):
         if self.closed:

@@ -1,9 +1,10 @@
 """Functions for traced code: tm.exp(x), tm.softmax(x), tm.where(c, a, b), ...
 
-Each records the C API op of the same name (composites such as softmax, layer_norm and
-gelu are expanded by the library into primitives that fusion sees). They work on tracers,
-Python scalars and NumPy arrays, inside a function being traced by @tinymlir.jit. There is
-no NumPy fallback outside a trace: calling them there raises a TypeError.
+Each records the C API op of the same name (tm.gelu_tanh records tm_op_gelu_tanh, tm.concat
+tm_op_concat; composites such as softmax, layer_norm and gelu_tanh are expanded by the
+library into primitives that fusion sees). They work on tracers, Python scalars and NumPy
+arrays, inside a function being traced by @tinymlir.jit. There is no NumPy fallback outside
+a trace: calling them there raises a TypeError.
 """
 import numpy as np
 
@@ -50,15 +51,15 @@ def layer_norm(x, gamma, beta, eps=1e-5):
                   what="tinymlir.layer_norm")
 
 
-def gelu(x):
+def gelu_tanh(x):
     """GELU, tanh approximation (GPT-2's gelu_new)."""
-    return record(capi.tm_op_gelu_tanh, x, what="tinymlir.gelu")
+    return record(capi.tm_op_gelu_tanh, x, what="tinymlir.gelu_tanh")
 
 
-def concatenate(xs, axis=0):
-    """Joins tensors along an existing axis; dtypes are promoted."""
+def concat(xs, axis=0):
+    """Joins tensors along an existing axis (NumPy's concatenate); dtypes are promoted."""
     xs = list(xs)
-    state = state_of(xs, "tinymlir.concatenate")
+    state = state_of(xs, "tinymlir.concat")
     values = [lift(state, x) for x in xs]
     return Tracer(state, capi.tm_op_concat(state.ptr, values, int(axis)))
 

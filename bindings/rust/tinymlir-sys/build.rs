@@ -1,9 +1,11 @@
-//! Finds libtinymlir and generates the raw declarations from its installed header.
+//! Finds libtinymlir and generates the raw declarations from its installed headers.
 //!
 //! Where the library is: `TINYMLIR_DIR` (a prefix with include/ and lib/) if set, else the
 //! `pkg-config` command (`tinymlir.pc`, found through PKG_CONFIG_PATH). The declarations are
 //! generated at build time by Debian's `bindgen` command-line tool (override with `BINDGEN`)
-//! from the very header the library was installed with, so they cannot drift from it.
+//! from the very headers the library was installed with (`tinymlir/gpt2.h`, which includes
+//! `tinymlir/tinymlir.h` and the generated `tinymlir/version.h`), so they cannot drift from
+//! them.
 //! No crate dependencies: everything here is std and external commands.
 
 use std::env;
@@ -27,14 +29,17 @@ fn main() {
         None => from_pkg_config(),
     };
 
-    let header = lib
+    // gpt2.h declares the model API and includes the rest (tinymlir.h, version.h).
+    let dir = lib
         .include_dirs
         .iter()
-        .map(|d| d.join("tinymlir").join("tinymlir.h"))
-        .find(|h| h.is_file())
-        .unwrap_or_else(|| fail(&format!("tinymlir/tinymlir.h not found under {:?}", lib.include_dirs)));
-    println!("cargo:rerun-if-changed={}", header.display());
-    generate_bindings(&header, &lib.include_dirs);
+        .map(|d| d.join("tinymlir"))
+        .find(|d| d.join("gpt2.h").is_file())
+        .unwrap_or_else(|| fail(&format!("tinymlir/gpt2.h not found under {:?}", lib.include_dirs)));
+    for name in ["gpt2.h", "tinymlir.h", "version.h"] {
+        println!("cargo:rerun-if-changed={}", dir.join(name).display());
+    }
+    generate_bindings(&dir.join("gpt2.h"), &lib.include_dirs);
 
     for dir in &lib.lib_dirs {
         println!("cargo:rustc-link-search=native={}", dir.display());

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tinymlir::{Context, GenerateOptions, Model, Target};
+use tinymlir::{Context, GenerateOptions, Model};
 
 const USAGE: &str = "usage: tinymlir-generate [--model DIR] [--tokens N] [--temperature T] \
                      [--top-k K] [--seed S] PROMPT...";
@@ -53,7 +53,7 @@ fn parse_args() -> Result<Args, String> {
 
 fn run(args: &Args) -> tinymlir::Result<String> {
     let ctx = Context::new()?;
-    let mut model = Model::load(&ctx, &args.model, Target::Cpu)?;
+    let model = Model::load(&ctx, &args.model)?;
     let prompt = model.tokenize(&args.prompt)?;
     // Leave room in the model's context window for the prompt.
     let mut options = args.options;

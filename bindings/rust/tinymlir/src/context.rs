@@ -10,6 +10,8 @@ use crate::trace::Trace;
 
 /// A compilation context and its program cache. Thread-safe (the C API allows compiles
 /// from several threads on one context), so it is `Send + Sync`; share it with `&` or `Arc`.
+/// Models and programs keep their own references to what they need, so a context may be
+/// dropped before them.
 #[derive(Debug)]
 pub struct Context {
     raw: *mut sys::tm_context,
@@ -79,8 +81,8 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
-        // Programs still held elsewhere stay valid (the cache only drops its references);
-        // models borrow the context, so none can outlive this.
+        // Drops this reference: programs still held elsewhere stay valid (the cache only
+        // drops its references), and models keep the context alive with their own.
         unsafe { sys::tm_context_destroy(self.raw) }
     }
 }

@@ -30,6 +30,10 @@ pub enum ErrorKind {
     Io,
     /// Allocation failed.
     OutOfMemory,
+    /// The object is in use by another call: a model's `logits`, `generate` or `stats`
+    /// while another of them runs on it (on another thread, or from a `generate` callback).
+    /// Nothing was changed; try again once that call has returned.
+    Busy,
     /// A status this crate does not know (from a newer library).
     Unknown(u32),
 }
@@ -48,6 +52,7 @@ impl ErrorKind {
             sys::TM_ERROR_UNSUPPORTED => ErrorKind::Unsupported,
             sys::TM_ERROR_IO => ErrorKind::Io,
             sys::TM_ERROR_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
+            sys::TM_ERROR_BUSY => ErrorKind::Busy,
             other => ErrorKind::Unknown(other as u32),
         }
     }
@@ -65,6 +70,7 @@ impl ErrorKind {
             ErrorKind::Unsupported => sys::TM_ERROR_UNSUPPORTED,
             ErrorKind::Io => sys::TM_ERROR_IO,
             ErrorKind::OutOfMemory => sys::TM_ERROR_OUT_OF_MEMORY,
+            ErrorKind::Busy => sys::TM_ERROR_BUSY,
             ErrorKind::Unknown(status) => return status,
         }) as u32
     }

@@ -21,9 +21,11 @@
 //! # Ok::<(), tinymlir::Error>(())
 //! ```
 //!
-//! Ownership and thread safety follow the C API (`tinymlir/tinymlir.h`): [`Context`] and
-//! [`Program`] are `Send + Sync`; [`Trace`] and [`Model`] are `Send` only; a [`Model`]
-//! borrows its context; every failure is an [`Error`] with the library's message.
+//! Ownership and thread safety follow the C API (`tinymlir/tinymlir.h`, `tinymlir/gpt2.h`):
+//! [`Context`], [`Program`] and [`Model`] are `Send + Sync` ([`Model`] calls that would
+//! overlap fail with [`ErrorKind::Busy`]); [`Trace`] is `Send` only; a [`Model`] keeps its
+//! own reference to its context, which may be dropped first; every failure is an [`Error`]
+//! with the library's message.
 
 mod context;
 mod error;
@@ -34,7 +36,7 @@ mod trace;
 
 pub use context::{CacheStats, Context};
 pub use error::{Error, ErrorKind, Result};
-pub use model::{GenerateOptions, Model, ModelInfo, ModelStats};
+pub use model::{GenerateOptions, Model, ModelInfo, ModelOptions, ModelStats};
 pub use program::{CompileOptions, Program, Stage, Target};
 pub use tensor::{DType, Element, TensorMut, TensorRef, TensorType, MAX_RANK};
 pub use trace::{Trace, Value};
@@ -42,7 +44,8 @@ pub use trace::{Trace, Value};
 /// Re-exported raw declarations, for what the safe API does not cover.
 pub use tinymlir_sys as sys;
 
-/// The loaded library's version, e.g. "0.1.0".
+/// The loaded library's version, e.g. "0.1.0" (`tm_version`, read at run time: the one
+/// version of the project, which this crate's own version equals).
 pub fn version() -> &'static str {
     // A static string in the library (tm_version: "Static; never NULL").
     unsafe { std::ffi::CStr::from_ptr(sys::tm_version()) }.to_str().unwrap_or("?")
@@ -60,30 +63,10 @@ pub struct ReadmeDoctests;
 
 /// What the types forbid, checked by compiling counter-examples.
 ///
-/// A model cannot outlive its context:
-/// ```compile_fail,E0597
-/// let model = {
-///     let ctx = tinymlir::Context::new().unwrap();
-///     tinymlir::Model::load(&ctx, "models/kjv-tiny", tinymlir::Target::Cpu).unwrap()
-/// };
-/// ```
 /// A trace is not `Sync` (one thread at a time):
 /// ```compile_fail,E0277
 /// fn shared<T: Sync>() {}
 /// shared::<tinymlir::Trace>();
-/// ```
-/// Nor is a model (one KV cache):
-/// ```compile_fail,E0277
-/// fn shared<T: Sync>() {}
-/// shared::<tinymlir::Model<'static>>();
-/// ```
-/// A token callback cannot use its model while it generates:
-/// ```compile_fail,E0499
-/// # fn f(model: &mut tinymlir::Model<'_>) -> tinymlir::Result<()> {
-/// let options = tinymlir::GenerateOptions::default();
-/// let mut cb = |_t: i32| model.tokenize("x").is_ok();
-/// model.generate(&[1], &options, Some(&mut cb))?;
-/// # Ok(()) }
 /// ```
 #[cfg(doctest)]
 pub struct CompileFailTests;

@@ -2,7 +2,6 @@
 
 use std::any::Any;
 use std::ffi::{c_int, c_void, CString};
-use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::ptr;
@@ -13,19 +12,48 @@ use crate::context::Context;
 use crate::error::{check, Error, ErrorKind, Result};
 use crate::program::Target;
 
-/// A loaded GPT-2 model. It compiles its programs through the context's cache, so it
-/// borrows the context (`Model<'ctx>`), which must outlive it. `Send` but not `Sync`: a
-/// model owns one KV cache and the C API allows one thread at a time on it (use one model
-/// per thread; they can share the context).
+/// A loaded GPT-2 model. It compiles its programs through the context's cache and keeps
+/// its own reference to the context (`tm_context_retain`), so it does not borrow it: the
+/// [`Context`] may be dropped first.
+///
+/// `Send + Sync`: the library guards the model itself. A model runs one computation at a
+/// time (it owns one KV cache): [`Model::logits`], [`Model::generate`] and [`Model::stats`]
+/// called while another of them runs on the same model (on another thread, or from inside
+/// a `generate` callback) fail at once with [`ErrorKind::Busy`] and change nothing; they
+/// never block. Tokenizing, detokenizing and [`Model::info`] are always allowed. For
+/// parallel generation use one model per thread (they may share a context), or wrap one in
+/// a `Mutex` to wait rather than fail.
 #[derive(Debug)]
-pub struct Model<'ctx> {
+pub struct Model {
     raw: *mut sys::tm_model,
-    _ctx: PhantomData<&'ctx Context>,
 }
 
-// SAFETY: tinymlir.h: logits/generate are "not thread-safe per model"; nothing in a model is
-// tied to the thread that loaded it, so moving it is fine, sharing it is not.
-unsafe impl Send for Model<'_> {}
+// SAFETY: gpt2.h: tm_model_info, tm_tokenize and tm_detokenize "may run concurrently with
+// anything"; tm_model_logits, tm_generate and tm_model_get_stats return TM_ERROR_BUSY when
+// they would overlap ("they never block or corrupt the model"). Only tm_model_destroy must
+// not run concurrently with another call, and Drop has the model to itself. Nothing in a
+// model is tied to the thread that loaded it.
+unsafe impl Send for Model {}
+unsafe impl Sync for Model {}
+
+/// Loading options; `Default` is the library's (`tm_model_options_init`): the CPU target.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModelOptions {
+    pub target: Target,
+}
+
+impl ModelOptions {
+    fn raw(&self) -> sys::tm_model_options {
+        let mut raw = std::mem::MaybeUninit::<sys::tm_model_options>::zeroed();
+        // SAFETY: the init function fills every field, struct_size included.
+        let mut raw = unsafe {
+            sys::tm_model_options_init(raw.as_mut_ptr());
+            raw.assume_init()
+        };
+        raw.target = self.target.raw();
+        raw
+    }
+}
 
 /// A model's dimensions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,15 +145,15 @@ struct Callback<'a> {
     panic: Option<Box<dyn Any + Send>>,
 }
 
-/// The C-ABI token callback. A panic must not unwind through the library's C++ frames, so it
-/// is caught here, generation is stopped (non-zero return), and `generate` resumes it once
-/// the C call has returned.
+/// The C-ABI token callback. A true result stops the generation after that token (the C
+/// callback's non-zero return). A panic must not unwind through the library's C++ frames,
+/// so it is caught here, generation is stopped, and `generate` resumes it once the C call
+/// has returned.
 unsafe extern "C" fn token_trampoline(user: *mut c_void, token: i32) -> c_int {
     // SAFETY: `user` is the &mut Callback that `generate` passed, alive for the whole call.
     let state = unsafe { &mut *(user as *mut Callback<'_>) };
     match panic::catch_unwind(AssertUnwindSafe(|| (state.f)(token))) {
-        Ok(true) => 0,
-        Ok(false) => 1,
+        Ok(stop) => stop as c_int,
         Err(payload) => {
             state.panic = Some(payload);
             1
@@ -133,38 +161,41 @@ unsafe extern "C" fn token_trampoline(user: *mut c_void, token: i32) -> c_int {
     }
 }
 
-/// Calls `f(buffer, capacity, &mut needed)` with a growing buffer: the C API fills caller
-/// buffers and reports the size it needs when one is too small.
-fn fill<T: Copy + Default>(
-    first_guess: usize,
+/// Runs a size query of the C API (snprintf-style: `f(buffer, capacity, &mut needed)` writes
+/// min(capacity, needed) items and reports `needed`): first with capacity 0 for the size,
+/// then with a buffer of exactly that size.
+fn sized<T: Copy + Default>(
     mut f: impl FnMut(*mut T, usize, &mut usize) -> sys::tm_status,
 ) -> Result<Vec<T>> {
-    let mut buf = vec![T::default(); first_guess.max(1)];
-    loop {
-        let mut needed = 0usize;
-        let status = f(buf.as_mut_ptr(), buf.len(), &mut needed);
-        if status == sys::TM_ERROR_INVALID_ARGUMENT && needed > buf.len() {
-            buf.resize(needed, T::default());
-            continue;
-        }
-        check(status)?;
-        buf.truncate(needed);
-        return Ok(buf);
+    let mut needed = 0usize;
+    check(f(ptr::null_mut(), 0, &mut needed))?;
+    let mut buf = vec![T::default(); needed];
+    if needed > 0 {
+        let mut written = 0usize;
+        check(f(buf.as_mut_ptr(), buf.len(), &mut written))?;
+        buf.truncate(written);
     }
+    Ok(buf)
 }
 
-impl<'ctx> Model<'ctx> {
+impl Model {
     /// Loads a GPT-2 checkpoint in Hugging Face layout from `dir` (config.json,
-    /// model.safetensors, and vocab.json + merges.txt for the tokenizer).
-    pub fn load(ctx: &'ctx Context, dir: impl AsRef<Path>, target: Target) -> Result<Model<'ctx>> {
+    /// model.safetensors, and vocab.json + merges.txt for the tokenizer) for the CPU.
+    pub fn load(ctx: &Context, dir: impl AsRef<Path>) -> Result<Model> {
+        Model::load_with(ctx, dir, &ModelOptions::default())
+    }
+
+    /// Loads a checkpoint with `options` (the target).
+    pub fn load_with(ctx: &Context, dir: impl AsRef<Path>, options: &ModelOptions) -> Result<Model> {
         use std::os::unix::ffi::OsStrExt;
         let dir = dir.as_ref();
         let c_dir = CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
             Error::new(ErrorKind::InvalidArgument, format!("model path {dir:?} contains a NUL byte"))
         })?;
+        let raw_options = options.raw();
         let mut raw = ptr::null_mut();
-        check(unsafe { sys::tm_model_load(ctx.as_raw(), c_dir.as_ptr(), target.raw(), &mut raw) })?;
-        Ok(Model { raw, _ctx: PhantomData })
+        check(unsafe { sys::tm_model_load(ctx.as_raw(), c_dir.as_ptr(), &raw_options, &mut raw) })?;
+        Ok(Model { raw })
     }
 
     pub fn info(&self) -> Result<ModelInfo> {
@@ -180,8 +211,7 @@ impl<'ctx> Model<'ctx> {
 
     /// Encodes text into token ids (GPT-2 byte-level BPE).
     pub fn tokenize(&self, text: &str) -> Result<Vec<i32>> {
-        // Byte-level BPE never makes more tokens than bytes, so one call usually suffices.
-        fill(text.len(), |ids, cap, n| unsafe {
+        sized(|ids, cap, n| unsafe {
             sys::tm_tokenize(self.raw, text.as_ptr().cast(), text.len(), ids, cap, n)
         })
     }
@@ -189,7 +219,7 @@ impl<'ctx> Model<'ctx> {
     /// Decodes ids into bytes. A piece may end inside a UTF-8 character, hence bytes; see
     /// [`Model::detokenize_lossy`] for text.
     pub fn detokenize(&self, ids: &[i32]) -> Result<Vec<u8>> {
-        fill(ids.len() * 8, |buf: *mut u8, cap, len| unsafe {
+        sized(|buf: *mut u8, cap, len| unsafe {
             sys::tm_detokenize(self.raw, ids.as_ptr(), ids.len(), buf.cast(), cap, len)
         })
     }
@@ -200,26 +230,31 @@ impl<'ctx> Model<'ctx> {
     }
 
     /// The logits of the last position after running the model on `ids` (no KV cache).
-    pub fn logits(&mut self, ids: &[i32]) -> Result<Vec<f32>> {
+    /// Fails with [`ErrorKind::Busy`] while another computation runs on the model.
+    pub fn logits(&self, ids: &[i32]) -> Result<Vec<f32>> {
         let mut logits = vec![0f32; self.info()?.vocab_size];
-        check(unsafe { sys::tm_model_logits(self.raw, ids.as_ptr(), ids.len(), logits.as_mut_ptr()) })?;
+        check(unsafe {
+            sys::tm_model_logits(self.raw, ids.as_ptr(), ids.len(), logits.as_mut_ptr(), logits.len())
+        })?;
         Ok(logits)
     }
 
     /// Generates up to `options.max_new_tokens` tokens after `prompt` and returns them.
-    /// `callback` sees each token as soon as it is chosen and returns `true` to continue,
-    /// `false` to stop after that token. A panic in the callback stops generation and is
-    /// resumed here once the library has returned.
+    /// `callback` sees each token as soon as it is chosen and returns `true` to stop after
+    /// that token (which is kept), `false` to go on. A panic in the callback stops
+    /// generation and is resumed here once the library has returned.
     ///
-    /// `&mut self`: the model is busy (its KV cache in use) for the whole call, so the
-    /// callback cannot call back into it.
+    /// The model is busy for the whole call: from the callback (or another thread),
+    /// `logits`, `generate` and `stats` on it fail with [`ErrorKind::Busy`], while
+    /// `tokenize`, `detokenize` and `info` work.
     pub fn generate(
-        &mut self,
+        &self,
         prompt: &[i32],
         options: &GenerateOptions,
         callback: Option<&mut dyn FnMut(i32) -> bool>,
     ) -> Result<Vec<i32>> {
         let raw_options = options.raw()?;
+        // A generation never makes more than max_new_tokens: that is the buffer's size.
         let mut out = vec![0i32; options.max_new_tokens];
         let mut n_out = 0usize;
         let mut state = callback.map(|f| Callback { f, panic: None });
@@ -250,7 +285,8 @@ impl<'ctx> Model<'ctx> {
         Ok(out)
     }
 
-    /// Programs compiled and found in the cache, and time spent so far.
+    /// Programs compiled and found in the cache, and time spent so far. Fails with
+    /// [`ErrorKind::Busy`] while another computation runs on the model.
     pub fn stats(&self) -> Result<ModelStats> {
         let mut raw: sys::tm_model_stats = unsafe { std::mem::zeroed() };
         raw.struct_size = std::mem::size_of::<sys::tm_model_stats>() as u32;
@@ -267,8 +303,9 @@ impl<'ctx> Model<'ctx> {
     }
 }
 
-impl Drop for Model<'_> {
+impl Drop for Model {
     fn drop(&mut self) {
+        // Drops the model's reference to its context too.
         unsafe { sys::tm_model_destroy(self.raw) }
     }
 }

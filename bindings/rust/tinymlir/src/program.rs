@@ -122,6 +122,13 @@ impl Program {
         Program { raw }
     }
 
+    /// Whether the compile that returned this program found it in the context's cache
+    /// (compiled earlier for an equal trace and equal options) rather than compiling it
+    /// (`tm_program_cache_hit`). A clone answers as the program it was cloned from.
+    pub fn cache_hit(&self) -> bool {
+        unsafe { sys::tm_program_cache_hit(self.raw) != 0 }
+    }
+
     pub fn num_inputs(&self) -> usize {
         unsafe { sys::tm_program_num_inputs(self.raw) as usize }
     }

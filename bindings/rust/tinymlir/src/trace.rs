@@ -95,19 +95,6 @@ impl Trace {
         Ok(TensorType { dtype: DType::from_raw(dtype)?, shape: shape[..rank as usize].to_vec() })
     }
 
-    /// The C side reads exactly `rank(x)` entries from per-axis arrays, so their length is
-    /// checked here first: a short slice would be read past its end.
-    fn check_per_axis(&self, x: Value, len: usize, what: &str, op: &str) -> Result<()> {
-        let rank = self.value_type(x)?.shape.len();
-        if len != rank {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!("{op}: {what} has {len} entries for a value of rank {rank}"),
-            ));
-        }
-        Ok(())
-    }
-
     /// Declares the next program input (numbered in declaration order). Weights are
     /// inputs too.
     pub fn input(&self, dtype: DType, shape: &[i64]) -> Result<Value> {
@@ -200,20 +187,28 @@ impl Trace {
         self.record(|out| unsafe { sys::tm_op_reshape(self.raw, x.0, rank, shape.as_ptr(), out) })
     }
 
-    /// Transpose by `perm` (one entry per axis); `None` reverses the axes.
+    /// Transpose by `perm`, a permutation with one entry per axis (the library checks the
+    /// count against the rank); `None` reverses the axes.
     pub fn transpose(&self, x: Value, perm: Option<&[i32]>) -> Result<Value> {
-        if let Some(perm) = perm {
-            self.check_per_axis(x, perm.len(), "perm", "transpose")?;
-        }
-        let perm = perm.map_or(ptr::null(), <[i32]>::as_ptr);
-        self.record(|out| unsafe { sys::tm_op_transpose(self.raw, x.0, perm, out) })
+        let (perm, n) = match perm {
+            Some(perm) => (perm.as_ptr(), int32(perm.len(), "axes")?),
+            None => (ptr::null(), 0),
+        };
+        self.record(|out| unsafe { sys::tm_op_transpose(self.raw, x.0, perm, n, out) })
     }
 
-    /// `x[begin:end]` with unit steps, one entry per axis.
+    /// `x[begin:end]` with unit steps, one entry per axis (the library checks the count
+    /// against the rank). The C call takes one count for both arrays, so they must be
+    /// equally long.
     pub fn slice(&self, x: Value, begin: &[i64], end: &[i64]) -> Result<Value> {
-        self.check_per_axis(x, begin.len(), "begin", "slice")?;
-        self.check_per_axis(x, end.len(), "end", "slice")?;
-        self.record(|out| unsafe { sys::tm_op_slice(self.raw, x.0, begin.as_ptr(), end.as_ptr(), out) })
+        if begin.len() != end.len() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("slice: begin has {} entries, end has {}", begin.len(), end.len()),
+            ));
+        }
+        let rank = int32(begin.len(), "axes")?;
+        self.record(|out| unsafe { sys::tm_op_slice(self.raw, x.0, rank, begin.as_ptr(), end.as_ptr(), out) })
     }
 
     /// Concatenates `xs` (at least one) along `axis`.

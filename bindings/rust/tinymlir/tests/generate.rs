@@ -1,12 +1,13 @@
 //! GPT-2 through the safe API: kjv-tiny's greedy tokens against the Hugging Face golden,
-//! tokenizer round trips, logits, and the token callback (stop, panic).
+//! tokenizer round trips and size queries, logits, the token callback (true stops, panic),
+//! a busy model, and a model outliving its context.
 
 mod common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use common::{models_dir, Json};
-use tinymlir::{Context, GenerateOptions, Model, Target};
+use common::{models_dir, test_data_dir, Json};
+use tinymlir::{Context, ErrorKind, GenerateOptions, Model, ModelOptions, Target};
 
 /// Greedy ids are compared up to the first step whose top-1/top-2 logit margin is below
 /// this: there float rounding may legitimately pick the other token.
@@ -44,14 +45,14 @@ fn golden_cases() -> Vec<Case> {
         .collect()
 }
 
-fn load(ctx: &Context) -> Model<'_> {
-    Model::load(ctx, models_dir().join("kjv-tiny"), Target::Cpu).expect("load kjv-tiny")
+fn load(ctx: &Context) -> Model {
+    Model::load(ctx, models_dir().join("kjv-tiny")).expect("load kjv-tiny")
 }
 
 #[test]
 fn greedy_generation_matches_the_golden() -> tinymlir::Result<()> {
     let ctx = Context::new()?;
-    let mut model = load(&ctx);
+    let model = load(&ctx);
     let info = model.info()?;
     assert_eq!((info.vocab_size, info.n_ctx, info.n_layer, info.n_embd), (50257, 256, 4, 128));
 
@@ -79,17 +80,18 @@ fn greedy_generation_matches_the_golden() -> tinymlir::Result<()> {
 #[test]
 fn tokenizer_round_trip_and_logits() -> tinymlir::Result<()> {
     let ctx = Context::new()?;
-    let mut model = load(&ctx);
+    let model = load(&ctx);
     let case = &golden_cases()[0];
     assert_eq!(model.detokenize_lossy(&case.prompt_ids)?, case.prompt);
     assert_eq!(model.tokenize("")?, Vec::<i32>::new());
     let long = "And God said, Let there be light: and there was light. ".repeat(20);
     assert_eq!(model.detokenize(&model.tokenize(&long)?)?, long.as_bytes());
-    // A few tokens of many bytes each: the first buffer is too small and is grown.
+    // A few tokens of many bytes each: sized by the library's answer, not by a guess.
     let dashes = "-".repeat(256);
     let ids = model.tokenize(&dashes)?;
     assert!(ids.len() * 8 < dashes.len(), "{ids:?}");
     assert_eq!(model.detokenize(&ids)?, dashes.as_bytes());
+    assert_eq!(model.detokenize(&[])?, b"");
 
     // The first greedy token is the argmax of the prompt's logits.
     let logits = model.logits(&case.prompt_ids)?;
@@ -103,28 +105,105 @@ fn tokenizer_round_trip_and_logits() -> tinymlir::Result<()> {
 }
 
 #[test]
-fn callback_streams_and_stops() -> tinymlir::Result<()> {
+fn callback_true_stops_after_that_token() -> tinymlir::Result<()> {
     let ctx = Context::new()?;
-    let mut model = load(&ctx);
+    let model = load(&ctx);
     let case = &golden_cases()[0];
     let options = GenerateOptions { max_new_tokens: 10, ..GenerateOptions::default() };
 
+    // One meaning in every binding: true stops after this token (which is kept).
     let mut seen = Vec::new();
     let mut stop_after_four = |token: i32| {
         seen.push(token);
-        seen.len() < 4
+        seen.len() == 4
     };
     let ids = model.generate(&case.prompt_ids, &options, Some(&mut stop_after_four))?;
     assert_eq!(ids, seen);
     assert_eq!(ids.len(), 4);
     assert_eq!(ids[..case.exact.min(4)], case.greedy_ids[..case.exact.min(4)]);
+
+    let mut stop_at_once = |_token: i32| true;
+    assert_eq!(model.generate(&case.prompt_ids, &options, Some(&mut stop_at_once))?.len(), 1);
+    let mut go_on = |_token: i32| false;
+    assert_eq!(model.generate(&case.prompt_ids, &options, Some(&mut go_on))?.len(), 10);
+    Ok(())
+}
+
+#[test]
+fn a_busy_model_says_so() -> tinymlir::Result<()> {
+    // Re-entering the model from its own generate callback: the library answers Busy at
+    // once (no deadlock, nothing changed); tokenizer and info are always available.
+    let ctx = Context::new()?;
+    let model = load(&ctx);
+    let prompt = golden_cases()[0].prompt_ids.clone();
+    let options = GenerateOptions { max_new_tokens: 5, ..GenerateOptions::default() };
+    let mut inner = Vec::new();
+    let mut reenter = |token: i32| {
+        let once = GenerateOptions { max_new_tokens: 1, ..GenerateOptions::default() };
+        inner.push(model.logits(&[1, 2]).map(|_| ()));
+        inner.push(model.generate(&[1], &once, None).map(|_| ()));
+        inner.push(model.stats().map(|_| ()));
+        inner.push(model.detokenize(&[token]).map(|_| ()));
+        inner.push(model.info().map(|_| ()));
+        true
+    };
+    assert_eq!(model.generate(&prompt, &options, Some(&mut reenter))?.len(), 1);
+    let kinds: Vec<_> = inner.iter().map(|r| r.as_ref().err().map(|e| e.kind())).collect();
+    assert_eq!(kinds, [Some(ErrorKind::Busy), Some(ErrorKind::Busy), Some(ErrorKind::Busy), None, None]);
+    let busy = inner[0].as_ref().unwrap_err();
+    assert_eq!(busy.status(), 10); // TM_ERROR_BUSY
+    assert!(busy.to_string().starts_with("TM_ERROR_BUSY: "), "{busy}");
+    // Free again once the generation has returned.
+    assert_eq!(model.logits(&prompt)?.len(), 50257);
+
+    // From another thread, while a generation runs: Busy too (never a wait).
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let (model, prompt, options) = (&model, &prompt, &options);
+    std::thread::scope(|s| {
+        let generating = s.spawn(move || {
+            let mut hold = |_token: i32| {
+                started_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                true
+            };
+            model.generate(prompt, options, Some(&mut hold))
+        });
+        started_rx.recv().unwrap();
+        assert_eq!(model.logits(prompt).unwrap_err().kind(), ErrorKind::Busy);
+        release_tx.send(()).unwrap();
+        assert_eq!(generating.join().unwrap().unwrap().len(), 1);
+    });
+    Ok(())
+}
+
+#[test]
+fn a_model_outlives_its_context() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let model = Model::load_with(&ctx, test_data_dir().join("tiny-a"), &ModelOptions::default())?;
+    drop(ctx); // the model keeps its own reference
+    let options = GenerateOptions { max_new_tokens: 4, ..GenerateOptions::default() };
+    assert_eq!(model.generate(&[1, 2, 3], &options, None)?.len(), 4);
+    assert_eq!(model.logits(&[1, 2, 3])?.len(), model.info()?.vocab_size);
+    // And it may move to another thread on its own.
+    let ids = std::thread::spawn(move || model.generate(&[1, 2, 3], &options, None)).join().unwrap()?;
+    assert_eq!(ids.len(), 4);
+    Ok(())
+}
+
+#[test]
+fn model_options_pass_the_target() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let gpu = ModelOptions { target: Target::Gpu };
+    let err = Model::load_with(&ctx, test_data_dir().join("tiny-a"), &gpu).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
     Ok(())
 }
 
 #[test]
 fn panic_in_callback_stops_generation_and_resumes() -> tinymlir::Result<()> {
     let ctx = Context::new()?;
-    let mut model = load(&ctx);
+    let model = load(&ctx);
     let prompt = golden_cases()[0].prompt_ids.clone();
     let options = GenerateOptions { max_new_tokens: 10, ..GenerateOptions::default() };
     let mut calls = 0;
@@ -146,7 +225,7 @@ fn panic_in_callback_stops_generation_and_resumes() -> tinymlir::Result<()> {
 #[test]
 fn sampling_is_reproducible_with_a_seed() -> tinymlir::Result<()> {
     let ctx = Context::new()?;
-    let mut model = load(&ctx);
+    let model = load(&ctx);
     let prompt = model.tokenize("Blessed are")?;
     let options = GenerateOptions {
         max_new_tokens: 12,

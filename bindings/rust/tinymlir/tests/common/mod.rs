@@ -1,5 +1,6 @@
 //! Test helpers: where the models are, and a minimal JSON reader for the goldens (the crate
-//! has no dependencies, tests included).
+//! has no dependencies, tests included). Not every test file uses every helper.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 
@@ -8,6 +9,15 @@ pub fn models_dir() -> PathBuf {
     match std::env::var_os("TINYMLIR_MODELS_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../models"),
+    }
+}
+
+/// `TINYMLIR_TEST_DATA_DIR` (set by CTest), else the repository's tests/data/ folder (tiny-a:
+/// a GPT-2 without tokenizer files).
+pub fn test_data_dir() -> PathBuf {
+    match std::env::var_os("TINYMLIR_TEST_DATA_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../tests/data"),
     }
 }
 
