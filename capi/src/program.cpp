@@ -21,8 +21,9 @@ tm_status TypeOf(const tm_program *p, int32_t i, bool input, tm_dtype *dtype, in
   const auto &types = input ? p->impl->inputs : p->impl->outputs;
   if (i < 0 || i >= static_cast<int32_t>(types.size()))
     return Fail(TM_ERROR_OUT_OF_RANGE, std::string(fn) + ": index " + std::to_string(i) +
-                                           " is outside 0.." +
-                                           std::to_string(static_cast<int>(types.size()) - 1));
+                                           " is out of range: the program has " +
+                                           std::to_string(types.size()) +
+                                           (input ? " inputs" : " outputs"));
   const tinymlir::TensorType &t = types[i];
   if (dtype) *dtype = tm_capi::ToC(t.dtype);
   if (rank) *rank = t.rank();

@@ -144,6 +144,19 @@ TEST_F(Reliability, IndicesOfAnUnusedGatherAreNotChecked) {
   TM_ASSERT_OK(CompileInvoke(ctx, t, {tab.view(), bad.view()}, {y.view()}));
 }
 
+// Sizes in messages are the caller's numbers, never wrapped or negative artefacts.
+TEST_F(Reliability, MessagesNeverPrintWrappedSizes) {
+  End(t, {Op(tm_op_causal_mask, t, int64_t{2}, int64_t{2}, int64_t{0}, TM_F32)});
+  Program p;
+  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+  TM_EXPECT_STATUS(tm_program_input_type(p, 0, nullptr, nullptr, nullptr), TM_ERROR_OUT_OF_RANGE);
+  std::string message = tm_last_error();
+  EXPECT_NE(message.find("has 0 inputs"), std::string::npos) << message;
+  EXPECT_EQ(message.find("-1"), std::string::npos) << message;
+  TM_EXPECT_STATUS(tm_invoke(p, nullptr, -1, nullptr, 0), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("negative"), std::string::npos);
+}
+
 TEST_F(Reliability, ValueFromAnotherTraceIsRefused) {
   Trace other = NewTrace(ctx, "other");
   tm_value mine = Input(t, TM_F32, {2});

@@ -264,3 +264,25 @@ def test_compile_options_are_passed_through(rng):
     check(f(x, w), x @ w)
     assert "cblas" not in f.lower(x, w).lowered
     assert "cblas" in tm.jit(lambda x, w: x @ w).lower(x, w).lowered
+
+
+def test_numpy_scalars_promote_as_arrays_python_scalars_are_weak():
+    # One rule (NumPy 2, NEP 50), whatever the scalar's Python class: np.float64 subclasses
+    # float but has a dtype, so it promotes like np.asarray(0.5); a Python float is weak.
+    x = np.ones(3, np.float32)
+
+    @tm.jit
+    def times(x, s):
+        return x * s
+
+    assert times(x, s=0.5).dtype == np.float32
+    assert times(x, s=np.float64(0.5)).dtype == np.float64
+    assert times(x, s=np.float32(0.5)).dtype == np.float32
+    assert times(x, s=np.int64(2)).dtype == np.float64  # NumPy 2: f32 with i64 gives f64
+
+    @tm.jit
+    def times_array(x):
+        return x * np.asarray(0.5)
+
+    assert times_array(x).dtype == np.float64
+    np.testing.assert_array_equal(times(x, s=np.float64(0.5)), np.full(3, 0.5))

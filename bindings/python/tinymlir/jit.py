@@ -175,7 +175,9 @@ class JittedFunction:
                     f"{self.__qualname__}: keyword argument {name}={type(value).__name__} is "
                     "static (part of the cache key) and must be hashable; pass arrays "
                     "positionally") from None
-        return items
+        # With each value's type: 0.5 and np.float64(0.5) (or 1 and True) are equal and hash
+        # alike, yet promote differently, so they are different specialisations.
+        return tuple((name, type(value), value) for name, value in items)
 
     def _trace_and_compile(self, treedef, arrays, static):
         context = self.context

@@ -74,6 +74,12 @@ def lift(state, x):
                 f"a traced value of '{x._state.name}' was used in the trace of "
                 f"'{state.name}': tracers must not leak out of the function being traced")
         return x.value
+    # NumPy scalars first: np.float64 subclasses float, but like every NumPy value it has a
+    # dtype, and typed values promote as arrays do (NumPy 2's rule, NEP 50): f32 tensor *
+    # np.float64(0.5) is f64, exactly as with np.asarray(0.5). Only Python's own numbers
+    # are weak scalars that take the tensor's dtype.
+    if isinstance(x, (np.ndarray, np.generic)):
+        return capi.tm_op_constant(state.ptr, np.asarray(x))
     # bool before int: bool is an int subclass, and a Python bool is a TM_BOOL scalar.
     if isinstance(x, bool):
         return capi.tm_op_scalar(state.ptr, capi.TM_BOOL, float(x))
@@ -81,8 +87,6 @@ def lift(state, x):
         return capi.tm_op_scalar(state.ptr, capi.TM_I64, float(x))
     if isinstance(x, float):
         return capi.tm_op_scalar(state.ptr, capi.TM_F64, x)
-    if isinstance(x, (np.ndarray, np.generic)):
-        return capi.tm_op_constant(state.ptr, np.asarray(x))
     raise TypeError(f"cannot use a {type(x).__name__} in a traced computation (expected a "
                     "traced value, a Python number or a NumPy array)")
 
