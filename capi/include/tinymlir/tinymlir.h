@@ -124,7 +124,9 @@ typedef struct tm_tensor {
   const int64_t *strides;
 } tm_tensor;
 
-/* A value inside a trace: an index into the trace's values. */
+/* A value inside a trace: an opaque handle that names one of the trace's values and
+ * identifies the trace (a value passed to another trace is refused). Only values returned
+ * by a trace's tm_op_* calls are valid. */
 typedef uint32_t tm_value;
 
 typedef struct tm_context tm_context;

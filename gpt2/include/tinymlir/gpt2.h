@@ -127,7 +127,8 @@ typedef struct tm_model_stats {
 } tm_model_stats;
 
 /* Fills the first stats->struct_size bytes of *stats (set struct_size first; any size from
- * the first layout up is accepted). Errors: TM_ERROR_INVALID_ARGUMENT, TM_ERROR_BUSY. */
+ * the first layout up is accepted; a newer caller's extra fields are left as they were).
+ * Errors: TM_ERROR_INVALID_ARGUMENT, TM_ERROR_BUSY. */
 TM_API tm_status tm_model_get_stats(tm_model *model, tm_model_stats *stats);
 
 #ifdef __cplusplus
