@@ -30,8 +30,7 @@ case "${1:-}" in
     show_notes build-asan
     ;;
   --tsan)
-    scripts/build.sh build-tsan -DTINYMLIR_TSAN=ON -DTINYMLIR_BUILD_PYTHON=OFF \
-      -DTINYMLIR_BUILD_RUST=OFF -DTINYMLIR_BUILD_GO=OFF
+    scripts/build.sh build-tsan -DTINYMLIR_TSAN=ON
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
     ctest --test-dir build-tsan --output-on-failure -j1 \
       -R 'Concurren|ConcurrentUse|ContextMayBeDestroyed|unload_test'
