@@ -106,12 +106,33 @@ def test_callback_exception_stops_and_is_reraised(kjv):
 def test_sampling_options_are_passed_through(kjv):
     a = kjv.generate("Blessed are", max_new_tokens=8, temperature=0.8, top_k=40, seed=7)
     b = kjv.generate("Blessed are", max_new_tokens=8, temperature=0.8, top_k=40, seed=7)
-    c = kjv.generate("Blessed are", max_new_tokens=8, temperature=0.8, top_p=0.9, seed=8)
-    assert a == b and len(c) == 8
-    eos = kjv.generate("Blessed are", max_new_tokens=3, stop_at_eos=True)
-    assert len(eos) <= 3
+    assert a == b and len(a) == 8
+    # top_p reaches the sampler: at a high temperature the full distribution wanders, while
+    # a nucleus this small holds only the most likely token, which is greedy decoding.
+    greedy = kjv.generate("Blessed are", max_new_tokens=12)
+    hot = kjv.generate("Blessed are", max_new_tokens=12, temperature=2.0, seed=8)
+    nucleus = kjv.generate("Blessed are", max_new_tokens=12, temperature=2.0, top_p=1e-6, seed=8)
+    assert nucleus == greedy and hot != greedy
     with pytest.raises(tm.InvalidArgumentError, match="top_p"):
         kjv.generate("Blessed are", top_p=0.0)
+
+
+def test_stop_at_eos_stops_after_the_first_eos():
+    # tiny-a's eos_token_id is 511 of 512 tokens: find a seed whose sampled continuation
+    # holds it, then the same generation with stop_at_eos ends right after it.
+    model = tm.Model.load(TINY_A)
+    try:
+        for seed in range(200):
+            free = model.generate([1, 2, 3], max_new_tokens=60, temperature=1.0, seed=seed)
+            if 511 in free[:-1]:
+                break
+        else:
+            pytest.fail("no seed in 0..199 sampled the end-of-text token")
+        stopped = model.generate([1, 2, 3], max_new_tokens=60, temperature=1.0, seed=seed,
+                                 stop_at_eos=True)
+        assert stopped == free[:free.index(511) + 1]
+    finally:
+        model.close()
 
 
 def test_model_errors(kjv, tmp_path):
