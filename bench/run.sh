@@ -36,7 +36,7 @@ else
   mkdir -p "$ROOT/bench/build"
   DRIVER="$ROOT/bench/build/gpt2_bench"
   echo "[run.sh] compiling $DRIVER" >&2
-  "${CXX:-c++}" -O2 -std=c++17 -I"$ROOT/capi/include" "$ROOT/bench/gpt2_bench.cpp" -o "$DRIVER" \
+  "${CXX:-c++}" -O2 -std=c++17 -I"$ROOT/capi/include" -I"$ROOT/gpt2/include" -I"$BUILD/include" "$ROOT/bench/gpt2_bench.cpp" -o "$DRIVER" \
     -L"$BUILD/capi" -ltinymlir -Wl,-rpath,"$BUILD/capi" -pthread
 fi
 

@@ -10,8 +10,8 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools libopenblas-dev
   # model
   nlohmann-json3-dev libpcre2-dev
-  # tests
-  libgtest-dev
+  # tests (clang with its runtime libraries builds the libFuzzer targets)
+  libgtest-dev clang libclang-rt-14-dev
   # bindings: Python (SWIG, Debian's python3 with numpy/pytest), Rust (bindgen), Go
   swig python3-dev python3-numpy python3-pytest bindgen golang-go
 )

@@ -574,9 +574,10 @@ Status Trace::Gather(const char *op, ValueId table, ValueId indices, ValueId *ou
   if (!IsInteger(it.dtype))
     return DtypeError(std::string(op) + ": indices must be i32 or i64, got " + it.ToString() +
                       " (table " + tt.ToString() + ")");
-  if (tt.rank() == 0 || tt.shape[0] == 0)
+  // A table with no rows can only be indexed by no indices (the result is then empty).
+  if (tt.rank() == 0 || (tt.shape[0] == 0 && it.NumElements() > 0))
     return ShapeError(std::string(op) + ": table must have rank >= 1 and at least one row, got " +
-                      tt.ToString());
+                      tt.ToString() + " for indices " + it.ToString());
   Shape shape = it.shape;
   shape.insert(shape.end(), tt.shape.begin() + 1, tt.shape.end());
   if (shape.size() > kMaxRank)

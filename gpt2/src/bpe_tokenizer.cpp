@@ -4,17 +4,16 @@
 #include <pcre2.h>
 
 #include <array>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <queue>
-#include <sstream>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
+
+#include "gpt2/src/bounded_input.h"
 
 namespace tinymlir::gpt2 {
 namespace {
@@ -87,20 +86,6 @@ std::array<uint32_t, 256> BytesToUnicode() {
   return map;
 }
 
-Status ReadFile(const std::string &what, const std::string &path, std::string *contents) {
-  errno = 0;  // ifstream does not promise to set errno; do not report a stale one
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return IoError("cannot open " + what + " '" + path + "'" +
-                   (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return IoError("cannot read " + what + " '" + path + "'");
-  *contents = ss.str();
-  return Status::Ok();
-}
-
 uint64_t PairKey(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
 }
@@ -124,23 +109,17 @@ struct BpeTokenizer::Impl {
 
   ~Impl() { pcre2_code_free(re); }
 
-  Status LoadVocab(const std::string &path);
-  Status LoadMerges(const std::string &path);
+  Status LoadVocab(const std::string &path, std::string_view text);
+  Status LoadMerges(const std::string &path, std::string_view text);
   Status CompilePattern();
   void MergeWord(std::string_view piece, std::vector<int32_t> *ids) const;
   void EncodePiece(std::string_view piece, std::vector<int32_t> *ids) const;
 };
 
-Status BpeTokenizer::Impl::LoadVocab(const std::string &path) {
-  std::string text;
-  TM_RETURN_IF_ERROR(ReadFile("vocab file", path, &text));
+Status BpeTokenizer::Impl::LoadVocab(const std::string &path, std::string_view text) {
   const std::string prefix = "vocab file '" + path + "': ";
   nlohmann::json vocab;
-  try {
-    vocab = nlohmann::json::parse(text);
-  } catch (const std::exception &e) {
-    return IoError(prefix + "not valid JSON: " + e.what());
-  }
+  TM_RETURN_IF_ERROR(ParseJsonWithLimits(prefix, text, kVocabJsonLimits, &vocab));
   if (!vocab.is_object()) return IoError(prefix + "not a JSON object");
   const size_t n = vocab.size();
   if (n == 0 || n > static_cast<size_t>(INT32_MAX)) {
@@ -150,13 +129,13 @@ Status BpeTokenizer::Impl::LoadVocab(const std::string &path) {
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     const std::string &token = it.key();
     if (!it.value().is_number_unsigned() || it.value().get<uint64_t>() >= n) {
-      return IoError(prefix + "token '" + token + "' has id " + it.value().dump() +
+      return IoError(prefix + "token '" + Excerpt(token) + "' has id " + JsonExcerpt(it.value()) +
                      ", expected an integer in [0, " + std::to_string(n) + ")");
     }
     const size_t id = it.value().get<uint64_t>();
     if (id_to_token[id] != nullptr) {
       return IoError(prefix + "id " + std::to_string(id) + " is used by both '" +
-                     *id_to_token[id] + "' and '" + token + "'");
+                     Excerpt(*id_to_token[id]) + "' and '" + Excerpt(token) + "'");
     }
     id_to_token[id] = &token_to_id.emplace(token, static_cast<int32_t>(id)).first->first;
   }
@@ -195,9 +174,7 @@ Status BpeTokenizer::Impl::LoadVocab(const std::string &path) {
   return Status::Ok();
 }
 
-Status BpeTokenizer::Impl::LoadMerges(const std::string &path) {
-  std::string text;
-  TM_RETURN_IF_ERROR(ReadFile("merges file", path, &text));
+Status BpeTokenizer::Impl::LoadMerges(const std::string &path, std::string_view text) {
   const std::string prefix = "merges file '" + path + "': ";
   int32_t rank = 0;
   size_t line_no = 0;
@@ -213,7 +190,7 @@ Status BpeTokenizer::Impl::LoadMerges(const std::string &path) {
     if (sp == 0 || sp == std::string_view::npos || sp + 1 == line.size() ||
         line.find(' ', sp + 1) != std::string_view::npos) {
       return IoError(prefix + "line " + std::to_string(line_no) + " is not \"left right\": '" +
-                     std::string(line) + "'");
+                     Excerpt(line) + "'");
     }
     const std::string left(line.substr(0, sp)), right(line.substr(sp + 1));
     int32_t ids[3];
@@ -221,8 +198,8 @@ Status BpeTokenizer::Impl::LoadMerges(const std::string &path) {
     for (int k = 0; k < 3; ++k) {
       auto it = token_to_id.find(parts[k]);
       if (it == token_to_id.end()) {
-        return IoError(prefix + "line " + std::to_string(line_no) + ": token '" + parts[k] +
-                       "' is not in the vocabulary");
+        return IoError(prefix + "line " + std::to_string(line_no) + ": token '" +
+                       Excerpt(parts[k]) + "' is not in the vocabulary");
       }
       ids[k] = it->second;
     }
@@ -322,13 +299,27 @@ BpeTokenizer::~BpeTokenizer() = default;
 Status BpeTokenizer::Load(const std::string &vocab_json_path, const std::string &merges_txt_path,
                           std::unique_ptr<BpeTokenizer> *out) {
   if (out == nullptr) return InvalidArgument("BpeTokenizer::Load: out is null");
+  std::string vocab, merges;
+  TM_RETURN_IF_ERROR(ReadRegularFile("vocab file '" + vocab_json_path + "': ", vocab_json_path,
+                                     kMaxVocabBytes, &vocab));
+  TM_RETURN_IF_ERROR(ReadRegularFile("merges file '" + merges_txt_path + "': ",
+                                     merges_txt_path, kMaxMergesBytes, &merges));
+  return FromContents(vocab_json_path, vocab, merges_txt_path, merges, out);
+}
+
+Status BpeTokenizer::FromContents(const std::string &vocab_name, std::string_view vocab_json,
+                                  const std::string &merges_name, std::string_view merges_txt,
+                                  std::unique_ptr<BpeTokenizer> *out) {
+  if (out == nullptr) return InvalidArgument("BpeTokenizer::FromContents: out is null");
   auto impl = std::make_unique<Impl>();
   try {
-    TM_RETURN_IF_ERROR(impl->LoadVocab(vocab_json_path));
-    TM_RETURN_IF_ERROR(impl->LoadMerges(merges_txt_path));
-  } catch (const std::exception &e) {  // allocation failure or a json type error we missed
-    return IoError("loading tokenizer from '" + vocab_json_path + "' and '" + merges_txt_path +
-                   "': " + e.what());
+    TM_RETURN_IF_ERROR(impl->LoadVocab(vocab_name, vocab_json));
+    TM_RETURN_IF_ERROR(impl->LoadMerges(merges_name, merges_txt));
+  } catch (const std::bad_alloc &) {
+    throw;  // the C boundary reports TM_ERROR_OUT_OF_MEMORY
+  } catch (const std::exception &e) {  // a json type error we missed
+    return IoError("loading tokenizer from '" + vocab_name + "' and '" + merges_name +
+                   "': " + Excerpt(e.what(), 200));
   }
   TM_RETURN_IF_ERROR(impl->CompilePattern());
   out->reset(new BpeTokenizer(std::move(impl)));

@@ -25,9 +25,16 @@ class BpeTokenizer {
  public:
   // Reads vocab.json (token -> id; ids must be unique and cover [0, n)) and merges.txt
   // (optional "#version" first line, then one "left right" pair per line, rank = order).
-  // TM_ERROR_IO for unreadable or malformed files, naming the file and the problem.
+  // Each must be a regular file of at most kMaxVocabBytes / kMaxMergesBytes, and vocab.json
+  // a flat JSON object of at most 2^20 tokens (kVocabJsonLimits, gpt2/src/bounded_input.h). TM_ERROR_IO for unreadable or malformed
+  // files, naming the file and the problem.
   static Status Load(const std::string &vocab_json_path, const std::string &merges_txt_path,
                      std::unique_ptr<BpeTokenizer> *out);
+
+  // The same from the files' contents; the names stand for the files in messages.
+  static Status FromContents(const std::string &vocab_name, std::string_view vocab_json,
+                             const std::string &merges_name, std::string_view merges_txt,
+                             std::unique_ptr<BpeTokenizer> *out);
 
   ~BpeTokenizer();
   BpeTokenizer(const BpeTokenizer &) = delete;

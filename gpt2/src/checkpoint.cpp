@@ -1,13 +1,12 @@
 #include "gpt2/src/checkpoint.h"
 
-#include <fstream>
-#include <map>
+#include <cmath>
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "gpt2/src/bounded_input.h"
 #include "gpt2/src/safetensors.h"
 
 namespace tinymlir::gpt2 {
@@ -19,16 +18,27 @@ std::string ShapeText(const std::vector<int64_t> &s) {
   return t + "]";
 }
 
-Status ReadInt(const nlohmann::json &j, const std::string &path, const char *key, bool required,
-               int32_t *out) {
+// A dimension of the config: absent or null leaves *out as it is (an error when
+// `required`); otherwise an integer, read as an int64 before anything narrows it, in
+// [1, max]. Not an integer or not positive: TM_ERROR_IO; above `max`: TM_ERROR_UNSUPPORTED.
+// Every message names the key and the value.
+Status ReadDim(const nlohmann::json &j, const std::string &name, const char *key,
+               bool required, int64_t max, int32_t *out) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) {
-    if (required) return IoError(path + ": missing \"" + key + "\"");
+    if (required) return IoError(name + ": missing \"" + key + "\"");
     return Status::Ok();
   }
-  if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > INT32_MAX)
-    return IoError(path + ": \"" + key + "\" must be a positive integer");
-  *out = static_cast<int32_t>(it->get<int64_t>());
+  const std::string shown = name + ": \"" + key + "\" = " + JsonExcerpt(*it);
+  if (!it->is_number_integer()) return IoError(shown + " is not an integer");
+  const bool positive =
+      it->is_number_unsigned() ? it->get<uint64_t>() > 0 : it->get<int64_t>() > 0;
+  if (!positive) return IoError(shown + " must be a positive integer");
+  // Positive here, so the unsigned reading is the value whatever the JSON type.
+  if (it->get<uint64_t>() > static_cast<uint64_t>(max))
+    return Unsupported(shown + " exceeds this implementation's limit of " +
+                       std::to_string(max));
+  *out = static_cast<int32_t>(it->get<uint64_t>());
   return Status::Ok();
 }
 
@@ -38,43 +48,75 @@ Status RequireBool(const nlohmann::json &j, const std::string &path, const char 
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Status::Ok();
   if (!it->is_boolean() || it->get<bool>() != expected)
-    return Unsupported(path + ": \"" + key + "\" = " + it->dump() + " is not supported (only " +
-                       (expected ? "true" : "false") + ")");
+    return Unsupported(path + ": \"" + key + "\" = " + JsonExcerpt(*it) +
+                       " is not supported (only " + (expected ? "true" : "false") + ")");
   return Status::Ok();
 }
 
+// The index N of a tensor named "<h>N.<rest>", N canonical decimal (no sign, no leading
+// zero) below 10^9. False for anything else.
+bool ParseLayerIndex(const std::string &name, size_t start, int64_t *index) {
+  size_t i = start;
+  int64_t value = 0;
+  while (i < name.size() && name[i] >= '0' && name[i] <= '9' && i - start < 9) {
+    value = value * 10 + (name[i] - '0');
+    ++i;
+  }
+  const size_t digits = i - start;
+  if (digits == 0 || i >= name.size() || name[i] != '.') return false;
+  if (digits > 1 && name[start] == '0') return false;
+  *index = value;
+  return true;
+}
+
+// One tensor the config calls for: its key in the file, its shape, and where it goes.
+struct Wanted {
+  std::string key;
+  std::vector<int64_t> shape;
+  int layer;                       // -1: a top-level weight
+  Weight Gpt2Layer::*in_layer;     // when layer >= 0
+  Weight Gpt2Weights::*top_level;  // when layer < 0
+};
+
 }  // namespace
 
-Status ReadGpt2Config(const std::string &path, Gpt2Config *config) {
-  std::ifstream in(path);
-  if (!in) return IoError(path + ": cannot open (a GPT-2 folder needs config.json)");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return IoError(path + ": not a JSON object");
+Status ParseGpt2Config(const std::string &path, std::string_view text, Gpt2Config *config) {
+  if (config == nullptr) return InvalidArgument("ParseGpt2Config: config is null");
+  nlohmann::json j;
+  TM_RETURN_IF_ERROR(ParseJsonWithLimits(path + ": ", text, kConfigJsonLimits, &j));
+  if (!j.is_object()) return IoError(path + ": not a JSON object");
 
   Gpt2Config c;
-  TM_RETURN_IF_ERROR(ReadInt(j, path, "vocab_size", true, &c.vocab_size));
-  TM_RETURN_IF_ERROR(ReadInt(j, path, "n_positions", false, &c.n_ctx));
-  if (c.n_ctx == 0) TM_RETURN_IF_ERROR(ReadInt(j, path, "n_ctx", true, &c.n_ctx));
-  TM_RETURN_IF_ERROR(ReadInt(j, path, "n_embd", true, &c.n_embd));
-  TM_RETURN_IF_ERROR(ReadInt(j, path, "n_layer", true, &c.n_layer));
-  TM_RETURN_IF_ERROR(ReadInt(j, path, "n_head", true, &c.n_head));
-  c.n_inner = 4 * c.n_embd;
-  TM_RETURN_IF_ERROR(ReadInt(j, path, "n_inner", false, &c.n_inner));
+  TM_RETURN_IF_ERROR(ReadDim(j, path, "vocab_size", true, kMaxVocabSize, &c.vocab_size));
+  TM_RETURN_IF_ERROR(ReadDim(j, path, "n_positions", false, kMaxContext, &c.n_ctx));
+  if (c.n_ctx == 0) TM_RETURN_IF_ERROR(ReadDim(j, path, "n_ctx", true, kMaxContext, &c.n_ctx));
+  TM_RETURN_IF_ERROR(ReadDim(j, path, "n_embd", true, kMaxEmbd, &c.n_embd));
+  TM_RETURN_IF_ERROR(ReadDim(j, path, "n_layer", true, kMaxLayers, &c.n_layer));
+  TM_RETURN_IF_ERROR(ReadDim(j, path, "n_head", true, kMaxHeads, &c.n_head));
+  c.n_inner = 4 * c.n_embd;  // at most 4 * kMaxEmbd = kMaxInner
+  TM_RETURN_IF_ERROR(ReadDim(j, path, "n_inner", false, kMaxInner, &c.n_inner));
   if (auto it = j.find("layer_norm_epsilon"); it != j.end() && !it->is_null()) {
-    if (!it->is_number() || it->get<double>() < 0)
-      return IoError(path + ": \"layer_norm_epsilon\" must be a non-negative number");
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+      return IoError(path + ": \"layer_norm_epsilon\" = " + JsonExcerpt(*it) +
+                     " must be a finite non-negative number");
     c.layer_norm_epsilon = it->get<double>();
   }
-  if (auto it = j.find("eos_token_id"); it != j.end() && it->is_number_integer())
+  // Only an integer is an id; other forms (a list, null) mean no stop token, as before.
+  if (auto it = j.find("eos_token_id"); it != j.end() && it->is_number_integer()) {
+    const bool in_vocab = it->is_number_unsigned()
+                              ? it->get<uint64_t>() < static_cast<uint64_t>(c.vocab_size)
+                              : it->get<int64_t>() >= 0 && it->get<int64_t>() < c.vocab_size;
+    if (!in_vocab)
+      return IoError(path + ": \"eos_token_id\" = " + JsonExcerpt(*it) +
+                     " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
     c.eos_token_id = static_cast<int32_t>(it->get<int64_t>());
+  }
   if (auto it = j.find("model_type"); it != j.end() && *it != "gpt2")
-    return Unsupported(path + ": model_type " + it->dump() + " is not gpt2");
+    return Unsupported(path + ": model_type " + JsonExcerpt(*it) + " is not gpt2");
   if (auto it = j.find("activation_function"); it != j.end()) {
     // gelu_new and gelu_pytorch_tanh are the same tanh approximation.
     if (*it != "gelu_new" && *it != "gelu_pytorch_tanh")
-      return Unsupported(path + ": activation_function " + it->dump() +
+      return Unsupported(path + ": activation_function " + JsonExcerpt(*it) +
                          " is not supported (only gelu_new)");
   }
   if (c.n_embd % c.n_head != 0)
@@ -89,60 +131,102 @@ Status ReadGpt2Config(const std::string &path, Gpt2Config *config) {
   return Status::Ok();
 }
 
+Status ReadGpt2Config(const std::string &path, Gpt2Config *config) {
+  std::string text;
+  TM_RETURN_IF_ERROR(ReadRegularFile(path + ": ", path, kMaxConfigBytes, &text));
+  return ParseGpt2Config(path, text, config);
+}
+
 Status LoadGpt2Weights(const std::string &path, const Gpt2Config &c, Gpt2Weights *weights) {
   std::unique_ptr<SafetensorsFile> file;
   TM_RETURN_IF_ERROR(SafetensorsFile::Open(path, &file));
+  return LoadGpt2Weights(*file, c, weights);
+}
 
+Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Weights *weights) {
+  if (weights == nullptr) return InvalidArgument("LoadGpt2Weights: weights is null");
+  const std::string &path = file.path();
   // Both layouts: "wte.weight" and "transformer.wte.weight"; decided by which wte exists.
-  bool prefixed = file->Find("transformer.wte.weight") != nullptr;
-  std::string prefix = prefixed ? "transformer." : "";
-  std::set<std::string> used;
+  const bool prefixed = file.Find("transformer.wte.weight") != nullptr;
+  const std::string prefix = prefixed ? "transformer." : "";
 
-  auto read = [&](const std::string &name, std::vector<int64_t> shape, Weight *w) -> Status {
-    std::string key = prefix + name;
-    const TensorInfo *info = file->Find(key);
-    if (!info) return IoError(path + ": missing tensor " + key);
-    if (info->shape != shape)
-      return IoError(path + ": tensor " + key + " has shape " + ShapeText(info->shape) +
-                     ", the config calls for " + ShapeText(shape));
-    w->shape = std::move(shape);
-    used.insert(key);
-    return file->ReadAsF32(key, &w->data);
-  };
-
-  const int64_t d = c.n_embd, inner = c.n_inner;
-  Gpt2Weights out;
-  TM_RETURN_IF_ERROR(read("wte.weight", {c.vocab_size, d}, &out.wte));
-  TM_RETURN_IF_ERROR(read("wpe.weight", {c.n_ctx, d}, &out.wpe));
-  out.layers.resize(c.n_layer);
-  for (int i = 0; i < c.n_layer; ++i) {
-    std::string h = "h." + std::to_string(i) + ".";
-    Gpt2Layer &l = out.layers[i];
-    TM_RETURN_IF_ERROR(read(h + "ln_1.weight", {d}, &l.ln_1_g));
-    TM_RETURN_IF_ERROR(read(h + "ln_1.bias", {d}, &l.ln_1_b));
-    TM_RETURN_IF_ERROR(read(h + "attn.c_attn.weight", {d, 3 * d}, &l.attn_w));
-    TM_RETURN_IF_ERROR(read(h + "attn.c_attn.bias", {3 * d}, &l.attn_b));
-    TM_RETURN_IF_ERROR(read(h + "attn.c_proj.weight", {d, d}, &l.attn_proj_w));
-    TM_RETURN_IF_ERROR(read(h + "attn.c_proj.bias", {d}, &l.attn_proj_b));
-    TM_RETURN_IF_ERROR(read(h + "ln_2.weight", {d}, &l.ln_2_g));
-    TM_RETURN_IF_ERROR(read(h + "ln_2.bias", {d}, &l.ln_2_b));
-    TM_RETURN_IF_ERROR(read(h + "mlp.c_fc.weight", {d, inner}, &l.fc_w));
-    TM_RETURN_IF_ERROR(read(h + "mlp.c_fc.bias", {inner}, &l.fc_b));
-    TM_RETURN_IF_ERROR(read(h + "mlp.c_proj.weight", {inner, d}, &l.mlp_proj_w));
-    TM_RETURN_IF_ERROR(read(h + "mlp.c_proj.bias", {d}, &l.mlp_proj_b));
+  // 1. The layers the header has, against n_layer, before anything is sized from it: the
+  // set holds at most one entry per tensor of the (bounded) header.
+  const std::string layer_prefix = prefix + "h.";
+  std::set<int64_t> layers;
+  for (const std::string &name : file.names()) {
+    if (name.compare(0, layer_prefix.size(), layer_prefix) != 0) continue;
+    int64_t index = 0;
+    if (!ParseLayerIndex(name, layer_prefix.size(), &index) || index >= c.n_layer)
+      return IoError(path + ": unexpected tensor " + Excerpt(name) + " for a GPT-2 with " +
+                     std::to_string(c.n_layer) + " layers");
+    layers.insert(index);
   }
-  TM_RETURN_IF_ERROR(read("ln_f.weight", {d}, &out.ln_f_g));
-  TM_RETURN_IF_ERROR(read("ln_f.bias", {d}, &out.ln_f_b));
+  if (layers.size() != static_cast<size_t>(c.n_layer)) {
+    int64_t missing = 0;
+    while (layers.count(missing)) ++missing;
+    return IoError(path + ": the config calls for " + std::to_string(c.n_layer) +
+                   " layers (n_layer) but the checkpoint has tensors for " +
+                   std::to_string(layers.size()) + " (none for " + layer_prefix +
+                   std::to_string(missing) + ")");
+  }
 
+  // 2. Every tensor the config calls for exists with its shape (header only).
+  const int64_t d = c.n_embd, inner = c.n_inner;
+  std::vector<Wanted> wanted;
+  auto top = [&](const char *name, std::vector<int64_t> shape, Weight Gpt2Weights::*w) {
+    wanted.push_back({prefix + name, std::move(shape), -1, nullptr, w});
+  };
+  top("wte.weight", {c.vocab_size, d}, &Gpt2Weights::wte);
+  top("wpe.weight", {c.n_ctx, d}, &Gpt2Weights::wpe);
+  for (int i = 0; i < c.n_layer; ++i) {
+    const std::string h = layer_prefix + std::to_string(i) + ".";
+    auto add = [&](const char *name, std::vector<int64_t> shape, Weight Gpt2Layer::*w) {
+      wanted.push_back({h + name, std::move(shape), i, w, nullptr});
+    };
+    add("ln_1.weight", {d}, &Gpt2Layer::ln_1_g);
+    add("ln_1.bias", {d}, &Gpt2Layer::ln_1_b);
+    add("attn.c_attn.weight", {d, 3 * d}, &Gpt2Layer::attn_w);
+    add("attn.c_attn.bias", {3 * d}, &Gpt2Layer::attn_b);
+    add("attn.c_proj.weight", {d, d}, &Gpt2Layer::attn_proj_w);
+    add("attn.c_proj.bias", {d}, &Gpt2Layer::attn_proj_b);
+    add("ln_2.weight", {d}, &Gpt2Layer::ln_2_g);
+    add("ln_2.bias", {d}, &Gpt2Layer::ln_2_b);
+    add("mlp.c_fc.weight", {d, inner}, &Gpt2Layer::fc_w);
+    add("mlp.c_fc.bias", {inner}, &Gpt2Layer::fc_b);
+    add("mlp.c_proj.weight", {inner, d}, &Gpt2Layer::mlp_proj_w);
+    add("mlp.c_proj.bias", {d}, &Gpt2Layer::mlp_proj_b);
+  }
+  top("ln_f.weight", {d}, &Gpt2Weights::ln_f_g);
+  top("ln_f.bias", {d}, &Gpt2Weights::ln_f_b);
+
+  std::set<std::string> used;
+  for (const Wanted &w : wanted) {
+    const TensorInfo *info = file.Find(w.key);
+    if (!info) return IoError(path + ": missing tensor " + w.key);
+    if (info->shape != w.shape)
+      return IoError(path + ": tensor " + w.key + " has shape " + ShapeText(info->shape) +
+                     ", the config calls for " + ShapeText(w.shape));
+    used.insert(w.key);
+  }
   // Anything else must be a buffer we know to skip; an unknown tensor means the file is
   // not the architecture the config describes.
-  for (const std::string &name : file->names()) {
+  for (const std::string &name : file.names()) {
     if (used.count(name)) continue;
     bool mask = name.size() > 10 && (name.compare(name.size() - 10, 10, ".attn.bias") == 0 ||
                                      name.find(".attn.masked_bias") != std::string::npos);
     if (mask || name == "lm_head.weight") continue;
-    return IoError(path + ": unexpected tensor " + name + " for a GPT-2 with " +
+    return IoError(path + ": unexpected tensor " + Excerpt(name) + " for a GPT-2 with " +
                    std::to_string(c.n_layer) + " layers");
+  }
+
+  // 3. Only now the weights, each sized by a tensor the file holds.
+  Gpt2Weights out;
+  out.layers.resize(c.n_layer);
+  for (const Wanted &w : wanted) {
+    Weight &dst = w.layer >= 0 ? out.layers[w.layer].*w.in_layer : out.*w.top_level;
+    dst.shape = w.shape;
+    TM_RETURN_IF_ERROR(file.ReadAsF32(w.key, &dst.data));
   }
   *weights = std::move(out);
   return Status::Ok();

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpt2/src/status.h"
@@ -23,9 +24,27 @@ struct Gpt2Config {
   int32_t head_dim() const { return n_embd / n_head; }
 };
 
-// Reads and validates config.json; configurations the model cannot run faithfully (other
-// activations, attention variants, n_embd not divisible by n_head) are TM_ERROR_UNSUPPORTED.
+// Limits on the config's dimensions. Every value is read as an int64, must be a positive
+// integer (TM_ERROR_IO naming the key and the value otherwise) and at most its limit here
+// (TM_ERROR_UNSUPPORTED otherwise). With these bounds no size the model computes from the
+// config overflows: the largest, vocab_size * n_embd * 4 bytes, is below 2^39, and every
+// dimension fits an int32 with room for 4 * n_embd.
+inline constexpr int64_t kMaxVocabSize = int64_t{1} << 20;  // GPT-2: 50257 (50304 padded)
+inline constexpr int64_t kMaxContext = int64_t{1} << 16;    // n_positions / n_ctx; GPT-2: 1024
+inline constexpr int64_t kMaxEmbd = int64_t{1} << 16;       // n_embd; GPT-2 XL: 1600
+inline constexpr int64_t kMaxLayers = 1024;                 // n_layer; GPT-2 XL: 48
+inline constexpr int64_t kMaxHeads = 1024;                  // n_head; GPT-2 XL: 25
+inline constexpr int64_t kMaxInner = int64_t{1} << 18;      // n_inner; 4 * kMaxEmbd
+
+// Reads and validates config.json: a regular file of at most kMaxConfigBytes, JSON within
+// kConfigJsonLimits (gpt2/src/bounded_input.h), dimensions within the limits
+// above, eos_token_id (when an integer) inside the vocabulary. Configurations the model
+// cannot run faithfully (other activations, attention variants, n_embd not divisible by
+// n_head) are TM_ERROR_UNSUPPORTED.
 Status ReadGpt2Config(const std::string &path, Gpt2Config *config);
+
+// The same on the text of a config; `name` stands for the file in messages.
+Status ParseGpt2Config(const std::string &name, std::string_view text, Gpt2Config *config);
 
 // One F32 tensor (C-contiguous).
 struct Weight {
@@ -52,7 +71,18 @@ struct Gpt2Weights {
 // Loads every tensor the config calls for, with or without the "transformer." prefix,
 // skipping attention-mask buffers (h.N.attn.bias / masked_bias) and a tied lm_head.weight.
 // A missing tensor, a wrong shape or an unexpected tensor is TM_ERROR_IO naming it.
+//
+// The checkpoint's structure is checked against the config before anything is sized from
+// the config: the layers h.0 .. h.{n_layer-1} must each have tensors in the header (and no
+// other layer may), and every tensor's shape must match, before the first byte of weights
+// is allocated. Memory is then proportional to what the file holds, whatever the config
+// says.
 Status LoadGpt2Weights(const std::string &safetensors_path, const Gpt2Config &config,
+                       Gpt2Weights *weights);
+
+class SafetensorsFile;
+// The same from an opened file.
+Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &config,
                        Gpt2Weights *weights);
 
 }  // namespace tinymlir::gpt2

@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -16,9 +18,12 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-bool FileExists(const std::string &path) {
+// Whether anything is at `path` (a broken symlink included): the reader then decides
+// whether it is a usable file, so a FIFO or a device named vocab.json is reported as such
+// rather than taken for an absent tokenizer.
+bool PathExists(const std::string &path) {
   struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  return lstat(path.c_str(), &st) == 0;
 }
 
 int64_t NextPowerOfTwo(int64_t n) {
@@ -65,7 +70,7 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
   TM_RETURN_IF_ERROR(LoadGpt2Weights(dir + "/model.safetensors", m->config_, &m->weights_));
 
   std::string vocab = dir + "/vocab.json", merges = dir + "/merges.txt";
-  bool has_vocab = FileExists(vocab), has_merges = FileExists(merges);
+  bool has_vocab = PathExists(vocab), has_merges = PathExists(merges);
   if (has_vocab != has_merges)
     return IoError(dir + ": has " + (has_vocab ? "vocab.json but no merges.txt"
                                                : "merges.txt but no vocab.json") +
@@ -172,6 +177,20 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
     int64_t last = i < static_cast<int64_t>(n) ? pos + i : 0;
     for (int64_t j = 0; j <= last && j < l; ++j) mask_[i * l + j] = 0.0f;
   }
+  // Rows [pos + n, l) of the cache are read under the mask, where they must contribute
+  // exactly nothing: a row a previous computation left there (possibly NaN or infinite,
+  // and 0 * NaN is NaN) is zeroed first. Only a computation that restarts below the rows
+  // already written pays for it.
+  const int64_t end = pos + static_cast<int64_t>(n);
+  if (cache_dirty_end_ > end) {
+    for (int layer = 0; layer < c.n_layer; ++layer) {
+      std::fill(k_cache_[layer].begin() + end * d, k_cache_[layer].begin() + cache_dirty_end_ * d,
+                0.0f);
+      std::fill(v_cache_[layer].begin() + end * d, v_cache_[layer].begin() + cache_dirty_end_ * d,
+                0.0f);
+    }
+  }
+  cache_dirty_end_ = end;
   x_.resize(t * d);
   x_next_.resize(t * d);
   q_.resize(t * d);
@@ -267,6 +286,10 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
   Sampler sampler(request.sampling);
   std::vector<int32_t> tokens(prompt, prompt + n);
   std::vector<float> logits(config_.vocab_size);
+  // Checkpoints pad the embedding past the tokenizer (GPT-2: 50257 tokens, often 50304
+  // rows): with a tokenizer, only the ids it can decode are candidates. Load checked that
+  // it covers [0, its size) and is no larger than the model's vocabulary.
+  const int32_t candidates = tokenizer_ ? tokenizer_->vocab_size() : config_.vocab_size;
   const int32_t eos = config_.eos_token_id;
   for (int32_t step = 0; step < request.max_new_tokens; ++step) {
     auto start = Clock::now();
@@ -283,7 +306,16 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
       stats_.decode_seconds += elapsed;
       stats_.decode_tokens += 1;
     }
-    int32_t token = sampler.Next(logits.data(), config_.vocab_size);
+    // A NaN or infinite logit (non-finite weights, or an overflow) has no meaningful
+    // sample; stop rather than emit whatever the comparison order picks.
+    for (int32_t id = 0; id < candidates; ++id) {
+      if (!std::isfinite(logits[id]))
+        return RuntimeError("tm_generate: step " + std::to_string(step) + " (position " +
+                            std::to_string(tokens.size() - 1) + "): the logit of token " +
+                            std::to_string(id) + " is " + std::to_string(logits[id]) +
+                            "; the model's weights or activations are not finite");
+    }
+    int32_t token = sampler.Next(logits.data(), candidates);
     tokens.push_back(token);
     out->push_back(token);
     if (request.callback && request.callback(request.user, token) != 0) break;

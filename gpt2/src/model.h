@@ -88,6 +88,7 @@ class Gpt2Model {
   std::unique_ptr<BpeTokenizer> tokenizer_;
   std::map<std::tuple<int, int64_t, int64_t>, ProgramHandle> programs_;
   std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer: (n_ctx, d)
+  int64_t cache_dirty_end_ = 0;  // rows at and above are zero in every layer's cache
   std::vector<float> x_, x_next_, q_, k_, v_, mask_;    // scratch
   tm_model_stats stats_{};
   std::atomic<bool> busy_{false};

@@ -12,12 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpt2/src/bounded_input.h"
+
 namespace tinymlir::gpt2 {
 namespace {
-
-// Same bound as the reference implementation: a larger header is a corrupt length field,
-// not a real checkpoint, and must not make us parse gigabytes.
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 std::string ErrnoText() { return std::strerror(errno); }
 
@@ -32,7 +30,7 @@ bool ParseDtype(const std::string &s, SafetensorsDtype *dtype) {
 // Validates one header entry against a data section of `data_size` bytes.
 Status ParseEntry(const std::string &prefix, const std::string &name,
                   const nlohmann::json &entry, uint64_t data_size, TensorInfo *info) {
-  const std::string where = prefix + "tensor '" + name + "': ";
+  const std::string where = prefix + "tensor '" + Excerpt(name) + "': ";
   if (!entry.is_object()) return IoError(where + "entry is not a JSON object");
 
   auto dtype_it = entry.find("dtype");
@@ -40,7 +38,8 @@ Status ParseEntry(const std::string &prefix, const std::string &name,
   if (!dtype_it->is_string()) return IoError(where + "'dtype' is not a string");
   const std::string dtype_name = dtype_it->get<std::string>();
   if (!ParseDtype(dtype_name, &info->dtype)) {
-    return IoError(where + "unsupported dtype '" + dtype_name + "' (expected F32, F16 or BF16)");
+    return IoError(where + "unsupported dtype '" + Excerpt(dtype_name) +
+                   "' (expected F32, F16 or BF16)");
   }
 
   auto shape_it = entry.find("shape");
@@ -51,11 +50,12 @@ Status ParseEntry(const std::string &prefix, const std::string &name,
   for (size_t i = 0; i < shape_it->size(); ++i) {
     const nlohmann::json &dim = (*shape_it)[i];
     if (dim.is_number_integer() && !dim.is_number_unsigned()) {
-      return IoError(where + "shape[" + std::to_string(i) + "] is negative (" + dim.dump() + ")");
+      return IoError(where + "shape[" + std::to_string(i) + "] is negative (" + JsonExcerpt(dim) +
+                     ")");
     }
     if (!dim.is_number_unsigned()) {
       return IoError(where + "shape[" + std::to_string(i) + "] is not a non-negative integer (" +
-                     dim.dump() + ")");
+                     JsonExcerpt(dim) + ")");
     }
     const uint64_t d = dim.get<uint64_t>();
     if (d > static_cast<uint64_t>(INT64_MAX)) {
@@ -74,7 +74,7 @@ Status ParseEntry(const std::string &prefix, const std::string &name,
   if (!off_it->is_array() || off_it->size() != 2 || !(*off_it)[0].is_number_unsigned() ||
       !(*off_it)[1].is_number_unsigned()) {
     return IoError(where + "'data_offsets' must be [begin, end] of non-negative integers, got " +
-                   off_it->dump());
+                   JsonExcerpt(*off_it));
   }
   const uint64_t begin = (*off_it)[0].get<uint64_t>();
   const uint64_t end = (*off_it)[1].get<uint64_t>();
@@ -88,7 +88,7 @@ Status ParseEntry(const std::string &prefix, const std::string &name,
                    std::to_string(data_size) + " bytes");
   }
   if (overflow || expected_bytes != end - begin) {
-    return IoError(where + "shape " + shape_it->dump() + " x " + dtype_name + " needs " +
+    return IoError(where + "shape " + JsonExcerpt(*shape_it) + " x " + dtype_name + " needs " +
                    (overflow ? std::string("more than 2^64") : std::to_string(expected_bytes)) +
                    " bytes but data_offsets span " + std::to_string(end - begin) + " bytes");
   }
@@ -159,23 +159,18 @@ Status SafetensorsFile::Open(const std::string &path, std::unique_ptr<Safetensor
   if (out == nullptr) return InvalidArgument("SafetensorsFile::Open: out is null");
   const std::string prefix = "safetensors file '" + path + "': ";
 
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError(prefix + "cannot open: " + ErrnoText());
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    Status s = IoError(prefix + "cannot stat: " + ErrnoText());
-    ::close(fd);
-    return s;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return IoError(prefix + "not a regular file");
-  }
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  // No cap on the file: the data is mapped, and the header is bounded in Parse.
+  int fd = -1;
+  uint64_t file_size = 0;
+  TM_RETURN_IF_ERROR(OpenRegularFile(prefix, path, UINT64_MAX, &fd, &file_size));
   if (file_size < 8) {
     ::close(fd);
     return IoError(prefix + "truncated: " + std::to_string(file_size) +
                    " bytes, need at least 8 for the header length");
+  }
+  if (file_size > SIZE_MAX) {
+    ::close(fd);
+    return IoError(prefix + "is too large to map");
   }
   void *map = mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
   const std::string mmap_error = map == MAP_FAILED ? ErrnoText() : std::string();
@@ -186,7 +181,38 @@ Status SafetensorsFile::Open(const std::string &path, std::unique_ptr<Safetensor
   file->path_ = path;
   file->map_ = map;
   file->map_size_ = file_size;
-  const uint8_t *bytes = static_cast<const uint8_t *>(map);
+  file->base_ = static_cast<const uint8_t *>(map);
+  file->size_ = file_size;
+  TM_RETURN_IF_ERROR(file->Parse());
+  *out = std::move(file);
+  return Status::Ok();
+}
+
+Status SafetensorsFile::FromBytes(const std::string &name, const void *bytes, size_t size,
+                                  std::unique_ptr<SafetensorsFile> *out) {
+  if (out == nullptr) return InvalidArgument("SafetensorsFile::FromBytes: out is null");
+  if (bytes == nullptr && size > 0)
+    return InvalidArgument("SafetensorsFile::FromBytes: bytes is null");
+  const std::string prefix = "safetensors file '" + name + "': ";
+  if (size < 8) {
+    return IoError(prefix + "truncated: " + std::to_string(size) +
+                   " bytes, need at least 8 for the header length");
+  }
+  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->path_ = name;
+  const auto *begin = static_cast<const uint8_t *>(bytes);
+  file->owned_.assign(begin, begin + size);
+  file->base_ = file->owned_.data();
+  file->size_ = size;
+  TM_RETURN_IF_ERROR(file->Parse());
+  *out = std::move(file);
+  return Status::Ok();
+}
+
+Status SafetensorsFile::Parse() {
+  const std::string prefix = "safetensors file '" + path_ + "': ";
+  const uint64_t file_size = size_;
+  const uint8_t *bytes = base_;
 
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
@@ -195,9 +221,10 @@ Status SafetensorsFile::Open(const std::string &path, std::unique_ptr<Safetensor
                    " exceeds the " + std::to_string(file_size - 8) +
                    " bytes after the length field");
   }
-  if (header_len < 2 || header_len > kMaxHeaderBytes) {
+  if (header_len < 2 || header_len > kMaxSafetensorsHeaderBytes) {
     return IoError(prefix + "bad header length " + std::to_string(header_len) +
-                   " (must be between 2 and " + std::to_string(kMaxHeaderBytes) + ")");
+                   " (must be between 2 and " + std::to_string(kMaxSafetensorsHeaderBytes) +
+                   ")");
   }
   const char *header = reinterpret_cast<const char *>(bytes + 8);
   const uint8_t *data = bytes + 8 + header_len;
@@ -205,11 +232,9 @@ Status SafetensorsFile::Open(const std::string &path, std::unique_ptr<Safetensor
 
   try {
     nlohmann::json root;
-    try {
-      root = nlohmann::json::parse(header, header + header_len);
-    } catch (const nlohmann::json::parse_error &e) {
-      return IoError(prefix + "header is not valid JSON: " + e.what());
-    }
+    TM_RETURN_IF_ERROR(ParseJsonWithLimits(prefix + "header is ",
+                                           std::string_view(header, header_len),
+                                           kSafetensorsJsonLimits, &root));
     if (!root.is_object()) return IoError(prefix + "header is not a JSON object");
 
     std::vector<std::tuple<uint64_t, uint64_t, const TensorInfo *>> spans;
@@ -218,8 +243,8 @@ Status SafetensorsFile::Open(const std::string &path, std::unique_ptr<Safetensor
       TensorInfo info;
       TM_RETURN_IF_ERROR(ParseEntry(prefix, it.key(), it.value(), data_size, &info));
       info.data = data + info.data_begin;
-      const TensorInfo &stored = file->tensors_.emplace(it.key(), std::move(info)).first->second;
-      file->names_.push_back(it.key());
+      const TensorInfo &stored = tensors_.emplace(it.key(), std::move(info)).first->second;
+      names_.push_back(it.key());
       if (stored.nbytes > 0) {
         spans.emplace_back(stored.data_begin, stored.data_begin + stored.nbytes, &stored);
       }
@@ -230,17 +255,18 @@ Status SafetensorsFile::Open(const std::string &path, std::unique_ptr<Safetensor
       const auto &[pb, pe, prev] = spans[i - 1];
       const auto &[cb, ce, cur] = spans[i];
       if (cb < pe) {
-        return IoError(prefix + "tensor '" + cur->name + "' data_offsets [" +
-                       std::to_string(cb) + ", " + std::to_string(ce) +
-                       "] overlap tensor '" + prev->name + "' data_offsets [" +
-                       std::to_string(pb) + ", " + std::to_string(pe) + "]");
+        return IoError(prefix + "tensor '" + Excerpt(cur->name) + "' data_offsets [" +
+                       std::to_string(cb) + ", " + std::to_string(ce) + "] overlap tensor '" +
+                       Excerpt(prev->name) + "' data_offsets [" + std::to_string(pb) + ", " +
+                       std::to_string(pe) + "]");
       }
     }
+  } catch (const std::bad_alloc &) {
+    throw;  // the C boundary reports TM_ERROR_OUT_OF_MEMORY
   } catch (const std::exception &e) {
-    return IoError(prefix + "malformed header: " + e.what());
+    return IoError(prefix + "malformed header: " + Excerpt(e.what(), 200));
   }
-  std::sort(file->names_.begin(), file->names_.end());
-  *out = std::move(file);
+  std::sort(names_.begin(), names_.end());
   return Status::Ok();
 }
 
@@ -274,7 +300,9 @@ Status SafetensorsFile::ReadAsF32(const std::string &name, std::vector<float> *o
 void SafetensorsFile::DropPages(const TensorInfo &info) const {
   // The bytes were just converted into the caller's buffer: release the mapped pages so a
   // checkpoint is not resident twice while a model loads (they stay in the page cache and
-  // fault back in if read again).
+  // fault back in if read again). Never on a copy made by FromBytes: MADV_DONTNEED would
+  // zero its anonymous pages.
+  if (map_ == nullptr) return;
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   uintptr_t begin = (reinterpret_cast<uintptr_t>(info.data) + page - 1) / page * page;
   uintptr_t end = (reinterpret_cast<uintptr_t>(info.data) + info.nbytes) / page * page;

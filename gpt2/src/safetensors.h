@@ -1,7 +1,10 @@
 // Reader for the safetensors checkpoint format (Hugging Face): an 8-byte little-endian
 // header length, a JSON header mapping tensor names to {dtype, shape, data_offsets}, then
 // the raw tensor bytes. The file is mmapped read-only and every header field is validated
-// at Open, so later lookups cannot run off the mapping.
+// at Open, so later lookups cannot run off the mapping. The file must be a regular file
+// (a FIFO or device is refused without blocking) and its header at most
+// kMaxSafetensorsHeaderBytes, within kSafetensorsJsonLimits (gpt2/src/bounded_input.h:
+// at most 8 levels, 2^16 tensors, rank 64).
 //
 // Thread-safety: after Open the object is immutable; all const methods may be called
 // concurrently. The host is assumed little-endian (as is the format).
@@ -17,6 +20,10 @@
 #include "gpt2/src/status.h"
 
 namespace tinymlir::gpt2 {
+
+// The format's own bound on the JSON header (as in the reference implementation): a larger
+// length field is a corrupt file, not a real checkpoint.
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
 // Element types accepted in a checkpoint. Everything is upcast to F32 for computation.
 enum class SafetensorsDtype { kF32, kF16, kBF16 };
@@ -52,6 +59,11 @@ class SafetensorsFile {
   // TM_ERROR_INVALID_ARGUMENT (null `out`).
   static Status Open(const std::string &path, std::unique_ptr<SafetensorsFile> *out);
 
+  // The same validation on a checkpoint held in memory: bytes[0..size) are copied, and
+  // `name` stands for the file in messages and path(). For tests and fuzzing.
+  static Status FromBytes(const std::string &name, const void *bytes, size_t size,
+                          std::unique_ptr<SafetensorsFile> *out);
+
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile &) = delete;
   SafetensorsFile &operator=(const SafetensorsFile &) = delete;
@@ -69,11 +81,16 @@ class SafetensorsFile {
 
  private:
   SafetensorsFile() = default;
+  // Validates the header of base_[0..size_) and fills the tensor table.
+  Status Parse();
   void DropPages(const TensorInfo &info) const;
 
   std::string path_;
-  void *map_ = nullptr;
+  void *map_ = nullptr;  // the mapping, when opened from a file
   size_t map_size_ = 0;
+  std::vector<uint8_t> owned_;  // the copy, when made from bytes
+  const uint8_t *base_ = nullptr;
+  size_t size_ = 0;
   std::vector<std::string> names_;
   std::map<std::string, TensorInfo> tensors_;
 };

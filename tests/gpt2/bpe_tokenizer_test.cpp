@@ -8,7 +8,12 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/stat.h>
+
 #include <nlohmann/json.hpp>
+
+#include "gpt2/src/bounded_input.h"
+#include "tests/gpt2/bounded_child.h"
 
 #if !defined(TM_TEST_DATA_DIR) || !defined(TM_MODELS_DIR)
 #error "the build defines TM_TEST_DATA_DIR and TM_MODELS_DIR (tests/CMakeLists.txt)"
@@ -261,6 +266,122 @@ TEST_F(BpeTokenizerFilesTest, MalformedFilesAreIoErrors) {
   EXPECT_EQ(s.code(), TM_ERROR_IO);
   EXPECT_TRUE(Contains(s.message(), "line 2: token 'bc' is not in the vocabulary"));
   EXPECT_EQ(tok, nullptr);
+}
+
+// ---- Bounded reading -------------------------------------------------------------------
+
+// Loads in a bounded child (a reader that blocks or reads without end fails, not hangs).
+std::string LoadBounded(const std::string &vocab, const std::string &merges) {
+  std::string result;
+  EXPECT_TRUE(testing::RunBounded(
+      [&] {
+        std::unique_ptr<BpeTokenizer> tok;
+        Status s = BpeTokenizer::Load(vocab, merges, &tok);
+        return std::to_string(s.code()) + "|" + s.message();
+      },
+      &result));
+  return result;
+}
+
+TEST_F(BpeTokenizerFilesTest, FifosDevicesAndDirectoriesAreRefused) {
+  const std::string io = std::to_string(TM_ERROR_IO) + "|";
+  const std::string vocab = Write("v.json", ByteVocab({}));
+  const std::string merges = Write("m.txt", "");
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  files_.push_back(fifo);
+  const std::string zero_link = dir_ + "/zero.json";
+  ASSERT_EQ(symlink("/dev/zero", zero_link.c_str()), 0);
+  files_.push_back(zero_link);
+
+  std::string r = LoadBounded(fifo, merges);
+  EXPECT_TRUE(Contains(r, io));
+  EXPECT_TRUE(Contains(r, "vocab file '" + fifo + "': not a regular file (a FIFO)"));
+  r = LoadBounded(vocab, fifo);
+  EXPECT_TRUE(Contains(r, io));
+  EXPECT_TRUE(Contains(r, "merges file '" + fifo + "': not a regular file (a FIFO)"));
+  for (const std::string &zero : {std::string("/dev/zero"), zero_link}) {
+    r = LoadBounded(zero, merges);
+    EXPECT_TRUE(Contains(r, io));
+    EXPECT_TRUE(Contains(r, "not a regular file (a character device)"));
+    r = LoadBounded(vocab, zero);
+    EXPECT_TRUE(Contains(r, io));
+    EXPECT_TRUE(Contains(r, "not a regular file (a character device)"));
+  }
+  r = LoadBounded(dir_, merges);
+  EXPECT_TRUE(Contains(r, "not a regular file (a directory)"));
+  // The real files still load.
+  r = LoadBounded(vocab, merges);
+  EXPECT_EQ(r, std::to_string(TM_OK) + "|");
+}
+
+TEST_F(BpeTokenizerFilesTest, OversizedFilesAreRefusedBeforeReading) {
+  // Sparse files: fstat reports the size, no disk or memory is used.
+  const std::string big = Write("big", "");
+  ASSERT_EQ(truncate(big.c_str(), static_cast<off_t>(kMaxVocabBytes + 1)), 0);
+  const std::string vocab = Write("v.json", ByteVocab({}));
+  const std::string merges = Write("m.txt", "");
+  std::unique_ptr<BpeTokenizer> tok;
+  Status s = BpeTokenizer::Load(big, merges, &tok);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_TRUE(Contains(s.message(), "is 67108865 bytes, more than the limit of 67108864"));
+  ASSERT_EQ(truncate(big.c_str(), static_cast<off_t>(kMaxMergesBytes + 1)), 0);
+  s = BpeTokenizer::Load(vocab, big, &tok);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_TRUE(Contains(s.message(), "merges file '" + big + "': is 67108865 bytes"));
+  EXPECT_EQ(tok, nullptr);
+}
+
+TEST_F(BpeTokenizerFilesTest, NestedVocabIsRefused) {
+  const std::string merges = Write("m.txt", "");
+  std::unique_ptr<BpeTokenizer> tok;
+  Status s = BpeTokenizer::Load(
+      Write("deep.json", "{\"a\":" + std::string(1 << 20, '[') + std::string(1 << 20, ']') + "}"),
+      merges, &tok);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_TRUE(Contains(s.message(), "JSON nested deeper than 2 levels"));
+  // No more tokens than a model may have ids (2^20), refused before parsing.
+  std::string many = "{";
+  for (int i = 0; i <= (1 << 20); ++i) many += "\"a\":0,";
+  many.back() = '}';
+  s = BpeTokenizer::Load(Write("many.json", many), merges, &tok);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_TRUE(Contains(s.message(), "JSON object with more than 1048576 members"));
+  // One level under the root is still parsed, and named as a bad id.
+  s = BpeTokenizer::Load(Write("list.json", "{\"a\":[1]}"), merges, &tok);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_TRUE(Contains(s.message(), "token 'a' has id [1]"));
+}
+
+TEST_F(BpeTokenizerFilesTest, FromContentsMatchesLoad) {
+  const std::string vocab_text = ByteVocab({"ab", "abc"});
+  const std::string merges_text = "#version: 0.2\na b\nab c\n";
+  std::unique_ptr<BpeTokenizer> loaded, parsed;
+  ASSERT_TRUE(
+      BpeTokenizer::Load(Write("v.json", vocab_text), Write("m.txt", merges_text), &loaded).ok());
+  Status s = BpeTokenizer::FromContents("v", vocab_text, "m", merges_text, &parsed);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<int32_t> a, b;
+  ASSERT_TRUE(loaded->Encode("abcab xyz", &a).ok());
+  ASSERT_TRUE(parsed->Encode("abcab xyz", &b).ok());
+  EXPECT_EQ(a, b);
+  s = BpeTokenizer::FromContents("v", vocab_text, "m", "a b\nb c\n", &parsed);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_TRUE(
+      Contains(s.message(), "merges file 'm': line 2: token 'bc' is not in the vocabulary"));
+}
+
+// Messages quote at most an excerpt of the file, as valid UTF-8.
+TEST_F(BpeTokenizerFilesTest, MessagesQuoteShortValidExcerpts) {
+  std::unique_ptr<BpeTokenizer> tok;
+  Status s = BpeTokenizer::FromContents("v", ByteVocab({"ab"}), "m",
+                                        "a b\n" + std::string(100000, 'x') + "\xff\n", &tok);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_LT(s.message().size(), 300u);
+  EXPECT_TRUE(Contains(s.message(), "line 2 is not \"left right\": 'xxx"));
+  s = BpeTokenizer::FromContents("v", ByteVocab({}), "m", "a \xff\xfe\n", &tok);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_TRUE(Contains(s.message(), "token '\\xFF\\xFE' is not in the vocabulary"));
 }
 
 }  // namespace

@@ -10,6 +10,10 @@
 #include <fstream>
 #include <limits>
 
+#include <sys/stat.h>
+
+#include "tests/gpt2/bounded_child.h"
+
 #if !defined(TM_TEST_DATA_DIR) || !defined(TM_MODELS_DIR)
 #error "the build defines TM_TEST_DATA_DIR and TM_MODELS_DIR (tests/CMakeLists.txt)"
 #endif
@@ -272,6 +276,138 @@ TEST_F(SafetensorsCorruptTest, OverlappingSpans) {
   ExpectIoError(Write(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
                       R"("b":{"dtype":"F16","shape":[8],"data_offsets":[0,16]}})", 16),
                 "overlap");
+}
+
+// ---- Bounded reading -------------------------------------------------------------------
+
+TEST_F(SafetensorsCorruptTest, FifoIsRefusedWithoutBlocking) {
+  const std::string path = dir_ + "/fifo.safetensors";
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  files_.push_back(path);
+  std::string result;
+  EXPECT_TRUE(testing::RunBounded(
+      [&] {
+        std::unique_ptr<SafetensorsFile> file;
+        Status s = SafetensorsFile::Open(path, &file);
+        return std::to_string(s.code()) + "|" + s.message();
+      },
+      &result));
+  EXPECT_TRUE(Contains(result, std::to_string(TM_ERROR_IO) + "|"));
+  EXPECT_TRUE(Contains(result, "not a regular file (a FIFO)"));
+}
+
+TEST_F(SafetensorsCorruptTest, DevicesAndDirectoriesAreRefused) {
+  ExpectIoError("/dev/zero", "not a regular file (a character device)");
+  ExpectIoError(dir_, "not a regular file (a directory)");
+}
+
+// Each level of nesting costs the DOM parser about 40 times its 2 bytes of text; the header
+// is refused at the first container past the limit instead.
+TEST_F(SafetensorsCorruptTest, DeeplyNestedHeaderIsRefused) {
+  const std::string deep = std::string(1 << 20, '[') + std::string(1 << 20, ']');
+  ExpectIoError(Write("{\"w\":" + deep + "}", 0), "header is JSON nested deeper than 8 levels");
+  ExpectIoError(Write("{\"__metadata__\":{\"a\":[[[[[[[[1]]]]]]]]}}", 0),
+                "nested deeper than 8 levels");
+  // Seven levels under the root are fine for the parser (and then not a tensor entry).
+  ExpectIoError(Write("{\"w\":[[[[[[[1]]]]]]]}", 0), "tensor 'w': entry is not a JSON object");
+}
+
+// Width is bounded too: a rank past 64 or more than 2^16 tensors is refused by the scan
+// before the parser builds anything (a 98 MB header of one shape's zeros once took 2.3 GB).
+TEST_F(SafetensorsCorruptTest, WideHeaderIsRefused) {
+  std::string zeros;
+  for (int i = 0; i < 100000; ++i) zeros += "0,";
+  ExpectIoError(Write(R"({"w":{"dtype":"F32","shape":[)" + zeros + R"(0],"data_offsets":[0,0]}})",
+                      0),
+                "header is JSON array with more than 64 elements");
+  std::string entries = "{";
+  for (int i = 0; i <= 65536; ++i) entries += "\"t" + std::to_string(i) + "\":0,";
+  entries.back() = '}';
+  ExpectIoError(Write(entries, 0), "header is JSON object with more than 65536 members");
+  // Rank 64 is fine.
+  std::string ones;
+  for (int i = 0; i < 63; ++i) ones += "1,";
+  std::unique_ptr<SafetensorsFile> file;
+  Status s = SafetensorsFile::Open(
+      Write(R"({"w":{"dtype":"F32","shape":[)" + ones + R"(1],"data_offsets":[0,4]}})", 4), &file);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(file->Find("w")->shape.size(), 64u);
+}
+
+// 2^16 tensors, the most a header may have, parse in linear time (a parser callback made
+// it quadratic: minutes for this header).
+TEST_F(SafetensorsCorruptTest, ManyTensorsParseQuickly) {
+  std::string header = "{";
+  for (int i = 0; i < 65536; ++i)
+    header += "\"t" + std::to_string(i) + R"(":{"dtype":"F32","shape":[1],"data_offsets":[)" +
+              std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]},";
+  header.back() = '}';
+  const std::string path = Write(header, 4 * 65536);
+  std::string result;
+  EXPECT_TRUE(testing::RunBounded(
+      [&] {
+        std::unique_ptr<SafetensorsFile> file;
+        Status s = SafetensorsFile::Open(path, &file);
+        return s.ok() ? std::to_string(file->names().size()) : s.message();
+      },
+      &result, 20));
+  EXPECT_EQ(result, "65536");
+}
+
+// Messages quote at most an excerpt of what the file holds, as valid UTF-8.
+TEST_F(SafetensorsCorruptTest, MessagesQuoteShortValidExcerpts) {
+  std::unique_ptr<SafetensorsFile> file;
+  Status s = SafetensorsFile::Open(
+      Write("{\"" + std::string(100000, 'n') + "\":{\"dtype\":\"" + std::string(5000, 'X') +
+                "\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+            4),
+      &file);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_LT(s.message().size(), 500u) << s.message().substr(0, 500);
+  EXPECT_TRUE(Contains(s.message(), "unsupported dtype 'XXXX"));
+  EXPECT_TRUE(Contains(s.message(), "nnn..."));
+  std::string offsets;  // 60 long numbers: within the width limit, too long to quote
+  for (int i = 0; i < 60; ++i) offsets += "1000000000000000000,";
+  s = SafetensorsFile::Open(
+      Write("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" + offsets +
+                "4]}}", 4),
+      &file);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_LT(s.message().size(), 500u) << s.message().substr(0, 500);
+  EXPECT_TRUE(Contains(s.message(), "got [1000000000000000000,1000000000000000000,"));
+  EXPECT_TRUE(Contains(s.message(), "..."));
+  // Raw bytes of a malformed header are escaped.
+  s = SafetensorsFile::Open(Write("{\"w\":\x01\xff}", 0), &file);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_EQ(s.message().find('\xff'), std::string::npos) << s.message();
+}
+
+TEST_F(SafetensorsCorruptTest, FromBytesValidatesLikeOpen) {
+  const std::string header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  std::string bytes;
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(header.size() >> (8 * i)));
+  bytes += header;
+  const float values[2] = {1.5f, -2.0f};
+  bytes.append(reinterpret_cast<const char *>(values), sizeof values);
+  std::unique_ptr<SafetensorsFile> file;
+  Status s = SafetensorsFile::FromBytes("mem", bytes.data(), bytes.size(), &file);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(file->path(), "mem");
+  std::vector<float> got;
+  ASSERT_TRUE(file->ReadAsF32("a", &got).ok());
+  EXPECT_EQ(got, (std::vector<float>{1.5f, -2.0f}));
+  // Reading twice gives the same values: a copy's pages are never dropped.
+  ASSERT_TRUE(file->ReadAsF32("a", &got).ok());
+  EXPECT_EQ(got, (std::vector<float>{1.5f, -2.0f}));
+
+  s = SafetensorsFile::FromBytes("mem", bytes.data(), 7, &file);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_TRUE(Contains(s.message(), "safetensors file 'mem': truncated: 7 bytes"));
+  s = SafetensorsFile::FromBytes("mem", bytes.data(), bytes.size() - 1, &file);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
+  EXPECT_TRUE(Contains(s.message(), "lie outside the data section of 7 bytes"));
+  s = SafetensorsFile::FromBytes("mem", nullptr, 0, &file);
+  EXPECT_EQ(s.code(), TM_ERROR_IO);
 }
 
 }  // namespace

@@ -3,15 +3,22 @@
 // TM_ERROR_UNSUPPORTED for bad checkpoints.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -455,6 +462,228 @@ TEST_F(BadCheckpoint, TruncatedFileIsAnIoError) {
   WriteConfig();
   std::ofstream(dir_ + "/model.safetensors") << "abc";
   EXPECT_EQ(TryLoad(dir_), TM_ERROR_IO);
+}
+
+// ---- A model folder edited in place: padded vocabularies, non-finite weights, special
+// files, limits ---------------------------------------------------------------------------
+
+class ModelApiFolder : public ModelApi {
+ protected:
+  void SetUp() override {
+    ModelApi::SetUp();
+    char tmpl[] = "/tmp/tinymlir-folder-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    ModelApi::TearDown();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  // tiny-a's config.json and model.safetensors (512 ids, no tokenizer).
+  void CopyTinyA() {
+    for (const char *f : {"config.json", "model.safetensors"})
+      std::filesystem::copy_file(kTinyA + "/" + f, dir_ + "/" + f,
+                                 std::filesystem::copy_options::overwrite_existing);
+  }
+  // A byte-level tokenizer of 256 tokens (GPT-2's byte alphabet, no merges): a model with
+  // 512 ids then has 256 ids the tokenizer cannot decode, as a checkpoint padded past its
+  // tokenizer does (GPT-2: 50257 tokens, 50304 rows).
+  void WriteByteTokenizer() {
+    const json full = json::parse(std::ifstream(kKjv + "/vocab.json"));
+    json bytes = json::object();
+    for (auto it = full.begin(); it != full.end(); ++it)
+      if (it.value().get<int>() < 256) bytes[it.key()] = it.value();
+    ASSERT_EQ(bytes.size(), 256u);
+    std::ofstream(dir_ + "/vocab.json") << bytes.dump();
+    std::ofstream(dir_ + "/merges.txt") << "#version: 0.2\n";
+  }
+  // Overwrites `count` floats of F32 tensor `name` from element `first` with NaN.
+  void PoisonTensor(const std::string &name, size_t first, size_t count) {
+    std::fstream f(dir_ + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    uint64_t len = 0;
+    f.read(reinterpret_cast<char *>(&len), 8);
+    std::string header(len, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(len));
+    const json h = json::parse(header);
+    ASSERT_EQ(h.at(name).at("dtype"), "F32");
+    const uint64_t begin = h.at(name).at("data_offsets")[0];
+    const float nan = std::nanf("");
+    f.seekp(static_cast<std::streamoff>(8 + len + begin + first * sizeof(float)));
+    for (size_t i = 0; i < count; ++i) f.write(reinterpret_cast<const char *>(&nan), sizeof nan);
+    ASSERT_TRUE(f.good());
+  }
+  void EditConfig(const std::function<void(json &)> &edit) {
+    json c = json::parse(std::ifstream(dir_ + "/config.json"));
+    edit(c);
+    std::ofstream(dir_ + "/config.json") << c.dump();
+  }
+  std::string dir_;
+};
+
+TEST_F(ModelApiFolder, PaddedIdsAreNeverGeneratedWhenATokenizerIsPresent) {
+  CopyTinyA();
+  // Without a tokenizer every id is fair: tiny-a's greedy continuation uses ids >= 256.
+  tm_model *ids_only = Load(dir_);
+  ASSERT_NE(ids_only, nullptr);
+  int32_t prompt[] = {1, 2, 3};
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 5;
+  int32_t out[40];
+  size_t n = 0;
+  ASSERT_EQ(tm_generate(ids_only, prompt, 3, &o, nullptr, nullptr, out, 40, &n), TM_OK);
+  ASSERT_EQ(std::vector<int32_t>(out, out + n), (std::vector<int32_t>{19, 407, 371, 380, 25}));
+
+  WriteByteTokenizer();
+  tm_model *m = Load(dir_);
+  ASSERT_NE(m, nullptr);
+  int32_t vocab = 0;
+  ASSERT_EQ(tm_model_info(m, &vocab, nullptr, nullptr, nullptr), TM_OK);
+  EXPECT_EQ(vocab, 512);  // the model keeps its 512 rows
+  // tm_model_logits still reports every row.
+  std::vector<float> logits(512);
+  ASSERT_EQ(tm_model_logits(m, prompt, 3, logits.data(), logits.size()), TM_OK);
+
+  struct Sampling {
+    float temperature;
+    int32_t top_k;
+    float top_p;
+  } runs[] = {{0.0f, 0, 1.0f}, {1.0f, 0, 1.0f}, {2.0f, 0, 1.0f}, {1.0f, 50, 1.0f},
+              {1.0f, 0, 0.9f}, {1.5f, 400, 0.99f}};
+  for (const Sampling &r : runs) {
+    for (uint64_t seed = 0; seed < 4; ++seed) {
+      tm_generate_options_init(&o);
+      o.max_new_tokens = 40;
+      o.temperature = r.temperature;
+      o.top_k = r.top_k;
+      o.top_p = r.top_p;
+      o.seed = seed;
+      ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, out, 40, &n), TM_OK)
+          << tm_last_error();
+      ASSERT_EQ(n, 40u);
+      for (size_t i = 0; i < n; ++i)
+        EXPECT_LT(out[i], 256) << "T=" << r.temperature << " top_k=" << r.top_k
+                               << " top_p=" << r.top_p << " seed=" << seed << " token " << i;
+      size_t len = 0;
+      EXPECT_EQ(tm_detokenize(m, out, n, nullptr, 0, &len), TM_OK) << tm_last_error();
+      EXPECT_EQ(len, n);  // one byte per byte-level token
+    }
+  }
+}
+
+struct Streamed {
+  std::vector<int32_t> tokens;
+};
+
+int Stream(void *user, int32_t token) {
+  static_cast<Streamed *>(user)->tokens.push_back(token);
+  return 0;
+}
+
+// NaN weights give NaN logits; generation stops with an error naming the step and the
+// position instead of streaming whatever token the comparison order picks.
+TEST_F(ModelApiFolder, NonFiniteLogitsAreARuntimeErrorNamingStepAndPosition) {
+  CopyTinyA();
+  PoisonTensor("transformer.wpe.weight", 5 * 32, 32);  // position 5's embedding
+  tm_model *m = Load(dir_);
+  ASSERT_NE(m, nullptr);
+  int32_t prompt[] = {1, 2, 3};  // positions 0..2: step s computes position 2 + s
+  for (int kv_cache : {1, 0}) {
+    tm_generate_options o;
+    tm_generate_options_init(&o);
+    o.max_new_tokens = 10;
+    o.use_kv_cache = kv_cache;
+    Streamed streamed;
+    size_t n = 0;
+    EXPECT_EQ(tm_generate(m, prompt, 3, &o, Stream, &streamed, nullptr, 0, &n),
+              TM_ERROR_RUNTIME);
+    const std::string message = tm_last_error();
+    EXPECT_NE(message.find("tm_generate: step 3 (position 5)"), std::string::npos) << message;
+    EXPECT_NE(message.find("nan"), std::string::npos) << message;
+    EXPECT_EQ(streamed.tokens.size(), 3u) << "the steps before the NaN were streamed";
+    // The failed generation left NaN rows in the KV cache; a computation that stays below
+    // position 5 must not see them (they are masked, and 0 * NaN would still be NaN).
+    int32_t out[2];
+    o.max_new_tokens = 2;
+    ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, out, 2, &n), TM_OK)
+        << tm_last_error();
+    EXPECT_EQ(std::vector<int32_t>(out, out + 2), (std::vector<int32_t>{19, 407}));
+    std::vector<float> logits(512);
+    ASSERT_EQ(tm_model_logits(m, prompt, 3, logits.data(), logits.size()), TM_OK);
+    for (float l : logits) ASSERT_TRUE(std::isfinite(l));
+  }
+  // Poisoned from the start: the first step fails.
+  std::filesystem::remove(dir_ + "/model.safetensors");
+  CopyTinyA();
+  PoisonTensor("transformer.ln_f.bias", 0, 1);
+  tm_model *all = Load(dir_);
+  ASSERT_NE(all, nullptr);
+  size_t n = 0;
+  EXPECT_EQ(tm_generate(all, prompt, 3, nullptr, nullptr, nullptr, nullptr, 0, &n),
+            TM_ERROR_RUNTIME);
+  EXPECT_NE(std::string(tm_last_error()).find("step 0 (position 2)"), std::string::npos)
+      << tm_last_error();
+}
+
+TEST_F(ModelApiFolder, ConfigThatIsAFifoIsRefusedWithoutBlocking) {
+  CopyTinyA();
+  std::filesystem::remove(dir_ + "/config.json");
+  const std::string fifo = dir_ + "/config.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // The load runs on another thread; if it blocks on the FIFO, the test fails and opens the
+  // FIFO's write end to release it rather than hang.
+  auto load = std::async(std::launch::async, [&] {
+    tm_model *m = nullptr;
+    tm_status s = tm_model_load(ctx_, dir_.c_str(), nullptr, &m);
+    std::string message = s == TM_OK ? "" : tm_last_error();
+    tm_model_destroy(m);
+    return std::make_pair(s, message);
+  });
+  if (load.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "tm_model_load blocked on a FIFO named config.json";
+    int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) close(w);
+  }
+  auto [status, message] = load.get();
+  EXPECT_EQ(status, TM_ERROR_IO);
+  EXPECT_NE(message.find("config.json: not a regular file (a FIFO)"), std::string::npos)
+      << message;
+}
+
+TEST_F(ModelApiFolder, TokenizerFileThatIsADeviceIsRefused) {
+  CopyTinyA();
+  WriteByteTokenizer();
+  std::filesystem::remove(dir_ + "/vocab.json");
+  ASSERT_EQ(symlink("/dev/zero", (dir_ + "/vocab.json").c_str()), 0);
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("vocab.json': not a regular file (a character "
+                                              "device)"),
+            std::string::npos)
+      << tm_last_error();
+}
+
+TEST_F(ModelApiFolder, ConfigDimensionsAreCheckedAgainstLimitsAndTheCheckpoint) {
+  CopyTinyA();
+  EditConfig([](json &c) { c["n_layer"] = 2000; });
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(tm_last_error()).find("\"n_layer\" = 2000 exceeds this implementation's "
+                                              "limit of 1024"),
+            std::string::npos)
+      << tm_last_error();
+  EditConfig([](json &c) { c["n_layer"] = 3; });
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("the config calls for 3 layers (n_layer) but the "
+                                              "checkpoint has tensors for 2"),
+            std::string::npos)
+      << tm_last_error();
+  EditConfig([](json &c) {
+    c["n_layer"] = 2;
+    c["eos_token_id"] = 4294967296LL + 511;  // once truncated to 511
+  });
+  EXPECT_EQ(TryLoad(dir_), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("\"eos_token_id\" = 4294967807"), std::string::npos)
+      << tm_last_error();
 }
 
 }  // namespace

@@ -336,7 +336,8 @@ TM_API tm_status tm_op_concat(tm_trace *trace, const tm_value *xs, int32_t n, in
  * tm_invoke before native code runs (TM_ERROR_OUT_OF_RANGE); computed indices are
  * clamped to the table inside the kernel, so no read leaves the table. A gather whose
  * result reaches no output is not computed, and its indices are not checked.
- * Errors: TM_ERROR_DTYPE (float or bool indices), TM_ERROR_SHAPE (table rank 0). */
+ * Errors: TM_ERROR_DTYPE (float or bool indices), TM_ERROR_SHAPE (table rank 0, or a table
+ * with no rows indexed by at least one index). */
 TM_API tm_status tm_op_gather(tm_trace *trace, tm_value table, tm_value indices,
                               tm_value *out);
 

@@ -38,7 +38,12 @@ TM_API void tm_model_options_init(tm_model_options *options);
 /* Loads a GPT-2 checkpoint in Hugging Face layout from the folder `dir`: config.json and
  * model.safetensors (F32, F16 or BF16 weights, converted to F32 once; keys with or without
  * the "transformer." prefix), plus vocab.json and merges.txt when present (without them
- * the model works on token ids only). options may be NULL (defaults). Programs are compiled
+ * the model works on token ids only). Every file must be a regular file (a FIFO or a device
+ * is TM_ERROR_IO, without blocking) within a size cap (config.json 1 MiB, vocab.json and
+ * merges.txt 64 MiB, the safetensors header 100 MB); dimensions in config.json beyond this
+ * implementation's limits are TM_ERROR_UNSUPPORTED, naming the key and the value; the
+ * checkpoint's layers are checked against the config before anything is sized from it.
+ * options may be NULL (defaults). Programs are compiled
  * through ctx's cache as they are first needed; the model keeps a reference to ctx, so the
  * caller may destroy its own first. *out receives a model to release with
  * tm_model_destroy.
@@ -106,10 +111,14 @@ typedef int (*tm_token_callback)(void *user, int32_t token);
 /* Generates up to max_new_tokens tokens after prompt[0..n_prompt). Each new token is passed
  * to `callback` (may be NULL). *n_out receives the number of tokens generated; the first
  * min(capacity, *n_out) are written to out_ids (out_ids may be NULL when capacity is 0, e.g.
- * when only the callback is wanted). options may be NULL (defaults).
+ * when only the callback is wanted). options may be NULL (defaults). When the model has
+ * tokenizer files with fewer tokens than vocab_size (checkpoints pad the embedding, e.g. to
+ * 50304 rows), only ids the tokenizer can decode are generated. A NaN or infinite logit stops
+ * the generation with TM_ERROR_RUNTIME naming the step and position; tokens already passed
+ * to the callback stay delivered.
  * Errors: TM_ERROR_INVALID_ARGUMENT (null, empty prompt, bad options),
  * TM_ERROR_OUT_OF_RANGE (a prompt id outside the vocabulary, prompt + new tokens beyond
- * n_ctx), TM_ERROR_COMPILE, TM_ERROR_BUSY. */
+ * n_ctx), TM_ERROR_COMPILE, TM_ERROR_RUNTIME (non-finite logits), TM_ERROR_BUSY. */
 TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
                              const tm_generate_options *options, tm_token_callback callback,
                              void *user, int32_t *out_ids, size_t capacity, size_t *n_out);
