@@ -8,20 +8,9 @@
 
 #include "tinymlir/gpt2.h"
 #include "tinymlir/tinymlir.h"
+#include "c_expect.h"
 
-static int passed = 0, failed = 0;
 
-#define EXPECT(cond, ...)                                 \
-  do {                                                    \
-    if (cond) {                                           \
-      ++passed;                                           \
-    } else {                                              \
-      ++failed;                                           \
-      fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                       \
-      fprintf(stderr, "\n");                              \
-    }                                                     \
-  } while (0)
 
 #define EXPECT_OK(call)                                                               \
   do {                                                                                \

@@ -10,25 +10,14 @@
 #include <string.h>
 
 #include "tinymlir/tinymlir.h"
+#include "c_expect.h"
 
-static int passed = 0, failed = 0;
 
 static double absd(double x) { return x < 0 ? -x : x; }
 
 /* libm's double functions for the references, from a local handle. */
 static double (*ref_tanh)(double), (*ref_exp)(double), (*ref_erf)(double);
 
-#define EXPECT(cond, ...)                                                \
-  do {                                                                   \
-    if (cond) {                                                          \
-      ++passed;                                                          \
-    } else {                                                             \
-      ++failed;                                                          \
-      fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                      \
-      fprintf(stderr, "\n");                                             \
-    }                                                                    \
-  } while (0)
 
 /* The entry points this test uses, looked up with dlsym. */
 static struct {

@@ -11,20 +11,9 @@
 #include <unistd.h>
 
 #include "tinymlir/tinymlir.h"
+#include "c_expect.h"
 
-static int passed = 0, failed = 0;
 
-#define EXPECT(cond, ...)                                                \
-  do {                                                                   \
-    if (cond) {                                                          \
-      ++passed;                                                          \
-    } else {                                                             \
-      ++failed;                                                          \
-      fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                      \
-      fprintf(stderr, "\n");                                             \
-    }                                                                    \
-  } while (0)
 
 static int count_threads(void) {
   DIR *d = opendir("/proc/self/task");
