@@ -5,7 +5,6 @@
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace tinymlir {
@@ -16,7 +15,7 @@ class ApproximateMathPass
  public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ApproximateMathPass)
 
-  llvm::StringRef getArgument() const override { return "tm-approximate-math"; }
+  llvm::StringRef getArgument() const override { return kApproximateMathPassName; }
   llvm::StringRef getDescription() const override {
     return "Polynomial approximations of f32 tanh, exp and erf";
   }
@@ -37,12 +36,8 @@ class ApproximateMathPass
 
 }  // namespace
 
-void RegisterApproximateMathPass() {
-  static bool registered = [] {
-    mlir::PassRegistration<ApproximateMathPass>();
-    return true;
-  }();
-  (void)registered;
+std::unique_ptr<mlir::Pass> CreateApproximateMathPass() {
+  return std::make_unique<ApproximateMathPass>();
 }
 
 }  // namespace tinymlir

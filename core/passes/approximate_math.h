@@ -4,9 +4,20 @@
 // double-precision references at 1e-5 relative); f64 keeps libm.
 #pragma once
 
+#include <memory>
+
+namespace mlir {
+class Pass;
+}
+
 namespace tinymlir {
 
-// Registers the pass under its pipeline name; idempotent.
-void RegisterApproximateMathPass();
+// Its name in the pipeline strings of pipelines.h.
+inline constexpr const char *kApproximateMathPassName = "tm-approximate-math";
+
+// The pass is not put in MLIR's global pass registry: that registry lives in libMLIR and
+// outlives this library, so after an unload it would keep a pointer into code that is gone
+// (and a reload would abort on the second registration). pipelines.cpp adds it by name.
+std::unique_ptr<mlir::Pass> CreateApproximateMathPass();
 
 }  // namespace tinymlir

@@ -7,7 +7,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace tinymlir {
@@ -37,7 +36,7 @@ class FuseElementwisePass
  public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
 
-  llvm::StringRef getArgument() const override { return "tm-fuse-elementwise-ops"; }
+  llvm::StringRef getArgument() const override { return kFuseElementwisePassName; }
   llvm::StringRef getDescription() const override {
     return "Fuse elementwise linalg ops; never fold reshapes into contractions";
   }
@@ -69,12 +68,8 @@ class FuseElementwisePass
 
 }  // namespace
 
-void RegisterFuseElementwisePass() {
-  static bool registered = [] {
-    mlir::PassRegistration<FuseElementwisePass>();
-    return true;
-  }();
-  (void)registered;
+std::unique_ptr<mlir::Pass> CreateFuseElementwisePass() {
+  return std::make_unique<FuseElementwisePass>();
 }
 
 }  // namespace tinymlir

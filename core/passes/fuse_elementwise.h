@@ -8,9 +8,20 @@
 // fusion itself (and reshape folding between elementwise ops) is unchanged.
 #pragma once
 
+#include <memory>
+
+namespace mlir {
+class Pass;
+}
+
 namespace tinymlir {
 
-// Registers the pass under its pipeline name; idempotent.
-void RegisterFuseElementwisePass();
+// Its name in the pipeline strings of pipelines.h.
+inline constexpr const char *kFuseElementwisePassName = "tm-fuse-elementwise-ops";
+
+// The pass is not put in MLIR's global pass registry: that registry lives in libMLIR and
+// outlives this library, so after an unload it would keep a pointer into code that is gone
+// (and a reload would abort on the second registration). pipelines.cpp adds it by name.
+std::unique_ptr<mlir::Pass> CreateFuseElementwisePass();
 
 }  // namespace tinymlir

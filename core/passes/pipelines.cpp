@@ -1,6 +1,7 @@
 #include "core/passes/pipelines.h"
 
 #include <mutex>
+#include <vector>
 
 #include "core/passes/approximate_math.h"
 #include "core/passes/fuse_elementwise.h"
@@ -8,33 +9,70 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace tinymlir {
 namespace {
-void RegisterPassesOnce() {
+
+// Upstream's passes are looked up in MLIR's registry (their registration code is in libMLIR,
+// which outlives this library). Ours are created here, never registered: see
+// fuse_elementwise.h.
+void RegisterUpstreamPassesOnce() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    mlir::registerAllPasses();
-    RegisterFuseElementwisePass();
-    RegisterApproximateMathPass();
-  });
+  std::call_once(once, [] { mlir::registerAllPasses(); });
 }
+
+struct OwnPass {
+  const char *name;
+  std::unique_ptr<mlir::Pass> (*create)();
+};
+constexpr OwnPass kOwnPasses[] = {
+    {kFuseElementwisePassName, CreateFuseElementwisePass},
+    {kApproximateMathPassName, CreateApproximateMathPass},
+};
+
+// The pipeline's top-level elements: split at commas outside (...) and {...}.
+std::vector<llvm::StringRef> TopLevelElements(llvm::StringRef pipeline) {
+  std::vector<llvm::StringRef> elements;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= pipeline.size(); ++i) {
+    char c = i < pipeline.size() ? pipeline[i] : ',';
+    if (c == '(' || c == '{') ++depth;
+    if (c == ')' || c == '}') --depth;
+    if (c == ',' && depth == 0) {
+      llvm::StringRef element = pipeline.slice(start, i).trim();
+      if (!element.empty()) elements.push_back(element);
+      start = i + 1;
+    }
+  }
+  return elements;
+}
+
 }  // namespace
 
 Status RunPipeline(mlir::ModuleOp module, const char *stage, const std::string &pipeline) {
-  RegisterPassesOnce();
+  RegisterUpstreamPassesOnce();
   DiagnosticCollector diagnostics(module.getContext());
   // A PassManager anchored on builtin.module, with the passes added to it directly:
   // parsing "builtin.module(...)" into it would nest the pipeline and silently run nothing.
   mlir::PassManager pm(module.getContext());
   std::string parse_errors;
   llvm::raw_string_ostream os(parse_errors);
-  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, os)))
-    return CompileError(std::string(stage) + ": invalid pass pipeline '" + pipeline +
-                        "': " + parse_errors);
+  for (llvm::StringRef element : TopLevelElements(pipeline)) {
+    const OwnPass *own = nullptr;
+    for (const OwnPass &candidate : kOwnPasses)
+      if (element == candidate.name) own = &candidate;
+    if (own) {
+      pm.addPass(own->create());
+    } else if (mlir::failed(mlir::parsePassPipeline(element, pm, os))) {
+      return CompileError(std::string(stage) + ": invalid pass pipeline '" + pipeline +
+                          "': " + parse_errors);
+    }
+  }
   if (mlir::failed(pm.run(module)))
     return CompileError(std::string(stage) + " pipeline failed: " + diagnostics.Take());
   return Status::Ok();

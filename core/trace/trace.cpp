@@ -254,12 +254,14 @@ Status Trace::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId 
   else dtype = PromoteTypes(na.type.dtype, nb.type.dtype);
   bool weak = na.weak && nb.weak;
 
-  // Arithmetic on bools is not defined (NumPy rejects bool - bool); comparisons are.
+  // True division, as NumPy's: integers and bools divide in f64.
+  if (kind == OpKind::kDiv && !IsFloat(dtype)) dtype = DType::kF64;
+  // Other arithmetic on bools is not defined (NumPy rejects bool - bool; bool ** bool
+  // would need int8, which tinymlir does not have); comparisons, max/min, + and * are.
   if (dtype == DType::kBool && !IsComparison(kind) && kind != OpKind::kMaximum &&
       kind != OpKind::kMinimum && kind != OpKind::kMul && kind != OpKind::kAdd)
     return DtypeError(std::string(op) + ": not defined for bool operands " +
                       na.type.ToString() + " and " + nb.type.ToString());
-  if (kind == OpKind::kDiv && !IsFloat(dtype)) dtype = DType::kF64;  // true division
   TM_RETURN_IF_ERROR(CheckScalarFits(op, a, dtype));
   TM_RETURN_IF_ERROR(CheckScalarFits(op, b, dtype));
 
@@ -474,18 +476,21 @@ Status Trace::Transpose(const char *op, ValueId x, const std::vector<int64_t> &p
     return InvalidArgument(std::string(op) + ": perm has " + std::to_string(perm.size()) +
                            " entries, " + t.ToString() + " has rank " +
                            std::to_string(t.rank()));
+  // Negative entries count from the end, as NumPy's (and as reduction axes).
+  std::vector<int64_t> axes(perm);
   std::vector<bool> seen(t.rank(), false);
   Shape shape(t.rank());
   for (int i = 0; i < t.rank(); ++i) {
-    int64_t p = perm[i];
+    int64_t p = axes[i] < 0 && axes[i] >= -t.rank() ? axes[i] + t.rank() : axes[i];
     if (p < 0 || p >= t.rank() || seen[p])
       return OutOfRange(std::string(op) + ": perm is not a permutation of the " +
                         std::to_string(t.rank()) + " axes of " + t.ToString());
     seen[p] = true;
+    axes[i] = p;
     shape[i] = t.shape[p];
   }
   bool identity = true;
-  for (int i = 0; i < t.rank(); ++i) identity &= perm[i] == i;
+  for (int i = 0; i < t.rank(); ++i) identity &= axes[i] == i;
   if (identity) {
     *out = x;
     return Status::Ok();
@@ -494,7 +499,7 @@ Status Trace::Transpose(const char *op, ValueId x, const std::vector<int64_t> &p
   n.kind = OpKind::kTranspose;
   n.type = {t.dtype, shape};
   n.operands = {x};
-  n.ints = perm;
+  n.ints = std::move(axes);
   *out = Add(std::move(n));
   return Status::Ok();
 }

@@ -1,6 +1,8 @@
 // Errors: invalid programs fail at the op call with a message naming the op and shapes;
 // every entry point survives NULL and bad arguments; statuses, versions, per-thread
 // tm_last_error.
+#include <cmath>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -37,6 +39,82 @@ TEST_F(Errors, BadBroadcastNamesOpAndShapes) {
   Program p;
   TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
   EXPECT_EQ(tm_program_num_inputs(p), 2);
+}
+
+// ---- Where NumPy and the header part or NumPy leaves it open: the header's decisions ----
+
+TEST_F(Errors, BoolTrueDivisionIsF64AsNumPys) {
+  tm_value a = Input(t, TM_BOOL, {4}), b = Input(t, TM_BOOL, {4});
+  tm_value q = Op(tm_op_div, t, a, b);
+  tm_dtype dtype = TM_BOOL;
+  int32_t rank = -1;
+  TM_ASSERT_OK(tm_value_type(t, q, &dtype, &rank, nullptr));
+  EXPECT_EQ(dtype, TM_F64);
+  TM_EXPECT_STATUS(tm_op_sub(t, a, b, &out), TM_ERROR_DTYPE);  // NumPy: TypeError
+  TM_EXPECT_STATUS(tm_op_pow(t, a, b, &out), TM_ERROR_DTYPE);  // NumPy: int8, which we lack
+  End(t, {q});
+  Host<uint8_t> x({4}, {1, 1, 0, 0}), y({4}, {1, 0, 1, 0});
+  Host<double> r({4}, 0.0);
+  TM_ASSERT_OK(CompileInvoke(ctx, t, {x.view(), y.view()}, {r.view()}));
+  EXPECT_EQ(r[0], 1.0);
+  EXPECT_EQ(r[1], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(r[2], 0.0);
+  EXPECT_TRUE(std::isnan(r[3]));  // 0 / 0
+}
+
+TEST_F(Errors, NegativeTransposeAxesCountFromTheEnd) {
+  tm_value x = Input(t, TM_F32, {2, 3, 4});
+  const int32_t perm[] = {-1, 0, -2}, duplicate[] = {-1, 2, 0}, too_low[] = {-4, 0, 1};
+  tm_value y = Op(tm_op_transpose, t, x, perm, 3);
+  int64_t shape[TM_MAX_RANK] = {};
+  int32_t rank = 0;
+  TM_ASSERT_OK(tm_value_type(t, y, nullptr, &rank, shape));
+  EXPECT_EQ(rank, 3);
+  EXPECT_EQ(std::vector<int64_t>(shape, shape + 3), (std::vector<int64_t>{4, 2, 3}));
+  TM_EXPECT_STATUS(tm_op_transpose(t, x, duplicate, 3, &out), TM_ERROR_OUT_OF_RANGE);
+  TM_EXPECT_STATUS(tm_op_transpose(t, x, too_low, 3, &out), TM_ERROR_OUT_OF_RANGE);
+  End(t, {y});
+  Host<float> in({2, 3, 4}, 0.0f);
+  for (int i = 0; i < 24; ++i) in[i] = static_cast<float>(i);
+  Host<float> r({4, 2, 3}, -1.0f);
+  TM_ASSERT_OK(CompileInvoke(ctx, t, {in.view()}, {r.view()}));
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int c = 0; c < 3; ++c)  // y[a, b, c] = x[b, c, a]
+        EXPECT_EQ(r[(a * 2 + b) * 3 + c], in[(b * 3 + c) * 4 + a]);
+}
+
+TEST_F(Errors, LayerNormEpsMustBeNonNegative) {
+  tm_value x = Input(t, TM_F32, {2, 3}), g = Input(t, TM_F32, {3}), b = Input(t, TM_F32, {3});
+  for (double eps : {-1e-5, std::nan("")}) {
+    TM_EXPECT_STATUS(tm_op_layer_norm(t, x, g, b, eps, &out), TM_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(Mentions({"tm_op_layer_norm", "eps"}));
+  }
+  EXPECT_EQ(out, 12345u);
+  Op(tm_op_layer_norm, t, x, g, b, 0.0);
+  Op(tm_op_layer_norm, t, x, g, b, std::numeric_limits<double>::infinity());
+}
+
+TEST_F(Errors, IntComparedWithAnIntScalarThatDoesNotFitIsOutOfRange) {
+  tm_value x = Input(t, TM_I32, {3});
+  tm_value big = Op(tm_op_scalar, t, TM_I64, 3e9);
+  TM_EXPECT_STATUS(tm_op_less(t, x, big, &out), TM_ERROR_OUT_OF_RANGE);
+  EXPECT_TRUE(Mentions({"tm_op_less", "does not fit", "i32"}));
+  // The documented way out: widen the tensor first.
+  tm_value wide = Op(tm_op_cast, t, x, TM_I64);
+  Op(tm_op_less, t, wide, big);
+}
+
+TEST_F(Errors, IdentityReshapeOfAScalarKeepsItWeak) {
+  tm_value half = Op(tm_op_scalar, t, TM_F64, 0.5);
+  const int64_t no_dims[1] = {0};
+  tm_value same = Op(tm_op_reshape, t, half, 0, no_dims);
+  tm_value x = Input(t, TM_F32, {2});
+  tm_value y = Op(tm_op_mul, t, x, same);
+  tm_dtype dtype = TM_F64;
+  int32_t rank = -1;
+  TM_ASSERT_OK(tm_value_type(t, y, &dtype, &rank, nullptr));
+  EXPECT_EQ(dtype, TM_F32);  // weak: f32 * 0.5 stays f32 (a 0-d NumPy array would widen)
 }
 
 TEST_F(Errors, BadMatmulShapes) {

@@ -160,10 +160,8 @@ struct Expect {
 // false: accept the library's current behaviour (and count it); true: expect NumPy's.
 struct Semantics {
   bool sum_i32_gives_i64 = false;        // np.sum(int32) is int64
-  bool bool_true_divide = false;         // bool / bool is float64 in NumPy
   bool int_pow_negative_raises = false;  // int ** negative int raises in NumPy
   bool compare_big_python_int = false;   // int32 array < 3_000_000_000 is fine in NumPy 2
-  bool negative_perm = false;            // np.transpose accepts negative axes
   bool negative_eps = false;             // layer norm with eps < 0 is just arithmetic
   bool softmax_inf_rows = false;         // exp(x - max) / sum gives NaN for +inf / all -inf rows
   bool zero_d_array_is_strong = false;   // reshape/transpose/slice of a scalar give a 0-d array
@@ -172,8 +170,8 @@ struct Semantics {
     Semantics s;
     const char *v = std::getenv("TM_FUZZ_NUMPY_STRICT");
     if (v && *v && *v != '0') {
-      s.sum_i32_gives_i64 = s.bool_true_divide = s.int_pow_negative_raises = true;
-      s.compare_big_python_int = s.negative_perm = true;
+      s.sum_i32_gives_i64 = s.int_pow_negative_raises = true;
+      s.compare_big_python_int = true;
       s.negative_eps = s.softmax_inf_rows = s.zero_d_array_is_strong = true;
     }
     return s;
@@ -564,10 +562,6 @@ inline BinaryTyping TypeBinary(Op op, const Type &a, bool lit_a, double va, cons
     Hit("disagreement: bool ** bool refused (NumPy: int8)");
     t.ex.Fail(Bit(kDtypeErr), "bool ** bool (tinymlir has no int8)");
   }
-  if (d == kBool && op == Op::kDiv) {
-    Hit("disagreement: bool / bool refused (NumPy: float64)");
-    if (!sem.bool_true_divide) t.ex.Fail(Bit(kDtypeErr), "bool / bool refused (tolerated)");
-  }
   if (op == Op::kDiv && !IsFloat(d)) operand = result = kF64;
   if (IsComparison(op)) result = kBool;
   for (int side = 0; side < 2; ++side) {
@@ -878,12 +872,8 @@ class Program {
       ex.Fail(Bit(kInvalid), "n_perm is not the rank");
       return ex;
     }
-    bool negative = false;
     for (int64_t &v : p)
-      if (v < 0 && v >= -r) {
-        negative = true;
-        v += r;
-      }
+      if (v < 0 && v >= -r) v += r;  // from the end, as NumPy's
     std::vector<bool> seen(static_cast<size_t>(r), false);
     for (int64_t v : p) {
       if (v < 0 || v >= r || seen[static_cast<size_t>(v)]) {
@@ -891,10 +881,6 @@ class Program {
         return ex;
       }
       seen[static_cast<size_t>(v)] = true;
-    }
-    if (negative) {
-      Hit("disagreement: negative axes in a transpose perm refused (NumPy accepts them)");
-      if (!sem_.negative_perm) ex.Fail(Bit(kOutOfRange), "negative perm entry (tolerated)");
     }
     Shape s;
     bool identity = true;
@@ -1407,7 +1393,16 @@ class Program {
         if ((pos_inf || all_neg_inf) && !nan) {
           Hit("disagreement: softmax of a row holding +inf or only -inf is finite (formula: NaN)");
           if (!sem_.softmax_inf_rows) {
-            for (size_t i : idx) out.el[i] = DC();
+            // The header's limit: the entries equal to the max share the weight equally.
+            const double max = all_neg_inf ? -INFINITY : INFINITY;
+            if (std::any_of(row.begin(), row.end(), [](const El &e) { return e.dc || e.e != 0; })) {
+              for (size_t i : idx) out.el[i] = DC();
+              continue;
+            }
+            double count = 0;
+            for (const El &e : row) count += e.v == max;
+            for (size_t k = 0; k < idx.size(); ++k)
+              out.el[idx[k]] = row[k].v == max ? FloatBinary(Op::kDiv, d, F(1.0), F(count)) : F(0.0);
             continue;
           }
         }

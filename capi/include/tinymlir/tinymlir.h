@@ -249,11 +249,15 @@ TM_API tm_status tm_op_constant(tm_trace *trace, const tm_tensor *data, tm_value
 
 /* Elementwise binary ops with NumPy broadcasting and dtype promotion
  * (f32 with f64 gives f64; integers with floats give the float; bool with numbers gives
- * the number). Division of integers gives f64, as NumPy's true division. Integer pow with
+ * the number). Division of integers or bools gives f64, as NumPy's true division; other
+ * arithmetic on two bools (sub, pow) is TM_ERROR_DTYPE, while add and mul act as or/and,
+ * and maximum/minimum as or/and too. Integer pow with
  * a negative exponent (which NumPy refuses at run time) gives 1 / x^n truncated toward
  * zero: 1 for x = 1, +-1 for x = -1, 0 for any other x, 0 included. Integer arithmetic
  * wraps on overflow, as in C on two's complement.
- * Errors: TM_ERROR_SHAPE (shapes do not broadcast). */
+ * Errors: TM_ERROR_SHAPE (shapes do not broadcast), TM_ERROR_DTYPE (bool - bool,
+ * bool ** bool), TM_ERROR_OUT_OF_RANGE (a weak int scalar that does not fit the other
+ * operand's int dtype, as NumPy 2's OverflowError). */
 TM_API tm_status tm_op_add(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
 TM_API tm_status tm_op_sub(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
 TM_API tm_status tm_op_mul(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
@@ -263,7 +267,10 @@ TM_API tm_status tm_op_pow(tm_trace *trace, tm_value a, tm_value b, tm_value *ou
 TM_API tm_status tm_op_maximum(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
 TM_API tm_status tm_op_minimum(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
 
-/* Comparisons; the result dtype is TM_BOOL. Errors: TM_ERROR_SHAPE. */
+/* Comparisons; the result dtype is TM_BOOL. A weak int scalar compared with an integer
+ * tensor must fit the tensor's dtype: i32 < 3000000000 is TM_ERROR_OUT_OF_RANGE (NumPy 2
+ * compares exactly); cast the tensor to i64 or f64 first.
+ * Errors: TM_ERROR_SHAPE, TM_ERROR_OUT_OF_RANGE. */
 TM_API tm_status tm_op_less(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
 TM_API tm_status tm_op_greater(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
 TM_API tm_status tm_op_equal(tm_trace *trace, tm_value a, tm_value b, tm_value *out);
@@ -308,13 +315,15 @@ TM_API tm_status tm_op_reduce_mean(tm_trace *trace, tm_value x, int32_t axis,
 TM_API tm_status tm_op_reduce_var(tm_trace *trace, tm_value x, int32_t axis, int32_t keepdims,
                                   tm_value *out);
 
-/* Reshape to `shape` (rank entries; one entry may be -1 and is inferred).
+/* Reshape to `shape` (rank entries; one entry may be -1 and is inferred). A reshape,
+ * transpose or slice that leaves a weak scalar (tm_op_scalar) unchanged returns it, still
+ * weak (NumPy would make it a 0-d array, which promotes strongly).
  * Errors: TM_ERROR_SHAPE (element counts differ, several -1, negative dims). */
 TM_API tm_status tm_op_reshape(tm_trace *trace, tm_value x, int32_t rank, const int64_t *shape,
                                tm_value *out);
 
-/* Transpose by `perm`, a permutation of n_perm == rank(x) axes; perm NULL with
- * n_perm 0 reverses the axes.
+/* Transpose by `perm`, a permutation of n_perm == rank(x) axes (negative entries count
+ * from the end, as NumPy's); perm NULL with n_perm 0 reverses the axes.
  * Errors: TM_ERROR_INVALID_ARGUMENT (n_perm is not x's rank), TM_ERROR_OUT_OF_RANGE (not a
  * permutation). */
 TM_API tm_status tm_op_transpose(tm_trace *trace, tm_value x, const int32_t *perm,
@@ -347,12 +356,18 @@ TM_API tm_status tm_op_cast(tm_trace *trace, tm_value x, tm_dtype dtype, tm_valu
 
 /* Composites, expanded into the primitives above so that fusion sees them. */
 
-/* Numerically stable softmax along axis: exp(x - max) / sum. Rows of -inf give 0 where
- * finite entries exist. Errors: TM_ERROR_OUT_OF_RANGE (axis), TM_ERROR_DTYPE (not float). */
+/* Numerically stable softmax along axis: exp(x - max) / sum, where the entries equal to
+ * the row's max weigh exp(0) = 1 even when the max is infinite. So -inf entries give 0
+ * (masking); a row holding +inf shares the weight equally among its +inf entries; a row
+ * of only -inf is uniform (the limit of a constant row). The formula as written (NumPy,
+ * PyTorch) gives NaN for the last two; a NaN in a row gives NaN.
+ * Errors: TM_ERROR_OUT_OF_RANGE (axis), TM_ERROR_DTYPE (not float). */
 TM_API tm_status tm_op_softmax(tm_trace *trace, tm_value x, int32_t axis, tm_value *out);
 
 /* Layer normalisation over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta,
- * gamma and beta broadcast against x. Errors: TM_ERROR_SHAPE, TM_ERROR_DTYPE. */
+ * gamma and beta broadcast against x. eps must be >= 0 (infinity allowed): a negative or
+ * NaN eps, which makes a constant row NaN, is refused.
+ * Errors: TM_ERROR_SHAPE, TM_ERROR_DTYPE, TM_ERROR_INVALID_ARGUMENT (eps). */
 TM_API tm_status tm_op_layer_norm(tm_trace *trace, tm_value x, tm_value gamma, tm_value beta,
                                   double eps, tm_value *out);
 
