@@ -26,18 +26,23 @@ case "${1:-}" in
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0"
     export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    export TINYMLIR_CACHE_DIR="$PWD/build-asan/test-cache"
     ctest --test-dir build-asan --output-on-failure -j2
     show_notes build-asan
     ;;
   --tsan)
     scripts/build.sh build-tsan -DTINYMLIR_TSAN=ON
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+    export TINYMLIR_CACHE_DIR="$PWD/build-tsan/test-cache"
     ctest --test-dir build-tsan --output-on-failure -j1 \
       -R 'Concurren|ConcurrentUse|ContextMayBeDestroyed|unload_test'
     ;;
   "")
     scripts/build.sh build
     rm -f build/test-notes.txt
+    # The tests' compiled programs go to a disk cache of their own: later test processes
+    # (and runs) read what earlier ones compiled, which exercises that path too.
+    export TINYMLIR_CACHE_DIR="$PWD/build/test-cache"
     ctest --test-dir build --output-on-failure -j2
     show_notes build
     ;;

@@ -53,6 +53,13 @@ TM_API tm_status tm_cache_get_info(tm_context *ctx, tm_cache_info *info) {
   current.evictions = stats.evictions;
   current.bytes = stats.bytes;
   current.budget_bytes = stats.budget;
+  current.disk_hits = stats.disk.hits;
+  current.disk_misses = stats.disk.misses;
+  current.disk_writes = stats.disk.writes;
+  current.disk_corrupt = stats.disk.corrupt;
+  current.disk_evictions = stats.disk.evictions;
+  current.disk_bytes = stats.disk.bytes;
+  current.disk_limit_bytes = stats.disk.limit;
   std::memcpy(info, &current, std::min<size_t>(info->struct_size, sizeof current));
   return TM_OK;
 }
@@ -61,6 +68,38 @@ TM_API tm_status tm_cache_set_budget(tm_context *ctx, uint64_t bytes) {
   if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_set_budget: ctx is NULL");
   return Guard("tm_cache_set_budget", [&] {
     ctx->cache.SetBudget(bytes);
+    return tinymlir::Status::Ok();
+  });
+}
+
+TM_API tm_status tm_cache_set_dir(tm_context *ctx, const char *dir, uint64_t limit_bytes) {
+  if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_set_dir: ctx is NULL");
+  return Guard("tm_cache_set_dir", [&] {
+    std::string directory = !dir ? std::string()
+                            : *dir ? std::string(dir)
+                                   : tinymlir::DiskCache::DirectoryFromEnvironment();
+    ctx->cache.ConfigureDisk(directory, limit_bytes);
+    return tinymlir::Status::Ok();
+  });
+}
+
+TM_API tm_status tm_cache_disk_message(tm_context *ctx, char *buf, size_t capacity,
+                                       size_t *len) {
+  if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_disk_message: ctx is NULL");
+  if (!len) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_disk_message: len is NULL");
+  if (!buf && capacity > 0)
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                "tm_cache_disk_message: buf is NULL with capacity " + std::to_string(capacity));
+  return Guard("tm_cache_disk_message", [&] {
+    tinymlir::DiskCacheStats disk = ctx->cache.Stats().disk;
+    std::string text = disk.enabled ? disk.directory + ": on" : std::string();
+    if (!disk.message.empty()) text += (text.empty() ? "" : "; ") + disk.message;
+    *len = text.size();
+    if (capacity > 0) {
+      const size_t n = std::min(capacity - 1, text.size());
+      std::memcpy(buf, text.data(), n);
+      buf[n] = '\0';
+    }
     return tinymlir::Status::Ok();
   });
 }

@@ -79,6 +79,19 @@ TM_API tm_status tm_compile(tm_context *ctx, const tm_trace *trace,
   });
 }
 
+static_assert(TM_NUM_COMPILE_PHASES == tinymlir::kNumCompilePhases,
+              "tm_compile_phase and tinymlir::CompilePhase must list the same phases");
+
+TM_API double tm_program_phase_seconds(const tm_program *program, tm_compile_phase phase) {
+  const int index = static_cast<int>(phase);
+  if (!program || !program->impl || index < 0 || index >= tinymlir::kNumCompilePhases) return -1.0;
+  return program->impl->phase_seconds[index];
+}
+
+TM_API int32_t tm_program_from_disk_cache(const tm_program *program) {
+  return program && program->impl && program->impl->read_from_disk ? 1 : 0;
+}
+
 TM_API int32_t tm_program_cache_hit(const tm_program *program) {
   return program && program->cache_hit ? 1 : 0;
 }

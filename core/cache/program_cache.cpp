@@ -1,11 +1,39 @@
 #include "core/cache/program_cache.h"
 
+#include <chrono>
+
+#include "core/cache/program_file.h"
+#include "core/support/build_id.h"
+#include "llvm/Config/llvm-config.h"
+
+#ifndef TINYMLIR_VERSION_STRING
+#error "TINYMLIR_VERSION_STRING must be defined by the build"
+#endif
+
 namespace tinymlir {
 namespace {
+
+// The disk key's readable parts: everything besides the program that native code depends
+// on. The build ID changes with any change to the library's code, so a development build
+// never reuses another build's entries.
+std::string KeyHeader(const CompileOptions &options) {
+  return std::string("tinymlir ") + TINYMLIR_VERSION_STRING + " build " + LibraryBuildId() +
+         "\nllvm " LLVM_VERSION_STRING "\ntarget " + TargetDescription(options) +
+         "\noptions optimize=" + std::to_string(options.optimize) +
+         " blas=" + std::to_string(options.use_blas) +
+         " opt_level=" + std::to_string(options.opt_level) + "\n";
+}
+
+std::string Signature(const std::vector<TensorType> &types) {
+  std::string s;
+  for (const TensorType &t : types) s += (s.empty() ? "" : " ") + t.ToString();
+  return s;
+}
 
 uint64_t EstimatedBytes(const Program &program) {
   uint64_t bytes = ProgramCache::kProgramOverhead;
   for (const std::string &text : program.stages) bytes += text.size();
+  bytes += program.object_code.size();
   return bytes;
 }
 
@@ -48,7 +76,7 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
   std::unique_ptr<Program> compiled;
   Status status;
   try {
-    status = Compile(trace, options, &compiled);
+    status = LoadOrCompile(trace, options, &compiled);
   } catch (...) {
     // Waiters must not wait forever: hand them the failure, then let it propagate.
     promise.set_value({RuntimeError("compilation failed with an exception"), nullptr});
@@ -67,6 +95,47 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
   *out = std::move(program);
   *hit = false;
   return Status::Ok();
+}
+
+Status ProgramCache::LoadOrCompile(const Trace &trace, const CompileOptions &options,
+                                   std::unique_ptr<Program> *out) {
+  const std::string header = KeyHeader(options);
+  const std::string key = header + "trace " + trace.Fingerprint();
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const auto start = Clock::now();
+  std::string payload;
+  if (disk_.Load(key, &payload)) {
+    auto program = std::make_unique<Program>();
+    Status status = DeserializeProgram(payload, program.get());
+    program->seconds(CompilePhase::kDiskRead) = since(start);
+    const auto link_start = Clock::now();
+    std::vector<TensorType> inputs, outputs;
+    for (ValueId v : trace.inputs()) inputs.push_back(trace.node(v).type);
+    for (ValueId v : trace.outputs()) outputs.push_back(trace.node(v).type);
+    if (status.ok() && (program->inputs != inputs || program->outputs != outputs))
+      status = IoError("its signature differs from the trace's");
+    if (status.ok()) status = LinkCompiled(options, program.get());
+    program->seconds(CompilePhase::kLink) = since(link_start);
+    if (status.ok()) {
+      program->read_from_disk = true;
+      *out = std::move(program);
+      return Status::Ok();
+    }
+    disk_.Discard(key, status.message());
+  }
+  TM_RETURN_IF_ERROR(Compile(trace, options, out));
+  const std::string manifest = header + "trace " + trace.name() + "\ninputs " +
+                               Signature((*out)->inputs) + "\noutputs " +
+                               Signature((*out)->outputs) + "\n";
+  disk_.Store(key, manifest, SerializeProgram(**out));
+  return Status::Ok();
+}
+
+void ProgramCache::ConfigureDisk(const std::string &directory, uint64_t limit) {
+  disk_.Configure(directory, limit);
 }
 
 void ProgramCache::InsertLocked(const std::string &key, std::shared_ptr<Program> program) {
@@ -97,7 +166,7 @@ void ProgramCache::SetBudget(uint64_t bytes) {
 
 CacheStats ProgramCache::Stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return {hits_, misses_, programs_.size(), evictions_, bytes_, budget_};
+  return {hits_, misses_, programs_.size(), evictions_, bytes_, budget_, disk_.Stats()};
 }
 
 }  // namespace tinymlir

@@ -6,7 +6,9 @@
 // it keeps (its MLIR context, module and JIT'd code, plus its stage texts and constants), and
 // when the total passes the budget the least recently used programs are dropped (programs
 // callers still hold stay alive until released). Two threads asking for the same new program
-// compile it once: the second waits for the first (single flight).
+// compile it once: the second waits for the first (single flight). Behind the memory
+// cache sits the disk cache (disk_cache.h): a program missing from memory is read from
+// disk when a valid entry exists, and written there after it is compiled.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/cache/disk_cache.h"
 #include "core/engine/program.h"
 #include "core/target/compile.h"
 
@@ -29,6 +32,7 @@ struct CacheStats {
   uint64_t evictions = 0;  // programs dropped to stay within the budget
   uint64_t bytes = 0;      // estimated memory of the cached programs
   uint64_t budget = 0;     // the bound on `bytes`
+  DiskCacheStats disk;
 };
 
 class ProgramCache {
@@ -52,6 +56,9 @@ class ProgramCache {
 
   CacheStats Stats();
 
+  // The disk cache behind this one: `directory` ("" = off), bounded by `limit` bytes.
+  void ConfigureDisk(const std::string &directory, uint64_t limit);
+
  private:
   using Result = std::pair<Status, std::shared_ptr<Program>>;
   struct Entry {
@@ -60,6 +67,9 @@ class ProgramCache {
     std::list<std::string>::iterator lru;  // position in lru_ (front = most recent)
   };
 
+  // Reads the program from disk, or compiles it and writes it there.
+  Status LoadOrCompile(const Trace &trace, const CompileOptions &options,
+                       std::unique_ptr<Program> *out);
   void InsertLocked(const std::string &key, std::shared_ptr<Program> program);
   void EvictLocked();
 
@@ -69,6 +79,7 @@ class ProgramCache {
   std::unordered_map<std::string, std::shared_future<Result>> in_flight_;
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0, bytes_ = 0;
   uint64_t budget_ = kDefaultBudget;
+  DiskCache disk_;
 };
 
 }  // namespace tinymlir

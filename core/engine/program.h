@@ -26,6 +26,19 @@ enum class Stage : int {
 };
 inline constexpr int kNumStages = static_cast<int>(Stage::kAssembly) + 1;
 
+// Where a program's compile time went (values equal the C API's tm_compile_phase).
+enum class CompilePhase : int {
+  kBuild = 0,         // trace -> MLIR module, verified
+  kOptimize = 1,      // canonicalize, cse, fusion
+  kBufferize = 2,     // one-shot bufferization, deallocation
+  kLower = 3,         // target step (BLAS rewrite) and lowering to the LLVM dialect
+  kLlvmOptimize = 4,  // translation to LLVM IR and LLVM's optimisation pipeline
+  kCodegen = 5,       // instruction selection, register allocation: the object file
+  kLink = 6,          // linking the object into the process
+  kDiskRead = 7,      // reading and checking a disk cache entry
+};
+inline constexpr int kNumCompilePhases = static_cast<int>(CompilePhase::kDiskRead) + 1;
+
 // A caller's tensor as the engine sees it: `rank` dims in `shape`, element `strides`
 // (NULL = C-contiguous). Nothing here is owned.
 struct TensorView {
@@ -36,7 +49,7 @@ struct TensorView {
   const int64_t *strides;
 };
 
-// Owns whatever keeps the entry point alive (MLIR context, module, ExecutionEngine).
+// Owns whatever keeps the entry point alive (the linked native code).
 class CompiledCode {
  public:
   virtual ~CompiledCode() = default;
@@ -52,7 +65,7 @@ struct GatherCheck {
 
 class Program {
  public:
-  using Entry = void (*)(void **);  // the packed _mlir_ciface_kernel wrapper
+  using Entry = void (*)(void **);  // the packed wrapper of _mlir_ciface_kernel
 
   std::vector<TensorType> inputs;
   std::vector<TensorType> outputs;
@@ -64,6 +77,11 @@ class Program {
   std::string &stage(Stage s) { return stages[static_cast<int>(s)]; }
   Entry entry = nullptr;
   std::unique_ptr<CompiledCode> code;
+  // The relocatable object `entry` was linked from (what the disk cache stores).
+  std::string object_code;
+  bool read_from_disk = false;  // linked from a disk cache entry rather than compiled
+  std::array<double, kNumCompilePhases> phase_seconds{};  // wall time of each phase
+  double &seconds(CompilePhase p) { return phase_seconds[static_cast<int>(p)]; }
 
   // Runs the program on caller buffers: checks every view against the specialisation,
   // copies strided or overlapping inputs, range-checks gather indices, then calls the

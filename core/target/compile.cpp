@@ -1,6 +1,7 @@
 #include "core/target/compile.h"
 
 #include "core/target/cpu/cpu_compiler.h"
+#include "core/target/cpu/native_object.h"
 
 namespace tinymlir {
 
@@ -15,6 +16,21 @@ Status Compile(const Trace &trace, const CompileOptions &options,
     case Target::kGpu: return Unsupported("the GPU target is not available in this build");
   }
   return InvalidArgument("unknown target " + std::to_string(static_cast<int>(options.target)));
+}
+
+std::string TargetDescription(const CompileOptions &options) {
+  switch (options.target) {
+    case Target::kCpu: return "cpu " + HostDescription();
+    case Target::kGpu: return "gpu";
+  }
+  return "unknown";
+}
+
+Status LinkCompiled(const CompileOptions &options, Program *program) {
+  if (options.target != Target::kCpu)
+    return Unsupported("only CPU programs can be read from the disk cache");
+  return LoadNativeObject(program->object_code, program->stage(Stage::kLlvmIr),
+                          options.opt_level, &program->code, &program->entry);
 }
 
 }  // namespace tinymlir

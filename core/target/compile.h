@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "core/engine/program.h"
 #include "core/trace/trace.h"
@@ -21,5 +22,13 @@ struct CompileOptions {
 // naming what was wrong: an unknown target or opt level, or MLIR/LLVM's diagnostics.
 Status Compile(const Trace &trace, const CompileOptions &options,
                std::unique_ptr<Program> *program);
+
+// What native code for options.target depends on besides the program: for the CPU, the
+// host's triple, CPU and features. Part of the disk cache's key.
+std::string TargetDescription(const CompileOptions &options);
+
+// Links a program read back from the disk cache (its data and object filled in) for
+// options.target, setting its entry and code.
+Status LinkCompiled(const CompileOptions &options, Program *program);
 
 }  // namespace tinymlir

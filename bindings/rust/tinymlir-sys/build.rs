@@ -18,7 +18,10 @@ struct Library {
 }
 
 fn main() {
-    for var in ["TINYMLIR_DIR", "PKG_CONFIG_PATH", "BINDGEN"] {
+    // TINYMLIR_HEADER_STAMP: a checksum of the headers' contents, which the project's own
+    // tests pass. Installing preserves the headers' modification times, so an edited header
+    // can be older than the last generated bindings and rerun-if-changed alone misses it.
+    for var in ["TINYMLIR_DIR", "PKG_CONFIG_PATH", "BINDGEN", "TINYMLIR_HEADER_STAMP"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     let lib = match env::var_os("TINYMLIR_DIR") {

@@ -114,6 +114,19 @@ typedef TM_ENUM(tm_stage) {
   TM_STAGE_ASSEMBLY = 5    /* native assembly (CPU) or PTX (GPU) */
 } tm_stage;
 
+/* Where a program's compile time goes (see tm_program_phase_seconds). */
+typedef TM_ENUM(tm_compile_phase) {
+  TM_PHASE_BUILD = 0,         /* trace -> MLIR module, verified */
+  TM_PHASE_OPTIMIZE = 1,      /* canonicalize, cse, elementwise fusion */
+  TM_PHASE_BUFFERIZE = 2,     /* one-shot bufferization and deallocation */
+  TM_PHASE_LOWER = 3,         /* the target step (BLAS rewrite) and LLVM-dialect lowering */
+  TM_PHASE_LLVM_OPTIMIZE = 4, /* translation to LLVM IR and LLVM's optimisation pipeline */
+  TM_PHASE_CODEGEN = 5,       /* instruction selection to register allocation: the object */
+  TM_PHASE_LINK = 6,          /* linking the object into the process */
+  TM_PHASE_DISK_READ = 7      /* reading and checking a disk cache entry */
+} tm_compile_phase;
+#define TM_NUM_COMPILE_PHASES 8
+
 /* A view of a caller-owned tensor. `shape` has `rank` entries (NULL allowed when
  * rank is 0). `strides` counts elements, not bytes; NULL means C-contiguous. */
 typedef struct tm_tensor {
@@ -180,16 +193,26 @@ TM_API void tm_context_destroy(tm_context *ctx);
 TM_API tm_status tm_cache_stats(tm_context *ctx, uint64_t *hits, uint64_t *misses,
                                 uint64_t *entries);
 
-/* The cache's state. First published layout: struct_size 56. */
+/* The cache's state. First published layout: struct_size 56 (up to budget_bytes); the
+ * disk fields from struct_size 112. */
 typedef struct tm_cache_info {
   uint32_t struct_size;  /* set to sizeof(tm_cache_info) before the call */
-  uint64_t hits;         /* lookups that found their program (or waited for another
-                          * thread's compile of it) */
-  uint64_t misses;       /* lookups that compiled */
+  uint64_t hits;         /* lookups that found their program in memory (or waited for
+                          * another thread's compile of it) */
+  uint64_t misses;       /* lookups that did not: read from disk or compiled */
   uint64_t entries;      /* programs cached now */
   uint64_t evictions;    /* programs dropped to keep within the budget */
   uint64_t bytes;        /* estimated memory the cached programs keep */
   uint64_t budget_bytes; /* the budget (tm_cache_set_budget) */
+  /* The disk cache (tm_cache_set_dir); all 0 while it is off. */
+  uint64_t disk_hits;       /* programs read from disk instead of compiled */
+  uint64_t disk_misses;     /* lookups that found no usable entry (then compiled) */
+  uint64_t disk_writes;     /* entries written */
+  uint64_t disk_corrupt;    /* entries refused (checksum, truncation, malformed), removed
+                             * and rebuilt */
+  uint64_t disk_evictions;  /* entries removed to keep within the limit */
+  uint64_t disk_bytes;      /* bytes of entries in the directory */
+  uint64_t disk_limit_bytes; /* the limit (tm_cache_set_dir) */
 } tm_cache_info;
 
 /* Fills the first info->struct_size bytes of *info (any size from the first layout up).
@@ -202,6 +225,30 @@ TM_API tm_status tm_cache_get_info(tm_context *ctx, tm_cache_info *info);
  * newest program is kept even when it alone exceeds the budget.
  * Errors: TM_ERROR_INVALID_ARGUMENT (ctx is NULL). Thread-safe. */
 TM_API tm_status tm_cache_set_budget(tm_context *ctx, uint64_t bytes);
+
+/* The disk cache: compiled programs are kept in a directory, keyed by the program (ops,
+ * shapes, dtypes, attributes, constants), the compile options and target, the host CPU
+ * (triple and features), the LLVM version and this library's version and build; a later
+ * process (or context) compiling the same program reads its native code instead. On by
+ * default, in $TINYMLIR_CACHE_DIR ("off" turns it off), else $XDG_CACHE_HOME/tinymlir,
+ * else ~/.cache/tinymlir; at most 1 GiB, least recently used entries removed first.
+ *
+ * The cache is trusted code: loading an entry runs it. The directory is created 0700 and
+ * refused (the disk cache is then off, with a message) when another user owns it or
+ * others can write to it. Entries carry a checksum, which catches corruption (an entry
+ * that fails it is rebuilt), not tampering. No problem with the disk cache fails a
+ * compile: it degrades to compiling, and tm_cache_disk_message says why.
+ *
+ * tm_cache_set_dir uses `dir` (NULL = off; "" = the default above) bounded by
+ * `limit_bytes` (0 = 1 GiB). Errors: TM_ERROR_INVALID_ARGUMENT (ctx is NULL). */
+TM_API tm_status tm_cache_set_dir(tm_context *ctx, const char *dir, uint64_t limit_bytes);
+
+/* The disk cache's directory and state, as text ("<dir>: on", or why it is off, or the
+ * last problem met), snprintf-style: *len receives the bytes the text needs (without the
+ * NUL); min(capacity, *len + 1) bytes, NUL-terminated, are written to buf.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (ctx or len NULL, buf NULL with capacity > 0). */
+TM_API tm_status tm_cache_disk_message(tm_context *ctx, char *buf, size_t capacity,
+                                       size_t *len);
 
 /* ---- Tracing ------------------------------------------------------------------------ */
 
@@ -411,6 +458,16 @@ TM_API tm_status tm_compile(tm_context *ctx, const tm_trace *trace,
  * 0 if that call compiled it (or program is NULL). Answered per returned reference, so
  * it is exact when other threads compile through the same context. */
 TM_API int32_t tm_program_cache_hit(const tm_program *program);
+
+/* 1 if this program's native code was read from the disk cache (see tm_cache_set_dir)
+ * rather than compiled, by this tm_compile call or by the one that put it in the
+ * context's cache; 0 otherwise, and for NULL. */
+TM_API int32_t tm_program_from_disk_cache(const tm_program *program);
+
+/* Wall-clock seconds the compile that produced this program spent in `phase` (a program
+ * read from the disk cache has only TM_PHASE_DISK_READ and TM_PHASE_LINK); -1 for NULL or
+ * an unknown phase. */
+TM_API double tm_program_phase_seconds(const tm_program *program, tm_compile_phase phase);
 
 /* Bytes of temporary memory the program's native code allocates at most during one
  * tm_invoke (0 if program is NULL). A call whose temporaries cannot be allocated fails

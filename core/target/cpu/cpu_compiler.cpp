@@ -1,8 +1,7 @@
 #include "core/target/cpu/cpu_compiler.h"
 
-#include <cblas.h>
-#include <dlfcn.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -11,14 +10,12 @@
 #include <unordered_map>
 
 #include "core/builder/build_module.h"
-#include "core/engine/guarded_call.h"
 #include "core/passes/blas_rewrite.h"
 #include "core/passes/pipelines.h"
 #include "core/support/diagnostics.h"
-#include "core/target/cpu/gemv_kernels.h"
+#include "core/target/cpu/native_object.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -28,17 +25,10 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/IRReader/IRReader.h"
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
-
-// Strided memref copies lower to this function of MLIR's C runner utils.
-extern "C" void memrefCopy(int64_t elemSize, void *src, void *dst);
 
 namespace tinymlir {
 namespace {
@@ -48,9 +38,6 @@ namespace {
 // and extension registered, so a smaller registry would not pay for itself).
 const mlir::DialectRegistry &Registry() {
   static const mlir::DialectRegistry *registry = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
     auto *r = new mlir::DialectRegistry();
     mlir::registerAllDialects(*r);
     mlir::registerAllExtensions(*r);
@@ -59,46 +46,6 @@ const mlir::DialectRegistry &Registry() {
     return r;
   }();
   return *registry;
-}
-
-// External functions the generated code may call, by the addresses this library links
-// against. The JIT must not depend on a process-global symbol search: a host that loads
-// libtinymlir with RTLD_LOCAL (Python does) hides OpenBLAS and libm from such a search.
-const std::unordered_map<std::string, void *> &RuntimeSymbols() {
-  static const auto *symbols = new std::unordered_map<std::string, void *>{
-      {"cblas_sgemm", reinterpret_cast<void *>(&cblas_sgemm)},
-      {"cblas_dgemm", reinterpret_cast<void *>(&cblas_dgemm)},
-      {"cblas_sgemv", reinterpret_cast<void *>(&cblas_sgemv)},
-      {"cblas_dgemv", reinterpret_cast<void *>(&cblas_dgemv)},
-      {"tm_rt_sgemv_row", reinterpret_cast<void *>(&tm_rt_sgemv_row)},
-      {"tm_rt_sgemv_col", reinterpret_cast<void *>(&tm_rt_sgemv_col)},
-      {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
-      // Temporaries go through the engine's guarded allocator (core/engine/guarded_call.h):
-      // a failed allocation becomes TM_ERROR_OUT_OF_MEMORY instead of a write through NULL.
-      {"malloc", reinterpret_cast<void *>(&tm_rt_malloc)},
-      {"free", reinterpret_cast<void *>(&tm_rt_free)},
-      {"aligned_alloc", reinterpret_cast<void *>(&tm_rt_aligned_alloc)},
-      {"memcpy", reinterpret_cast<void *>(&::memcpy)},
-      {"memmove", reinterpret_cast<void *>(&::memmove)},
-      {"memset", reinterpret_cast<void *>(&::memset)},
-#define TM_LIBM(name)                                                                   \
-  {#name "f", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::name##f))},    \
-      {#name, reinterpret_cast<void *>(static_cast<double (*)(double)>(&::name))}
-      TM_LIBM(exp), TM_LIBM(expm1), TM_LIBM(exp2), TM_LIBM(log), TM_LIBM(log1p),
-      TM_LIBM(log2), TM_LIBM(log10), TM_LIBM(tanh), TM_LIBM(erf), TM_LIBM(sqrt),
-      TM_LIBM(fabs), TM_LIBM(sin), TM_LIBM(cos), TM_LIBM(floor), TM_LIBM(ceil),
-      TM_LIBM(round), TM_LIBM(trunc),
-#undef TM_LIBM
-      {"powf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::powf))},
-      {"fmaf", reinterpret_cast<void *>(static_cast<float (*)(float, float, float)>(&::fmaf))},
-      {"fma", reinterpret_cast<void *>(static_cast<double (*)(double, double, double)>(&::fma))},
-      {"pow", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::pow))},
-      {"fmaxf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fmaxf))},
-      {"fminf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fminf))},
-      {"fmax", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmax))},
-      {"fmin", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmin))},
-  };
-  return *symbols;
 }
 
 // Stage text for people to read: constants of more than 16 elements are elided, so that a
@@ -153,7 +100,7 @@ Status CheckExternals(mlir::ModuleOp module) {
   module.walk([&](mlir::LLVM::LLVMFuncOp f) {
     if (!f.isExternal()) return;
     std::string name = f.getName().str();
-    if (RuntimeSymbols().count(name) || dlsym(RTLD_DEFAULT, name.c_str())) return;
+    if (CanResolveSymbol(name)) return;
     missing += (missing.empty() ? "" : ", ") + name;
   });
   if (!missing.empty())
@@ -162,57 +109,20 @@ Status CheckExternals(mlir::ModuleOp module) {
   return Status::Ok();
 }
 
-std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::string *error) {
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder) {
-    *error = llvm::toString(builder.takeError());
-    return nullptr;
-  }
-  static const llvm::CodeGenOptLevel levels[] = {
-      llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less,
-      llvm::CodeGenOptLevel::Default, llvm::CodeGenOptLevel::Aggressive};
-  builder->setCodeGenOptLevel(levels[opt_level]);
-  auto tm = builder->createTargetMachine();
-  if (!tm) {
-    *error = llvm::toString(tm.takeError());
-    return nullptr;
-  }
-  return std::move(*tm);
-}
-
-class CpuCode : public CompiledCode {
+// Adds the time since the last call (or construction) to one phase of `program`.
+class PhaseClock {
  public:
-  // Declaration order is destruction order reversed: the engine goes first, then the
-  // module, then the context they live in.
-  std::unique_ptr<mlir::MLIRContext> context;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  std::unique_ptr<mlir::ExecutionEngine> engine;
-  std::string llvm_ir;  // optimised, as compiled by the JIT
-  int opt_level = 3;
-
-  Status Assembly(std::string *out) const override {
-    if (llvm_ir.empty())
-      return Unsupported("the program holds more than " +
-                         std::to_string(kMaxConstantBytesForIrText) +
-                         " bytes of constants; its LLVM IR and assembly are not kept");
-    llvm::LLVMContext ctx;
-    llvm::SMDiagnostic diag;
-    auto buffer = llvm::MemoryBuffer::getMemBuffer(llvm_ir, "kernel", false);
-    std::unique_ptr<llvm::Module> m = llvm::parseIR(*buffer, diag, ctx);
-    if (!m) return CompileError("assembly: cannot re-read LLVM IR: " + diag.getMessage().str());
-    std::string error;
-    auto tm = HostTargetMachine(opt_level, &error);
-    if (!tm) return CompileError("assembly: no host target: " + error);
-    m->setDataLayout(tm->createDataLayout());
-    llvm::SmallString<0> text;
-    llvm::raw_svector_ostream os(text);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-      return CompileError("assembly: the host target cannot emit assembly");
-    pm.run(*m);
-    *out = text.str().str();
-    return Status::Ok();
+  explicit PhaseClock(Program *program) : program_(program), last_(Now()) {}
+  void Done(CompilePhase phase) {
+    const auto now = Now();
+    program_->seconds(phase) += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
   }
+
+ private:
+  static std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
+  Program *program_;
+  std::chrono::steady_clock::time_point last_;
 };
 
 }  // namespace
@@ -220,6 +130,7 @@ class CpuCode : public CompiledCode {
 Status CompileForCpu(const Trace &trace, const CompileOptions &options,
                      std::unique_ptr<Program> *out) {
   auto program = std::make_unique<Program>();
+  PhaseClock clock(program.get());
   for (ValueId in : trace.inputs()) program->inputs.push_back(trace.node(in).type);
   for (ValueId o : trace.outputs()) program->outputs.push_back(trace.node(o).type);
   std::vector<bool> live = trace.Live();
@@ -232,69 +143,60 @@ Status CompileForCpu(const Trace &trace, const CompileOptions &options,
           {indices.input_index, trace.node(n.operands[0]).type.shape[0]});
   }
 
-  auto code = std::make_unique<CpuCode>();
-  code->opt_level = options.opt_level;
-  code->context = std::make_unique<mlir::MLIRContext>(Registry(),
-                                                      mlir::MLIRContext::Threading::DISABLED);
-  mlir::MLIRContext &ctx = *code->context;
+  // The MLIR context and module live only for the compile: the program keeps the native
+  // code (and the texts).
+  mlir::MLIRContext ctx(Registry(), mlir::MLIRContext::Threading::DISABLED);
   DiagnosticCollector diagnostics(&ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> owned_module;
 
-  TM_RETURN_IF_ERROR(BuildModule(trace, live, ctx, &code->module));
-  mlir::ModuleOp module = *code->module;
+  TM_RETURN_IF_ERROR(BuildModule(trace, live, ctx, &owned_module));
+  mlir::ModuleOp module = *owned_module;
   TM_RETURN_IF_ERROR(VerifyModule(module, "traced"));
   program->stage(Stage::kTraced) = Print(module);
+  clock.Done(CompilePhase::kBuild);
 
   if (options.optimize) TM_RETURN_IF_ERROR(RunPipeline(module, "optimize", kOptimizePipeline));
   program->stage(Stage::kOptimized) = Print(module);
+  clock.Done(CompilePhase::kOptimize);
 
   TM_RETURN_IF_ERROR(RunPipeline(module, "bufferize", kBufferizePipeline));
   program->stage(Stage::kBufferized) = Print(module);
   program->temporary_bytes = TemporaryBytes(module);
+  clock.Done(CompilePhase::kBufferize);
 
   if (options.use_blas) RewriteMatmulsToBlas(module);
   TM_RETURN_IF_ERROR(VerifyModule(module, "blas rewrite"));
   TM_RETURN_IF_ERROR(RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline));
   program->stage(Stage::kLowered) = Print(module);
   TM_RETURN_IF_ERROR(CheckExternals(module));
+  clock.Done(CompilePhase::kLower);
 
   std::string error;
   std::unique_ptr<llvm::TargetMachine> target = HostTargetMachine(options.opt_level, &error);
   if (!target) return CompileError("no host target machine: " + error);
+  llvm::LLVMContext llvm_context;
+  std::unique_ptr<llvm::Module> llvm_module =
+      mlir::translateModuleToLLVMIR(module, llvm_context, "kernel");
+  if (!llvm_module) return CompileError("translation to LLVM IR failed: " + diagnostics.Take());
+  llvm_module->setDataLayout(target->createDataLayout());
+  llvm_module->setTargetTriple(target->getTargetTriple());
+  TM_RETURN_IF_ERROR(AddPackedEntry(*llvm_module, std::string("_mlir_ciface_") + kKernelName));
   auto optimize = mlir::makeOptimizingTransformer(static_cast<unsigned>(options.opt_level),
                                                   /*sizeLevel=*/0, target.get());
-  std::string *llvm_ir = &code->llvm_ir;
-  const bool keep_ir = ConstantBytes(trace) <= kMaxConstantBytesForIrText;
-  std::function<llvm::Error(llvm::Module *)> transformer = [&](llvm::Module *m) {
-    llvm::Error e = optimize(m);
-    if (!e && keep_ir) *llvm_ir = Print(*m);
-    return e;
-  };
-  mlir::ExecutionEngineOptions engine_options;
-  engine_options.transformer = transformer;
-  engine_options.jitCodeGenOptLevel = target->getOptLevel();
-  engine_options.enableGDBNotificationListener = false;
-  engine_options.enablePerfNotificationListener = false;
-  auto engine = mlir::ExecutionEngine::create(module, engine_options, std::move(target));
-  if (!engine)
-    return CompileError("JIT compilation failed: " + llvm::toString(engine.takeError()) +
-                        " " + diagnostics.Take());
-  code->engine = std::move(*engine);
-  code->engine->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    for (const auto &[name, address] : RuntimeSymbols())
-      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                             llvm::JITSymbolFlags::Exported};
-    return map;
-  });
-  auto entry = code->engine->lookupPacked(std::string("_mlir_ciface_") + kKernelName);
-  if (!entry)
-    return CompileError("JIT lookup of the kernel failed: " +
-                        llvm::toString(entry.takeError()));
-  program->entry = *entry;
-  program->stage(Stage::kLlvmIr) = code->llvm_ir;
-  program->code = std::move(code);
+  if (llvm::Error e = optimize(llvm_module.get()))
+    return CompileError("LLVM optimisation failed: " + llvm::toString(std::move(e)));
+  std::string llvm_ir;
+  if (ConstantBytes(trace) <= kMaxConstantBytesForIrText) llvm_ir = Print(*llvm_module);
+  clock.Done(CompilePhase::kLlvmOptimize);
+  std::string object;
+  TM_RETURN_IF_ERROR(EmitObject(*llvm_module, *target, &object));
+  clock.Done(CompilePhase::kCodegen);
+  TM_RETURN_IF_ERROR(
+      LoadNativeObject(object, llvm_ir, options.opt_level, &program->code, &program->entry));
+  clock.Done(CompilePhase::kLink);
+  program->object_code = std::move(object);
+  program->stage(Stage::kLlvmIr) = std::move(llvm_ir);
   *out = std::move(program);
   return Status::Ok();
 }
-
 }  // namespace tinymlir

@@ -1,5 +1,6 @@
-// The CPU target: build -> optimize -> bufferize -> BLAS rewrite -> lower to LLVM -> JIT,
-// in-process with MLIR's ExecutionEngine. Every stage's text is kept in the Program.
+// The CPU target: build -> optimize -> bufferize -> BLAS rewrite -> lower to LLVM ->
+// LLVM optimisation -> object code (native_object.h), linked into this process. Every
+// stage's text and the object are kept in the Program.
 #pragma once
 
 #include <memory>

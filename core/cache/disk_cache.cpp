@@ -1,0 +1,317 @@
+#include "core/cache/disk_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace tinymlir {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'M', 'C', 'A', 'C', 'H', 'E', '1'};
+constexpr const char *kSuffix = ".tmc";
+// Larger files are not entries of ours (a program's object and texts are far smaller).
+constexpr uint64_t kMaxEntryBytes = 1ull << 30;
+
+uint64_t Fnv1a(const char *data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 0x100000001b3ull;
+  return h;
+}
+
+std::string Hex(uint64_t v) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<size_t>(i)] = kHex[v & 15];
+  return s;
+}
+
+std::string Errno(const std::string &what) { return what + ": " + std::strerror(errno); }
+
+void PutU64(std::string *s, uint64_t v) { s->append(reinterpret_cast<const char *>(&v), 8); }
+
+bool GetU64(const std::string &s, size_t *pos, uint64_t *v) {
+  if (s.size() - *pos < 8) return false;
+  std::memcpy(v, s.data() + *pos, 8);
+  *pos += 8;
+  return true;
+}
+
+bool GetText(const std::string &s, size_t *pos, std::string *out) {
+  uint64_t n;
+  if (!GetU64(s, pos, &n) || n > s.size() - *pos) return false;
+  out->assign(s, *pos, n);
+  *pos += n;
+  return true;
+}
+
+// Creates `path` and its missing parents, owner-only.
+bool MakeDirectories(const std::string &path) {
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i < path.size() && path[i] != '/') continue;
+    std::string prefix = path.substr(0, i);
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+bool ReadWholeFile(int fd, uint64_t size, std::string *out) {
+  out->resize(size);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = read(fd, &(*out)[done], size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool WriteAll(int fd, const std::string &bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool IsEntryName(const std::string &name) {
+  return name.size() > 4 && name[0] != '.' && name.compare(name.size() - 4, 4, kSuffix) == 0;
+}
+
+}  // namespace
+
+std::string DiskCache::DirectoryFromEnvironment() {
+  if (const char *dir = std::getenv("TINYMLIR_CACHE_DIR"); dir && *dir) {
+    const std::string value = dir;
+    return value == "off" || value == "0" ? std::string() : value;
+  }
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/tinymlir";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/tinymlir";
+  return std::string();
+}
+
+DiskCache::DiskCache() { Configure(DirectoryFromEnvironment(), 0); }
+
+void DiskCache::Configure(const std::string &directory, uint64_t limit) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.directory = directory;
+  while (stats_.directory.size() > 1 && stats_.directory.back() == '/') stats_.directory.pop_back();
+  stats_.limit = limit ? limit : kDefaultLimit;
+  stats_.enabled = false;
+  stats_.message = directory.empty() ? "the disk cache is off" : "";
+  checked_ = false;
+  ready_ = false;
+  writable_ = true;
+}
+
+bool DiskCache::ReadyLocked() {
+  if (checked_) return ready_;
+  checked_ = true;
+  ready_ = false;
+  const std::string &dir = stats_.directory;
+  if (dir.empty()) return false;
+  if (!MakeDirectories(dir)) {
+    stats_.message = Errno("cannot create the cache directory " + dir);
+    return false;
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    stats_.message = Errno("cannot read the cache directory " + dir);
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    stats_.message = "the cache path " + dir + " is not a directory";
+    return false;
+  }
+  // Loading an entry runs its code: refuse a directory someone else controls.
+  if (st.st_uid != geteuid()) {
+    stats_.message = "refusing the cache directory " + dir + ": owned by uid " +
+                     std::to_string(st.st_uid) + ", not this user (" +
+                     std::to_string(geteuid()) + ")";
+    return false;
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    stats_.message = "refusing the cache directory " + dir +
+                     ": writable by group or others (chmod 700 it)";
+    return false;
+  }
+  // Count what is there, for the limit.
+  stats_.bytes = 0;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (struct dirent *e = readdir(d)) {
+      if (!IsEntryName(e->d_name)) continue;
+      struct stat es;
+      if (fstatat(dirfd(d), e->d_name, &es, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(es.st_mode))
+        stats_.bytes += static_cast<uint64_t>(es.st_size);
+    }
+    closedir(d);
+  }
+  ready_ = true;
+  stats_.enabled = true;
+  return true;
+}
+
+std::string DiskCache::PathLocked(const std::string &key) const {
+  const uint64_t a = Fnv1a(key.data(), key.size());
+  const uint64_t b = Fnv1a(key.data(), key.size(), 0x84222325cbf29ce4ull);
+  return stats_.directory + "/" + Hex(a) + Hex(b) + kSuffix;
+}
+
+bool DiskCache::Load(const std::string &key, std::string *payload) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!ReadyLocked()) return false;
+  const std::string path = PathLocked(key);
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    ++stats_.misses;
+    return false;
+  }
+  struct stat st;
+  std::string bytes;
+  bool read_ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (read_ok && st.st_uid != geteuid()) {
+    close(fd);
+    stats_.message = "refused the entry " + path + ": owned by another user";
+    ++stats_.misses;
+    return false;
+  }
+  read_ok = read_ok && static_cast<uint64_t>(st.st_size) <= kMaxEntryBytes &&
+            ReadWholeFile(fd, static_cast<uint64_t>(st.st_size), &bytes);
+  // Reading it makes it the most recently used.
+  if (read_ok) futimens(fd, nullptr);
+  close(fd);
+
+  size_t pos = sizeof kMagic;
+  std::string manifest, stored_key;
+  uint64_t checksum = 0;
+  bool valid = read_ok && bytes.size() >= sizeof kMagic + 8 &&
+               std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
+  if (valid) {
+    std::memcpy(&checksum, bytes.data() + bytes.size() - 8, 8);
+    valid = Fnv1a(bytes.data(), bytes.size() - 8) == checksum;
+  }
+  if (valid) {
+    bytes.resize(bytes.size() - 8);
+    valid = GetText(bytes, &pos, &manifest) && GetText(bytes, &pos, &stored_key) &&
+            GetText(bytes, &pos, payload) && pos == bytes.size();
+  }
+  if (!valid) {
+    ++stats_.corrupt;
+    ++stats_.misses;
+    stats_.message = "removed a corrupt entry " + path;
+    if (unlink(path.c_str()) == 0 && read_ok)
+      stats_.bytes -= std::min<uint64_t>(stats_.bytes, static_cast<uint64_t>(st.st_size));
+    return false;
+  }
+  if (stored_key != key) {  // another key with the same hash: not ours
+    ++stats_.misses;
+    return false;
+  }
+  ++stats_.hits;
+  return true;
+}
+
+void DiskCache::Discard(const std::string &key, const std::string &why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!ready_) return;
+  const std::string path = PathLocked(key);
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0 && unlink(path.c_str()) == 0)
+    stats_.bytes -= std::min<uint64_t>(stats_.bytes, static_cast<uint64_t>(st.st_size));
+  ++stats_.corrupt;
+  // The load was counted as a hit; it turned out to be a miss.
+  if (stats_.hits) --stats_.hits;
+  ++stats_.misses;
+  stats_.message = "removed an unusable entry " + path + ": " + why;
+}
+
+void DiskCache::Store(const std::string &key, const std::string &manifest,
+                      const std::string &payload) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!ReadyLocked() || !writable_) return;
+  std::string bytes(kMagic, sizeof kMagic);
+  PutU64(&bytes, manifest.size());
+  bytes += manifest;
+  PutU64(&bytes, key.size());
+  bytes += key;
+  PutU64(&bytes, payload.size());
+  bytes += payload;
+  PutU64(&bytes, Fnv1a(bytes.data(), bytes.size()));
+  if (bytes.size() > kMaxEntryBytes) return;
+
+  const std::string path = PathLocked(key);
+  // A temporary name no other process or thread uses, renamed over the entry at the end:
+  // readers see the old entry or the new one, never part of one.
+  const std::string temp = stats_.directory + "/.tmp." + std::to_string(getpid()) + "." +
+                           std::to_string(++temp_counter_) + "." +
+                           path.substr(path.size() - 36);
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    writable_ = false;
+    stats_.message = Errno("cannot write to the cache directory " + stats_.directory) +
+                     "; compiled programs are not saved";
+    return;
+  }
+  const bool written = WriteAll(fd, bytes);
+  const bool closed = close(fd) == 0;
+  if (!written || !closed || rename(temp.c_str(), path.c_str()) != 0) {
+    stats_.message = Errno("cannot write the cache entry " + path);
+    unlink(temp.c_str());
+    return;
+  }
+  ++stats_.writes;
+  stats_.bytes += bytes.size();
+  if (stats_.bytes > stats_.limit) EvictLocked();
+}
+
+void DiskCache::EvictLocked() {
+  struct File {
+    std::string name;
+    struct timespec mtime;
+    uint64_t size;
+  };
+  std::vector<File> files;
+  uint64_t total = 0;
+  DIR *d = opendir(stats_.directory.c_str());
+  if (!d) return;
+  while (struct dirent *e = readdir(d)) {
+    if (!IsEntryName(e->d_name)) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    files.push_back({e->d_name, st.st_mtim, static_cast<uint64_t>(st.st_size)});
+    total += static_cast<uint64_t>(st.st_size);
+  }
+  closedir(d);
+  std::sort(files.begin(), files.end(), [](const File &a, const File &b) {
+    return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec
+                                            : a.mtime.tv_nsec < b.mtime.tv_nsec;
+  });
+  // Oldest first; the newest entry (the one just written) stays even when it alone is
+  // over the limit.
+  for (size_t i = 0; i + 1 < files.size() && total > stats_.limit; ++i) {
+    if (unlink((stats_.directory + "/" + files[i].name).c_str()) != 0) continue;
+    total -= files[i].size;
+    ++stats_.evictions;
+  }
+  stats_.bytes = total;
+}
+
+DiskCacheStats DiskCache::Stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ReadyLocked();  // so that `enabled` and `message` say how the directory is
+  return stats_;
+}
+
+}  // namespace tinymlir

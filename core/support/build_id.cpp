@@ -1,0 +1,66 @@
+#include "core/support/build_id.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <cstring>
+
+namespace tinymlir {
+namespace {
+
+struct Search {
+  uintptr_t base;      // load address of the object that holds this code
+  std::string id_hex;  // what was found
+};
+
+int VisitObject(struct dl_phdr_info *info, size_t, void *data) {
+  auto *search = static_cast<Search *>(data);
+  if (info->dlpi_addr != search->base) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_NOTE) continue;
+    const char *p = reinterpret_cast<const char *>(info->dlpi_addr + segment.p_vaddr);
+    const char *end = p + segment.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      ElfW(Nhdr) note;
+      std::memcpy(&note, p, sizeof note);
+      const char *name = p + sizeof note;
+      const char *desc = name + ((note.n_namesz + 3) & ~3u);
+      const char *next = desc + ((note.n_descsz + 3) & ~3u);
+      if (next > end) break;
+      if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+        static const char kHex[] = "0123456789abcdef";
+        for (uint32_t k = 0; k < note.n_descsz; ++k) {
+          const auto byte = static_cast<unsigned char>(desc[k]);
+          search->id_hex += kHex[byte >> 4];
+          search->id_hex += kHex[byte & 15];
+        }
+        return 1;
+      }
+      p = next;
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+
+const std::string &LibraryBuildId() {
+  static const std::string id = [] {
+    Dl_info self;
+    if (!dladdr(reinterpret_cast<void *>(&VisitObject), &self)) return std::string();
+    Search search{reinterpret_cast<uintptr_t>(self.dli_fbase), ""};
+    // For a PIE or shared object dlpi_addr is the load base; for a non-PIE executable it is
+    // 0 while dli_fbase is the mapping's start: try both.
+    dl_iterate_phdr(VisitObject, &search);
+    if (search.id_hex.empty()) {
+      search.base = 0;
+      dl_iterate_phdr(VisitObject, &search);
+    }
+    return search.id_hex;
+  }();
+  return id;
+}
+
+}  // namespace tinymlir

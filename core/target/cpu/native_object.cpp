@@ -1,0 +1,238 @@
+#include "core/target/cpu/native_object.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "core/engine/guarded_call.h"
+#include "core/target/cpu/gemv_kernels.h"
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
+#include "llvm/ExecutionEngine/Orc/CompileUtils.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IRReader/IRReader.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+// Strided memref copies lower to this function of MLIR's C runner utils.
+extern "C" void memrefCopy(int64_t elemSize, void *src, void *dst);
+
+namespace tinymlir {
+namespace {
+
+void InitializeNativeTargetOnce() {
+  static const bool done = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    return true;
+  }();
+  (void)done;
+}
+
+// External functions the generated code may call, by the addresses this library links
+// against. The linker must not depend on a process-global symbol search: a host that loads
+// libtinymlir with RTLD_LOCAL (Python does) hides OpenBLAS and libm from such a search.
+const std::unordered_map<std::string, void *> &RuntimeSymbols() {
+  static const auto *symbols = new std::unordered_map<std::string, void *>{
+      {"cblas_sgemm", reinterpret_cast<void *>(&cblas_sgemm)},
+      {"cblas_dgemm", reinterpret_cast<void *>(&cblas_dgemm)},
+      {"cblas_sgemv", reinterpret_cast<void *>(&cblas_sgemv)},
+      {"cblas_dgemv", reinterpret_cast<void *>(&cblas_dgemv)},
+      {"tm_rt_sgemv_row", reinterpret_cast<void *>(&tm_rt_sgemv_row)},
+      {"tm_rt_sgemv_col", reinterpret_cast<void *>(&tm_rt_sgemv_col)},
+      {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
+      // Temporaries go through the engine's guarded allocator (core/engine/guarded_call.h):
+      // a failed allocation becomes TM_ERROR_OUT_OF_MEMORY instead of a write through NULL.
+      {"malloc", reinterpret_cast<void *>(&tm_rt_malloc)},
+      {"free", reinterpret_cast<void *>(&tm_rt_free)},
+      {"aligned_alloc", reinterpret_cast<void *>(&tm_rt_aligned_alloc)},
+      {"memcpy", reinterpret_cast<void *>(&::memcpy)},
+      {"memmove", reinterpret_cast<void *>(&::memmove)},
+      {"memset", reinterpret_cast<void *>(&::memset)},
+#define TM_LIBM(name)                                                                   \
+  {#name "f", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::name##f))},    \
+      {#name, reinterpret_cast<void *>(static_cast<double (*)(double)>(&::name))}
+      TM_LIBM(exp), TM_LIBM(expm1), TM_LIBM(exp2), TM_LIBM(log), TM_LIBM(log1p),
+      TM_LIBM(log2), TM_LIBM(log10), TM_LIBM(tanh), TM_LIBM(erf), TM_LIBM(sqrt),
+      TM_LIBM(fabs), TM_LIBM(sin), TM_LIBM(cos), TM_LIBM(floor), TM_LIBM(ceil),
+      TM_LIBM(round), TM_LIBM(trunc),
+#undef TM_LIBM
+      {"powf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::powf))},
+      {"fmaf", reinterpret_cast<void *>(static_cast<float (*)(float, float, float)>(&::fmaf))},
+      {"fma", reinterpret_cast<void *>(static_cast<double (*)(double, double, double)>(&::fma))},
+      {"pow", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::pow))},
+      {"fmaxf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fmaxf))},
+      {"fminf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fminf))},
+      {"fmax", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmax))},
+      {"fmin", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmin))},
+  };
+  return *symbols;
+}
+
+std::string ErrorText(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+// Owns the linked code: the JIT's memory lives as long as this object.
+class NativeCode : public CompiledCode {
+ public:
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::string llvm_ir;  // optimised, as compiled
+  int opt_level = 3;
+
+  Status Assembly(std::string *out) const override {
+    if (llvm_ir.empty())
+      return Unsupported("the program's LLVM IR was not kept (large constants, or the "
+                         "program was read from the disk cache without it)");
+    llvm::LLVMContext ctx;
+    llvm::SMDiagnostic diag;
+    auto buffer = llvm::MemoryBuffer::getMemBuffer(llvm_ir, "kernel", false);
+    std::unique_ptr<llvm::Module> m = llvm::parseIR(*buffer, diag, ctx);
+    if (!m) return CompileError("assembly: cannot re-read LLVM IR: " + diag.getMessage().str());
+    std::string error;
+    auto tm = HostTargetMachine(opt_level, &error);
+    if (!tm) return CompileError("assembly: no host target: " + error);
+    m->setDataLayout(tm->createDataLayout());
+    llvm::SmallString<0> text;
+    llvm::raw_svector_ostream os(text);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      return CompileError("assembly: the host target cannot emit assembly");
+    pm.run(*m);
+    *out = text.str().str();
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::string *error) {
+  InitializeNativeTargetOnce();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    *error = ErrorText(builder.takeError());
+    return nullptr;
+  }
+  static const llvm::CodeGenOptLevel levels[] = {
+      llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less,
+      llvm::CodeGenOptLevel::Default, llvm::CodeGenOptLevel::Aggressive};
+  builder->setCodeGenOptLevel(levels[opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level]);
+  auto tm = builder->createTargetMachine();
+  if (!tm) {
+    *error = ErrorText(tm.takeError());
+    return nullptr;
+  }
+  return std::move(*tm);
+}
+
+const std::string &HostDescription() {
+  static const std::string description = [] {
+    InitializeNativeTargetOnce();
+    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!builder) {
+      llvm::consumeError(builder.takeError());
+      return std::string("unknown host");
+    }
+    return builder->getTargetTriple().str() + " " + builder->getCPU() + " " +
+           builder->getFeatures().getString();
+  }();
+  return description;
+}
+
+Status AddPackedEntry(llvm::Module &module, const std::string &function) {
+  llvm::Function *callee = module.getFunction(function);
+  if (!callee || callee->isDeclaration())
+    return CompileError("the lowered module has no function '" + function + "'");
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto *type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy()}, /*isVarArg=*/false);
+  auto *entry = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                                       kPackedEntryName, module);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
+  llvm::Value *args = entry->getArg(0);
+  // args[i] points at argument i; a non-void result is stored through args[n].
+  auto slot = [&](unsigned i) {
+    llvm::Value *address = b.CreateConstGEP1_64(b.getPtrTy(), args, i);
+    return b.CreateLoad(b.getPtrTy(), address);
+  };
+  std::vector<llvm::Value *> values;
+  for (llvm::Argument &arg : callee->args())
+    values.push_back(b.CreateLoad(arg.getType(), slot(arg.getArgNo())));
+  llvm::Value *result = b.CreateCall(callee, values);
+  if (!result->getType()->isVoidTy()) b.CreateStore(result, slot(callee->arg_size()));
+  b.CreateRetVoid();
+  return Status::Ok();
+}
+
+Status EmitObject(llvm::Module &module, llvm::TargetMachine &target, std::string *object) {
+  llvm::orc::SimpleCompiler compiler(target);
+  auto buffer = compiler(module);
+  if (!buffer) return CompileError("code generation failed: " + ErrorText(buffer.takeError()));
+  *object = (*buffer)->getBuffer().str();
+  return Status::Ok();
+}
+
+bool CanResolveSymbol(const std::string &symbol) {
+  return RuntimeSymbols().count(symbol) || dlsym(RTLD_DEFAULT, symbol.c_str());
+}
+
+Status LoadNativeObject(const std::string &object, std::string llvm_ir, int opt_level,
+                        std::unique_ptr<CompiledCode> *code, Program::Entry *entry) {
+  InitializeNativeTargetOnce();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) return CompileError("no host target: " + ErrorText(builder.takeError()));
+  // RuntimeDyld with a section memory manager, as MLIR's ExecutionEngine links its code.
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*builder))
+                 .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession &session)
+                                                   -> llvm::Expected<std::unique_ptr<
+                                                       llvm::orc::ObjectLayer>> {
+                   return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                       session, [](const llvm::MemoryBuffer &) {
+                         return std::make_unique<llvm::SectionMemoryManager>();
+                       });
+                 })
+                 .create();
+  if (!jit) return CompileError("cannot create the JIT linker: " + ErrorText(jit.takeError()));
+  // Errors come back through the calls below; the session's default reporter would also
+  // print them to stderr.
+  (*jit)->getExecutionSession().setErrorReporter([](llvm::Error e) { llvm::consumeError(std::move(e)); });
+  llvm::orc::JITDylib &library = (*jit)->getMainJITDylib();
+  llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(), (*jit)->getDataLayout());
+  llvm::orc::SymbolMap symbols;
+  for (const auto &[name, address] : RuntimeSymbols())
+    symbols[mangle(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                             llvm::JITSymbolFlags::Exported};
+  if (llvm::Error e = library.define(llvm::orc::absoluteSymbols(std::move(symbols))))
+    return CompileError("cannot define the runtime symbols: " + ErrorText(std::move(e)));
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process) return CompileError("process symbols: " + ErrorText(process.takeError()));
+  library.addGenerator(std::move(*process));
+  if (llvm::Error e = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, "kernel")))
+    return CompileError("cannot add the native object: " + ErrorText(std::move(e)));
+  auto address = (*jit)->lookup(kPackedEntryName);
+  if (!address)
+    return CompileError("linking the native object failed: " + ErrorText(address.takeError()));
+  auto owner = std::make_unique<NativeCode>();
+  owner->jit = std::move(*jit);
+  owner->llvm_ir = std::move(llvm_ir);
+  owner->opt_level = opt_level;
+  *entry = address->toPtr<Program::Entry>();
+  *code = std::move(owner);
+  return Status::Ok();
+}
+
+}  // namespace tinymlir
