@@ -1,14 +1,21 @@
 // The `tinymlir` command: GPT-2 text generation on the public C API.
 //
-//   tinymlir generate [--model DIR] [--tokens N] [--temperature T] [--top-k K] [--top-p P]
-//                     [--seed S] [--no-kv-cache] [--stop-at-eos] [--ids] "prompt"
+//   tinymlir generate [--model DIR] [--tokens N] [--greedy | --temperature T --top-k K
+//                     --top-p P --seed S] [--no-kv-cache] [--stop-at-eos] [--ids]
+//                     [--verbose] "prompt"
 //
 // The continuation streams to stdout as tokens are produced; a short report (load, compile,
 // prefill, decode speed) goes to stderr. Without --model the embedded default model
 // (share/tinymlir/models/kjv-tiny next to the binary, in the build tree or an install) runs.
+//
+// The command samples by default (temperature 0.8, top-k 40, top-p 0.95, seed 42: a small
+// model decoded greedily repeats itself), as llama.cpp does, but with a fixed seed so a run
+// can be repeated; --greedy is the exact mode the golden tests use. The library's own
+// default (tm_generate_options_init) stays greedy.
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -21,18 +28,26 @@
 
 namespace {
 
+// The command's sampling defaults (see above).
+constexpr float kDefaultTemperature = 0.8f;
+constexpr int32_t kDefaultTopK = 40;
+constexpr float kDefaultTopP = 0.95f;
+constexpr uint64_t kDefaultSeed = 42;
+
 // The usage text; %d is the library's default token count (tm_generate_options_init).
 const char kUsage[] =
     "usage: tinymlir generate [options] \"prompt\"\n"
     "  --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
     "  --tokens N         tokens to generate (default %d)\n"
-    "  --temperature T    0 = greedy (default); > 0 samples\n"
-    "  --top-k K          sample among the K most likely tokens (0 = all)\n"
-    "  --top-p P          sample among the smallest set with probability >= P (default 1)\n"
-    "  --seed S           random seed for sampling (default 0)\n"
+    "  --greedy           always the most likely token (exact; what the golden tests use)\n"
+    "  --temperature T    sampling temperature (default 0.8; 0 = greedy)\n"
+    "  --top-k K          sample among the K most likely tokens (default 40; 0 = all)\n"
+    "  --top-p P          sample among the smallest set with probability >= P (default 0.95)\n"
+    "  --seed S           random seed for sampling (default 42)\n"
     "  --no-kv-cache      recompute the whole prefix for every token\n"
     "  --stop-at-eos      stop after the end-of-text token\n"
-    "  --ids              the prompt is token ids (\"1 2 3\"); print ids, not text\n";
+    "  --ids              the prompt is token ids (\"1 2 3\"); print ids, not text\n"
+    "  --verbose          where the compile time went, and the disk cache's state\n";
 
 struct Args {
   std::string model;
@@ -40,6 +55,7 @@ struct Args {
   bool have_prompt = false;
   tm_generate_options options;
   bool ids = false;
+  bool verbose = false;
 };
 
 [[noreturn]] void Die(const std::string &message) {
@@ -78,6 +94,10 @@ Args ParseArgs(int argc, char **argv) {
   }
   Args a;
   tm_generate_options_init(&a.options);
+  a.options.temperature = kDefaultTemperature;
+  a.options.top_k = kDefaultTopK;
+  a.options.top_p = kDefaultTopP;
+  a.options.seed = kDefaultSeed;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> const char * {
@@ -93,6 +113,8 @@ Args ParseArgs(int argc, char **argv) {
     else if (arg == "--no-kv-cache") a.options.use_kv_cache = 0;
     else if (arg == "--stop-at-eos") a.options.stop_at_eos = 1;
     else if (arg == "--ids") a.ids = true;
+    else if (arg == "--greedy") a.options.temperature = 0.0f;
+    else if (arg == "--verbose") a.verbose = true;
     else if (arg == "--help" || arg == "-h") { std::fputs(Usage().c_str(), stdout); std::exit(0); }
     else if (arg.size() > 1 && arg[0] == '-' && arg[1] == '-') Die("unknown option " + arg + "\n" + Usage());
     else if (a.have_prompt) Die("more than one prompt given (quote the prompt)");
@@ -173,19 +195,58 @@ struct Streamer {
   }
 };
 
+// Shows "compiling k/n programs" on stderr while a generation's programs are prepared, once
+// that takes longer than a moment, and only on a terminal (logs get the final report).
+struct Progress {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  bool shown = false;
+
+  static void OnProgress(void *user, int32_t done, int32_t total) {
+    auto *p = static_cast<Progress *>(user);
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - p->start).count();
+    if (!isatty(STDERR_FILENO) || (!p->shown && waited < 0.3 && done < total)) return;
+    std::fprintf(stderr, "\r[tinymlir] compiling: %d/%d programs ready", done, total);
+    if (done == total) std::fputs("\n", stderr);
+    p->shown = done < total;
+  }
+};
+
+void PrintCompileBreakdown(const tm_model_stats &st, tm_context *ctx) {
+  static const char *const kPhases[TM_NUM_COMPILE_PHASES] = {
+      "build", "optimize", "bufferize", "lower", "llvm-opt", "codegen", "link", "disk-read"};
+  double sum = 0;
+  for (double s : st.phase_seconds) sum += s;
+  std::fprintf(stderr, "[tinymlir] compile phases, summed over %llu programs (%.0f ms of CPU "
+               "time in %.0f ms):",
+               static_cast<unsigned long long>(st.programs_compiled + st.programs_from_disk),
+               sum * 1e3, st.compile_seconds * 1e3);
+  for (int i = 0; i < TM_NUM_COMPILE_PHASES; ++i)
+    if (st.phase_seconds[i] > 0)
+      std::fprintf(stderr, " %s %.0f ms (%.0f%%)", kPhases[i], st.phase_seconds[i] * 1e3,
+                   sum > 0 ? 100.0 * st.phase_seconds[i] / sum : 0.0);
+  std::fputc('\n', stderr);
+  size_t len = 0;
+  if (tm_cache_disk_message(ctx, nullptr, 0, &len) == TM_OK) {
+    std::string text(len + 1, '\0');
+    if (tm_cache_disk_message(ctx, &text[0], text.size(), &len) == TM_OK) {
+      text.resize(len);
+      std::fprintf(stderr, "[tinymlir] disk cache: %s\n", text.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   Args args = ParseArgs(argc, argv);
   std::string dir = args.model.empty() ? DefaultModelDir() : args.model;
 
+  tinymlir::ContextHandle ctx;
   tinymlir::ModelHandle model;
-  {
-    tinymlir::ContextHandle ctx;  // the model keeps its own reference
-    Check(tm_context_create(ctx.out()), "creating a context");
-    std::fprintf(stderr, "[tinymlir] loading %s\n", dir.c_str());
-    Check(tm_model_load(ctx, dir.c_str(), nullptr, model.out()), "loading the model");
-  }
+  Check(tm_context_create(ctx.out()), "creating a context");
+  std::fprintf(stderr, "[tinymlir] loading %s\n", dir.c_str());
+  Check(tm_model_load(ctx, dir.c_str(), nullptr, model.out()), "loading the model");
 
   std::vector<int32_t> prompt;
   if (args.ids) {
@@ -205,7 +266,10 @@ int main(int argc, char **argv) {
     Die("the prompt (" + std::to_string(prompt.size()) + " tokens) plus --tokens " +
         std::to_string(args.options.max_new_tokens) + " exceed the model's context of " +
         std::to_string(n_ctx) + " tokens");
-  std::fprintf(stderr, "[tinymlir] prompt: %zu tokens; compiling on first use...\n", prompt.size());
+  std::fprintf(stderr, "[tinymlir] prompt: %zu tokens\n", prompt.size());
+  Progress progress;
+  args.options.progress = Progress::OnProgress;
+  args.options.progress_user = &progress;
 
   Streamer streamer{model, args.ids, {}};
   std::fputs(args.prompt.c_str(), stdout);
@@ -221,12 +285,13 @@ int main(int argc, char **argv) {
   st.struct_size = sizeof st;
   Check(tm_model_get_stats(model, &st), "reading statistics");
   std::fprintf(stderr,
-               "[tinymlir] load %.0f ms | compile %.0f ms (%llu programs compiled, %llu from cache)"
-               " | prefill %.1f ms | decode %.1f tokens/s (%llu tokens)\n",
+               "[tinymlir] load %.0f ms | compile %.0f ms (%llu programs compiled, %llu read "
+               "from the disk cache) | prefill %.1f ms | decode %.1f tokens/s (%llu tokens)\n",
                st.load_seconds * 1e3, st.compile_seconds * 1e3,
                static_cast<unsigned long long>(st.programs_compiled),
-               static_cast<unsigned long long>(st.programs_cached), st.prefill_seconds * 1e3,
+               static_cast<unsigned long long>(st.programs_from_disk), st.prefill_seconds * 1e3,
                st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0,
                static_cast<unsigned long long>(st.decode_tokens));
+  if (args.verbose) PrintCompileBreakdown(st, ctx);
   return 0;
 }

@@ -316,6 +316,7 @@ type ModelStats struct {
 	CompileSeconds, LoadSeconds      float64
 	PrefillSeconds, DecodeSeconds    float64 // last Generate
 	DecodeTokens                     uint64  // last Generate: tokens from decode steps
+	ProgramsFromDisk                 uint64  // read from the disk cache, not compiled
 }
 
 // Stats returns the model's statistics. It fails with StatusBusy while another
@@ -334,5 +335,6 @@ func (m *Model) Stats() (ModelStats, error) {
 		PrefillSeconds:   float64(raw.prefill_seconds),
 		DecodeSeconds:    float64(raw.decode_seconds),
 		DecodeTokens:     uint64(raw.decode_tokens),
+		ProgramsFromDisk: uint64(raw.programs_from_disk),
 	}, err
 }

@@ -194,6 +194,8 @@ TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_pr
     request.stop_at_eos = o.stop_at_eos != 0;
     request.callback = callback;
     request.user = user;
+    request.progress = o.progress;
+    request.progress_user = o.progress_user;
     std::vector<int32_t> generated;
     TM_RETURN_IF_ERROR(model->impl->Generate(prompt, n_prompt, request, &generated));
     std::copy_n(generated.begin(), std::min(capacity, generated.size()), out_ids);

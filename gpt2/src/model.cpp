@@ -2,12 +2,18 @@
 
 #include <sys/stat.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 namespace tinymlir::gpt2 {
 namespace {
@@ -24,6 +30,13 @@ double Seconds(Clock::time_point since) {
 bool PathExists(const std::string &path) {
   struct stat st;
   return lstat(path.c_str(), &st) == 0;
+}
+
+// CPUs this process may run on (its affinity mask), at least 1.
+size_t UsableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 int64_t NextPowerOfTwo(int64_t n) {
@@ -112,11 +125,22 @@ Status Gpt2Model::GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program 
   auto start = Clock::now();
   ProgramHandle program;
   TM_RETURN_IF_ERROR(CompileProgram(ctx_, config_, target_, kind, t, l, &program));
-  (tm_program_cache_hit(program) ? stats_.programs_cached : stats_.programs_compiled) += 1;
+  Count(program);
   stats_.compile_seconds += Seconds(start);
   *out = program;
   programs_.emplace(key, std::move(program));
   return Status::Ok();
+}
+
+void Gpt2Model::Count(tm_program *program) {
+  if (tm_program_cache_hit(program)) {
+    stats_.programs_cached += 1;
+    return;
+  }
+  (tm_program_from_disk_cache(program) ? stats_.programs_from_disk : stats_.programs_compiled) += 1;
+  for (int phase = 0; phase < TM_NUM_COMPILE_PHASES; ++phase)
+    stats_.phase_seconds[phase] +=
+        tm_program_phase_seconds(program, static_cast<tm_compile_phase>(phase));
 }
 
 int64_t Gpt2Model::CacheRows(int64_t filled) const {
@@ -124,21 +148,76 @@ int64_t Gpt2Model::CacheRows(int64_t filled) const {
 }
 
 Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
-  // The (T, L) shapes each step will run, in order; GetProgram skips what is compiled.
-  auto need = [&](int64_t t, int64_t filled) -> Status {
-    tm_program *p;
-    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kEmbed, t, 0, &p));
-    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kQkv, t, 0, &p));
-    return GetProgram(ProgramKind::kAttnMlp, t, CacheRows(filled), &p);
+  using Key = std::tuple<int, int64_t, int64_t>;
+  // The (T, L) shapes each step will run; programs this model already holds are skipped.
+  std::vector<Key> missing;
+  auto want = [&](ProgramKind kind, int64_t t, int64_t l) {
+    Key key(static_cast<int>(kind), t, l);
+    if (!programs_.count(key) && std::find(missing.begin(), missing.end(), key) == missing.end())
+      missing.push_back(key);
   };
-  tm_program *head;
-  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, 1, 0, &head));
+  auto need = [&](int64_t t, int64_t filled) {
+    want(ProgramKind::kEmbed, t, 0);
+    want(ProgramKind::kQkv, t, 0);
+    want(ProgramKind::kAttnMlp, t, CacheRows(filled));
+  };
+  want(ProgramKind::kHead, 1, 0);
   const int64_t n = static_cast<int64_t>(n_prompt), steps = request.max_new_tokens;
-  TM_RETURN_IF_ERROR(need(NextPowerOfTwo(n), n));
+  need(NextPowerOfTwo(n), n);
   for (int64_t step = 1; step < steps; ++step) {
     int64_t filled = n + step;  // positions in the cache after this step's token
-    TM_RETURN_IF_ERROR(request.use_kv_cache ? need(1, filled)
-                                            : need(NextPowerOfTwo(filled), filled));
+    request.use_kv_cache ? need(1, filled) : need(NextPowerOfTwo(filled), filled);
+  }
+  const int32_t total = static_cast<int32_t>(missing.size());
+  if (total == 0) return Status::Ok();
+
+  // The programs are independent: compile them on one thread per usable CPU (the context
+  // is thread-safe, and each compile has its own MLIR context). Workers take the next
+  // index; the calling thread collects results and reports progress.
+  const auto start = Clock::now();
+  std::vector<ProgramHandle> compiled(missing.size());
+  std::vector<Status> results(missing.size());
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  std::condition_variable ready;
+  size_t done = 0;
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < missing.size();) {
+      const auto &[kind, t, l] = missing[i];
+      Status s = CompileProgram(ctx_, config_, target_, static_cast<ProgramKind>(kind), t, l,
+                                &compiled[i]);
+      std::lock_guard<std::mutex> lock(mutex);
+      results[i] = std::move(s);
+      ++done;
+      ready.notify_one();
+    }
+  };
+  const size_t n_threads = std::min<size_t>(missing.size(), UsableCpus());
+  std::vector<std::thread> threads;
+  if (n_threads > 1)
+    for (size_t i = 0; i < n_threads; ++i) threads.emplace_back(work);
+  if (n_threads <= 1) {
+    work();
+    if (request.progress) request.progress(request.progress_user, total, total);
+  } else {
+    std::unique_lock<std::mutex> lock(mutex);
+    size_t reported = 0;
+    while (reported < missing.size()) {
+      ready.wait(lock, [&] { return done > reported; });
+      reported = done;
+      if (request.progress) {
+        lock.unlock();
+        request.progress(request.progress_user, static_cast<int32_t>(reported), total);
+        lock.lock();
+      }
+    }
+  }
+  for (std::thread &thread : threads) thread.join();
+  stats_.compile_seconds += Seconds(start);
+  for (size_t i = 0; i < missing.size(); ++i) {
+    TM_RETURN_IF_ERROR(results[i]);
+    Count(compiled[i]);
+    programs_.emplace(missing[i], std::move(compiled[i]));
   }
   return Status::Ok();
 }

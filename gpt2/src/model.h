@@ -30,6 +30,8 @@ struct GenerateRequest {
   bool stop_at_eos = false;
   tm_token_callback callback = nullptr;
   void *user = nullptr;
+  tm_progress_callback progress = nullptr;
+  void *progress_user = nullptr;
 };
 
 class Gpt2Model {
@@ -76,9 +78,12 @@ class Gpt2Model {
   // position's logits.
   Status Forward(const int32_t *ids, size_t n, int64_t pos, float *logits);
   Status GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program **out);
+  // Adds a program's origin and phase times to the stats.
+  void Count(tm_program *program);
   // Cache rows the attention reads once `filled` positions are in the cache.
   int64_t CacheRows(int64_t filled) const;
-  // Compiles (or finds) every program a generation of this shape will run.
+  // Compiles (or finds) every program a generation of this shape will run, in parallel,
+  // reporting progress.
   Status Prepare(size_t n_prompt, const GenerateRequest &request);
 
   ContextHandle ctx_;  // one reference, taken at load

@@ -340,13 +340,16 @@ TEST_F(ModelApi, ProgramsAreSharedAcrossLayersAndModels) {
   ASSERT_EQ(tm_model_get_stats(a, &st), TM_OK);
   // 4 layers share their block programs; 23 positions need a handful of buckets, not one
   // program per layer or per length.
-  EXPECT_LE(st.programs_compiled, 12u);
+  // (Compiled here or read from the disk cache, which an earlier run may have filled.)
+  EXPECT_GT(st.programs_compiled + st.programs_from_disk, 0u);
+  EXPECT_LE(st.programs_compiled + st.programs_from_disk, 12u);
   EXPECT_EQ(st.decode_tokens, 19u);
   // A second model in the same context finds every program in the cache.
   tm_model *b = Load(kKjv);
   ASSERT_EQ(tm_generate(b, prompt, 3, &o, nullptr, nullptr, nullptr, 0, &n), TM_OK);
   ASSERT_EQ(tm_model_get_stats(b, &st), TM_OK);
   EXPECT_EQ(st.programs_compiled, 0u);
+  EXPECT_EQ(st.programs_from_disk, 0u);
   EXPECT_GT(st.programs_cached, 0u);
 }
 

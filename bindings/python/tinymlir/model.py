@@ -49,12 +49,13 @@ class Model(_Handle):
 
     @property
     def stats(self):
-        """tm_model_get_stats as a dict (programs compiled/cached, seconds, tokens)."""
+        """tm_model_get_stats as a dict (programs compiled/cached/read from disk, seconds,
+        tokens)."""
         with self._using() as ptr:
             s = capi.tm_model_get_stats(ptr)
         return {name: getattr(s, name) for name in (
             "programs_compiled", "programs_cached", "compile_seconds", "load_seconds",
-            "prefill_seconds", "decode_seconds", "decode_tokens")}
+            "prefill_seconds", "decode_seconds", "decode_tokens", "programs_from_disk")}
 
     def tokenize(self, text):
         """Token ids of a str (UTF-8) or bytes."""

@@ -87,7 +87,12 @@ TM_API tm_status tm_detokenize(const tm_model *model, const int32_t *ids, size_t
 TM_API tm_status tm_model_logits(tm_model *model, const int32_t *ids, size_t n, float *logits,
                                  size_t capacity);
 
-/* First published layout: struct_size 40 (all fields below). */
+/* Called while a generation's programs are prepared: `done` of `total` ready (compiled,
+ * or read from a cache). Called from the thread that called tm_generate, at least once
+ * when total > 0 (with done == total last). */
+typedef void (*tm_progress_callback)(void *user, int32_t done, int32_t total);
+
+/* First published layout: struct_size 40 (up to stop_at_eos); progress from 56. */
 typedef struct tm_generate_options {
   uint32_t struct_size;   /* sizeof(tm_generate_options); set by tm_generate_options_init */
   int32_t max_new_tokens; /* tokens to generate (default 32) */
@@ -98,6 +103,8 @@ typedef struct tm_generate_options {
   int32_t use_kv_cache;   /* 1 = KV cache (default); 0 = recompute the prefix every step */
   int32_t stop_at_eos;    /* 1 = stop after emitting the config's eos_token_id (GPT-2:
                            * <|endoftext|>, 50256); default 0 */
+  tm_progress_callback progress; /* may be NULL (default) */
+  void *progress_user;           /* passed to progress */
 } tm_generate_options;
 
 /* Fills options with the defaults: 32 tokens, greedy, KV cache on, no stop at EOS. */
@@ -108,7 +115,10 @@ TM_API void tm_generate_options_init(tm_generate_options *options);
  * its callback this meaning: "true" stops. */
 typedef int (*tm_token_callback)(void *user, int32_t token);
 
-/* Generates up to max_new_tokens tokens after prompt[0..n_prompt). Each new token is passed
+/* Generates up to max_new_tokens tokens after prompt[0..n_prompt). First every program the
+ * generation will run is made ready: those in no cache are compiled in parallel, one
+ * thread per CPU the process may use, with options->progress told as each is ready; the
+ * tokens then never wait for a compile. Each new token is passed
  * to `callback` (may be NULL). *n_out receives the number of tokens generated; the first
  * min(capacity, *n_out) are written to out_ids (out_ids may be NULL when capacity is 0, e.g.
  * when only the callback is wanted). options may be NULL (defaults). When the model has
@@ -133,6 +143,12 @@ typedef struct tm_model_stats {
   double prefill_seconds;   /* last tm_generate: prompt processing */
   double decode_seconds;    /* last tm_generate: all decode steps */
   uint64_t decode_tokens;   /* last tm_generate: tokens produced by decode steps */
+  /* From struct_size 136: */
+  uint64_t programs_from_disk; /* programs read from the disk cache (not counted above) */
+  /* Seconds each compile phase (tm_compile_phase) took, summed over the programs this
+   * model compiled or read from disk; with parallel compiles the sum exceeds
+   * compile_seconds, which is wall time. */
+  double phase_seconds[TM_NUM_COMPILE_PHASES];
 } tm_model_stats;
 
 /* Fills the first stats->struct_size bytes of *stats (set struct_size first; any size from

@@ -137,6 +137,8 @@ pub struct ModelStats {
     pub decode_seconds: f64,
     /// Last generate: tokens produced by decode steps.
     pub decode_tokens: u64,
+    /// Programs read from the disk cache (not counted as compiled or cached).
+    pub programs_from_disk: u64,
 }
 
 /// State shared with the C callback: the user's closure and a panic caught in it.
@@ -299,6 +301,7 @@ impl Model {
             prefill_seconds: raw.prefill_seconds,
             decode_seconds: raw.decode_seconds,
             decode_tokens: raw.decode_tokens,
+            programs_from_disk: raw.programs_from_disk,
         })
     }
 }

@@ -16,6 +16,10 @@ const FIRST_COMPILE: u32 = 20;
 const FIRST_GENERATE: u32 = 40;
 const FIRST_MODEL: u32 = 8;
 const FIRST_STATS: u32 = 64;
+/// Today's layouts: tm_generate_options gained the progress callback, tm_model_stats the
+/// disk cache count and the compile phases.
+const CURRENT_GENERATE: u32 = 56;
+const CURRENT_STATS: u32 = 136;
 
 /// An options struct followed by spare bytes, as a caller built against a newer header
 /// would pass it (`struct_size` covering the tail).
@@ -156,11 +160,11 @@ fn options_structs_of_other_sizes() {
         sys::tm_trace_destroy(trace);
         sys::tm_context_destroy(ctx);
     }
-    // Today's layouts are the first ones.
+    // Today's layouts.
     assert_eq!(size_of::<sys::tm_compile_options>() as u32, FIRST_COMPILE);
-    assert_eq!(size_of::<sys::tm_generate_options>() as u32, FIRST_GENERATE);
+    assert_eq!(size_of::<sys::tm_generate_options>() as u32, CURRENT_GENERATE);
     assert_eq!(size_of::<sys::tm_model_options>() as u32, FIRST_MODEL);
-    assert_eq!(size_of::<sys::tm_model_stats>() as u32, FIRST_STATS);
+    assert_eq!(size_of::<sys::tm_model_stats>() as u32, CURRENT_STATS);
 }
 
 #[test]
