@@ -1,8 +1,9 @@
 // The `tinymlir` command: GPT-2 text generation on the public C API.
 //
-//   tinymlir generate [--model DIR] [--tokens N] [--greedy | --temperature T --top-k K
-//                     --top-p P --seed S] [--no-kv-cache] [--stop-at-eos] [--ids]
+//   tinymlir generate [--model DIR] [--bundle DIR] [--tokens N] [--greedy | --temperature T
+//                     --top-k K --top-p P --seed S] [--no-kv-cache] [--stop-at-eos] [--ids]
 //                     [--verbose] "prompt"
+//   tinymlir compile [--model DIR] --out DIR     every program of the model, as a bundle
 //
 // The continuation streams to stdout as tokens are produced; a short report (load, compile,
 // prefill, decode speed) goes to stderr. Without --model the embedded default model
@@ -37,7 +38,10 @@ constexpr uint64_t kDefaultSeed = 42;
 // The usage text; %d is the library's default token count (tm_generate_options_init).
 const char kUsage[] =
     "usage: tinymlir generate [options] \"prompt\"\n"
+    "       tinymlir compile [--model DIR] --out DIR\n"
     "  --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
+    "  --bundle DIR       run the programs of a bundle (tinymlir compile) instead of compiling\n"
+    "  --out DIR          (compile) where to write the bundle\n"
     "  --tokens N         tokens to generate (default %d)\n"
     "  --greedy           always the most likely token (exact; what the golden tests use)\n"
     "  --temperature T    sampling temperature (default 0.8; 0 = greedy)\n"
@@ -50,7 +54,10 @@ const char kUsage[] =
     "  --verbose          where the compile time went, and the disk cache's state\n";
 
 struct Args {
+  bool compile = false;  // `tinymlir compile`
   std::string model;
+  std::string bundle;
+  std::string out;
   std::string prompt;
   bool have_prompt = false;
   tm_generate_options options;
@@ -88,11 +95,12 @@ std::string Usage() {
 }
 
 Args ParseArgs(int argc, char **argv) {
-  if (argc < 2 || std::strcmp(argv[1], "generate") != 0) {
+  if (argc < 2 || (std::strcmp(argv[1], "generate") != 0 && std::strcmp(argv[1], "compile") != 0)) {
     std::fputs(Usage().c_str(), stderr);
     std::exit(argc < 2 ? 1 : (std::strcmp(argv[1], "--help") == 0 ? 0 : 1));
   }
   Args a;
+  a.compile = std::strcmp(argv[1], "compile") == 0;
   tm_generate_options_init(&a.options);
   a.options.temperature = kDefaultTemperature;
   a.options.top_k = kDefaultTopK;
@@ -105,6 +113,8 @@ Args ParseArgs(int argc, char **argv) {
       return argv[++i];
     };
     if (arg == "--model") a.model = value();
+    else if (arg == "--bundle") a.bundle = value();
+    else if (arg == "--out") a.out = value();
     else if (arg == "--tokens") a.options.max_new_tokens = static_cast<int32_t>(ParseNumber("--tokens", value(), 0, INT32_MAX));
     else if (arg == "--temperature") a.options.temperature = static_cast<float>(ParseNumber("--temperature", value(), 0, 1e6));
     else if (arg == "--top-k") a.options.top_k = static_cast<int32_t>(ParseNumber("--top-k", value(), 0, INT32_MAX));
@@ -119,6 +129,11 @@ Args ParseArgs(int argc, char **argv) {
     else if (arg.size() > 1 && arg[0] == '-' && arg[1] == '-') Die("unknown option " + arg + "\n" + Usage());
     else if (a.have_prompt) Die("more than one prompt given (quote the prompt)");
     else { a.prompt = arg; a.have_prompt = true; }
+  }
+  if (a.compile) {
+    if (a.out.empty()) Die("compile needs --out DIR\n" + Usage());
+    if (a.have_prompt) Die("compile takes no prompt");
+    return a;
   }
   if (!a.have_prompt) Die("no prompt given\n" + Usage());
   return a;
@@ -245,8 +260,31 @@ int main(int argc, char **argv) {
   tinymlir::ContextHandle ctx;
   tinymlir::ModelHandle model;
   Check(tm_context_create(ctx.out()), "creating a context");
-  std::fprintf(stderr, "[tinymlir] loading %s\n", dir.c_str());
-  Check(tm_model_load(ctx, dir.c_str(), nullptr, model.out()), "loading the model");
+  std::fprintf(stderr, "[tinymlir] loading %s%s%s\n", dir.c_str(),
+               args.bundle.empty() ? "" : " with the bundle ", args.bundle.c_str());
+  tm_model_options model_options;
+  tm_model_options_init(&model_options);
+  if (!args.bundle.empty()) model_options.bundle_dir = args.bundle.c_str();
+  Check(tm_model_load(ctx, dir.c_str(), &model_options, model.out()), "loading the model");
+
+  if (args.compile) {
+    Progress progress;
+    const auto start = std::chrono::steady_clock::now();
+    Check(tm_model_compile_bundle(model, args.out.c_str(), Progress::OnProgress, &progress),
+          "compiling the bundle");
+    tm_model_stats st;
+    st.struct_size = sizeof st;
+    Check(tm_model_get_stats(model, &st), "reading statistics");
+    std::fprintf(stderr, "[tinymlir] wrote %s: %llu programs (%llu compiled, %llu read from the "
+                 "disk cache) in %.1f s\n", args.out.c_str(),
+                 static_cast<unsigned long long>(st.programs_compiled + st.programs_from_disk +
+                                                 st.programs_cached),
+                 static_cast<unsigned long long>(st.programs_compiled),
+                 static_cast<unsigned long long>(st.programs_from_disk),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (args.verbose) PrintCompileBreakdown(st, ctx);
+    return 0;
+  }
 
   std::vector<int32_t> prompt;
   if (args.ids) {
@@ -285,11 +323,13 @@ int main(int argc, char **argv) {
   st.struct_size = sizeof st;
   Check(tm_model_get_stats(model, &st), "reading statistics");
   std::fprintf(stderr,
-               "[tinymlir] load %.0f ms | compile %.0f ms (%llu programs compiled, %llu read "
-               "from the disk cache) | prefill %.1f ms | decode %.1f tokens/s (%llu tokens)\n",
+               "[tinymlir] load %.0f ms | compile %.0f ms (%llu programs compiled, %llu %s) | "
+               "prefill %.1f ms | decode %.1f tokens/s (%llu tokens)\n",
                st.load_seconds * 1e3, st.compile_seconds * 1e3,
                static_cast<unsigned long long>(st.programs_compiled),
-               static_cast<unsigned long long>(st.programs_from_disk), st.prefill_seconds * 1e3,
+               static_cast<unsigned long long>(st.programs_from_disk),
+               args.bundle.empty() ? "read from the disk cache" : "loaded from the bundle",
+               st.prefill_seconds * 1e3,
                st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0,
                static_cast<unsigned long long>(st.decode_tokens));
   if (args.verbose) PrintCompileBreakdown(st, ctx);

@@ -5,7 +5,7 @@ include(CMakePackageConfigHelpers)
 
 set(TINYMLIR_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tinymlir)
 
-install(TARGETS tinymlir EXPORT tinymlirTargets
+install(TARGETS tinymlir tinymlir_runtime EXPORT tinymlirTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}

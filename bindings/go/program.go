@@ -184,6 +184,27 @@ func (p *Program) use(f func(*C.tm_program) error) error {
 	return f(p.c)
 }
 
+// Export writes the program to path as one self-contained file (tm_program_export).
+func (p *Program) Export(path string) error {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	return p.use(func(c *C.tm_program) error {
+		return call(func() C.tm_status { return C.tm_program_export(c, cpath) })
+	})
+}
+
+// LoadProgram loads a program written by Export, linked without the compiler
+// (tm_program_load).
+func LoadProgram(path string) (*Program, error) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var c *C.tm_program
+	if err := call(func() C.tm_status { return C.tm_program_load(cpath, &c) }); err != nil {
+		return nil, err
+	}
+	return newProgram(c), nil
+}
+
 // Clone returns a new reference to the same program (tm_program_retain).
 func (p *Program) Clone() (*Program, error) {
 	var clone *Program

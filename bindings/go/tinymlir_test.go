@@ -358,3 +358,27 @@ func TestVersions(t *testing.T) {
 		t.Fatalf("tinymlir.pc has version %q, the library %q", pc, Version())
 	}
 }
+
+func TestExportAndLoadAProgram(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	tr := affine(t, ctx)
+	defer tr.Close()
+	p := must[*Program](t)(ctx.Compile(tr, nil))
+	defer p.Close()
+	path := t.TempDir() + "/affine.tmp"
+	check(t, p.Export(path))
+	loaded := must[*Program](t)(LoadProgram(path))
+	defer loaded.Close()
+	want := must[[]float32](t)(runAffine(p))
+	got := must[[]float32](t)(runAffine(loaded))
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("y[%d] = %v from the loaded program, %v compiled", i, got[i], want[i])
+		}
+	}
+	_, err := LoadProgram(t.TempDir() + "/missing.tmp")
+	if e := wantStatus(t, err, StatusIO); !strings.Contains(e.Message, "missing.tmp") {
+		t.Errorf("message %q does not name the file", e.Message)
+	}
+}

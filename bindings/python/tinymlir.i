@@ -97,6 +97,7 @@ TMPY_RELEASE_GIL(tm_model_logits)
 %ignore tm_detokenize;
 %ignore tm_generate;
 %ignore tm_free;
+%ignore tm_cache_disk_message;  /* a caller char buffer: not wrapped */
 %ignore tm_token_callback;
 
 /* SWIG does not follow #include: each header is wrapped by name. */

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "capi/src/program_handle.h"
 #include "core/cache/program_cache.h"
 #include "core/trace/trace.h"
 #include "tinymlir/tinymlir.h"
@@ -31,10 +32,4 @@ struct tm_trace {
   }
 };
 
-// One handle per tm_compile call, sharing the program with the cache and other handles;
-// it remembers whether its lookup hit the cache.
-struct tm_program {
-  std::atomic<int> refs{1};
-  std::shared_ptr<tinymlir::Program> impl;
-  bool cache_hit = false;
-};
+// tm_program: capi/src/program_handle.h (the runtime library has it too).

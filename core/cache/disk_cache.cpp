@@ -1,5 +1,6 @@
 #include "core/cache/disk_cache.h"
 
+#include "core/cache/program_file.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +15,6 @@
 namespace tinymlir {
 namespace {
 
-constexpr char kMagic[8] = {'T', 'M', 'C', 'A', 'C', 'H', 'E', '1'};
 constexpr const char *kSuffix = ".tmc";
 // Larger files are not entries of ours (a program's object and texts are far smaller).
 constexpr uint64_t kMaxEntryBytes = 1ull << 30;
@@ -32,23 +32,6 @@ std::string Hex(uint64_t v) {
 }
 
 std::string Errno(const std::string &what) { return what + ": " + std::strerror(errno); }
-
-void PutU64(std::string *s, uint64_t v) { s->append(reinterpret_cast<const char *>(&v), 8); }
-
-bool GetU64(const std::string &s, size_t *pos, uint64_t *v) {
-  if (s.size() - *pos < 8) return false;
-  std::memcpy(v, s.data() + *pos, 8);
-  *pos += 8;
-  return true;
-}
-
-bool GetText(const std::string &s, size_t *pos, std::string *out) {
-  uint64_t n;
-  if (!GetU64(s, pos, &n) || n > s.size() - *pos) return false;
-  out->assign(s, *pos, n);
-  *pos += n;
-  return true;
-}
 
 // Creates `path` and its missing parents, owner-only.
 bool MakeDirectories(const std::string &path) {
@@ -113,6 +96,8 @@ void DiskCache::Configure(const std::string &directory, uint64_t limit) {
   checked_ = false;
   ready_ = false;
   writable_ = true;
+  const char *explain = std::getenv("TINYMLIR_EXPLAIN_CACHE");
+  explain_ = explain && *explain && std::string(explain) != "0";
 }
 
 bool DiskCache::ReadyLocked() {
@@ -168,13 +153,14 @@ std::string DiskCache::PathLocked(const std::string &key) const {
   return stats_.directory + "/" + Hex(a) + Hex(b) + kSuffix;
 }
 
-bool DiskCache::Load(const std::string &key, std::string *payload) {
+bool DiskCache::Load(const std::string &key, const std::string &manifest, std::string *payload) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ReadyLocked()) return false;
   const std::string path = PathLocked(key);
   int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     ++stats_.misses;
+    if (explain_) stats_.message = ExplainMissLocked(manifest);
     return false;
   }
   struct stat st;
@@ -192,20 +178,9 @@ bool DiskCache::Load(const std::string &key, std::string *payload) {
   if (read_ok) futimens(fd, nullptr);
   close(fd);
 
-  size_t pos = sizeof kMagic;
-  std::string manifest, stored_key;
-  uint64_t checksum = 0;
-  bool valid = read_ok && bytes.size() >= sizeof kMagic + 8 &&
-               std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
-  if (valid) {
-    std::memcpy(&checksum, bytes.data() + bytes.size() - 8, 8);
-    valid = Fnv1a(bytes.data(), bytes.size() - 8) == checksum;
-  }
-  if (valid) {
-    bytes.resize(bytes.size() - 8);
-    valid = GetText(bytes, &pos, &manifest) && GetText(bytes, &pos, &stored_key) &&
-            GetText(bytes, &pos, payload) && pos == bytes.size();
-  }
+  std::string stored_manifest, stored_key;
+  const bool valid =
+      read_ok && DecodeEntry(bytes, &stored_manifest, &stored_key, payload).ok();
   if (!valid) {
     ++stats_.corrupt;
     ++stats_.misses;
@@ -216,10 +191,60 @@ bool DiskCache::Load(const std::string &key, std::string *payload) {
   }
   if (stored_key != key) {  // another key with the same hash: not ours
     ++stats_.misses;
+    if (explain_) stats_.message = ExplainMissLocked(manifest);
     return false;
   }
   ++stats_.hits;
   return true;
+}
+
+std::string DiskCache::ExplainMissLocked(const std::string &manifest) {
+  auto lines = [](const std::string &text) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+      out.push_back(text.substr(start, nl - start));
+    if (start < text.size()) out.push_back(text.substr(start));
+    return out;
+  };
+  const std::vector<std::string> ours = lines(manifest);
+  const std::string what = ours.size() > 4 ? ours[4] : "a program";
+  std::vector<std::string> best;
+  size_t best_score = 0;
+  DIR *d = opendir(stats_.directory.c_str());
+  if (!d) return "disk cache miss for " + what + ": the directory cannot be read";
+  while (struct dirent *e = readdir(d)) {
+    if (!IsEntryName(e->d_name)) continue;
+    // Only the magic and the manifest are read.
+    int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) continue;
+    std::string head;
+    struct stat st;
+    uint64_t length = 0;
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+              ReadWholeFile(fd, std::min<uint64_t>(kEntryHeadBytes, st.st_size), &head) &&
+              ManifestLength(head, &length);
+    std::string theirs_text;
+    ok = ok && length <= 1 << 20 && ReadWholeFile(fd, length, &theirs_text);
+    close(fd);
+    if (!ok) continue;
+    std::vector<std::string> theirs = lines(theirs_text);
+    size_t score = 0;
+    for (size_t i = 0; i < ours.size() && i < theirs.size(); ++i) score += ours[i] == theirs[i];
+    if (score > best_score) {
+      best_score = score;
+      best = std::move(theirs);
+    }
+  }
+  closedir(d);
+  if (best.empty()) return "disk cache miss for " + what + ": the cache holds no entry";
+  std::string why;
+  for (size_t i = 0; i < ours.size() || i < best.size(); ++i) {
+    const std::string here = i < ours.size() ? ours[i] : "", there = i < best.size() ? best[i] : "";
+    if (here != there) why += (why.empty() ? "" : "; ") + here + " (nearest entry: " + there + ")";
+  }
+  if (why.empty()) why = "an entry with the same manifest but another key (a hash collision)";
+  return "disk cache miss for " + what + ": " + why;
 }
 
 void DiskCache::Discard(const std::string &key, const std::string &why) {
@@ -240,14 +265,7 @@ void DiskCache::Store(const std::string &key, const std::string &manifest,
                       const std::string &payload) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ReadyLocked() || !writable_) return;
-  std::string bytes(kMagic, sizeof kMagic);
-  PutU64(&bytes, manifest.size());
-  bytes += manifest;
-  PutU64(&bytes, key.size());
-  bytes += key;
-  PutU64(&bytes, payload.size());
-  bytes += payload;
-  PutU64(&bytes, Fnv1a(bytes.data(), bytes.size()));
+  const std::string bytes = EncodeEntry(manifest, key, payload);
   if (bytes.size() > kMaxEntryBytes) return;
 
   const std::string path = PathLocked(key);

@@ -51,11 +51,14 @@ class DiskCache {
   DiskCache &operator=(const DiskCache &) = delete;
 
   // Uses `directory` ("" = off) bounded by `limit` bytes (0 = kDefaultLimit). The directory
-  // is checked (and created) on first use.
+  // is checked (and created) on first use. With TINYMLIR_EXPLAIN_CACHE=1 in the environment,
+  // every miss sets the message to why: which lines of the manifest (version, target,
+  // options, trace, program, input and output types) differ from the nearest entry's.
   void Configure(const std::string &directory, uint64_t limit);
 
-  // The payload stored under `key`, if a valid entry exists.
-  bool Load(const std::string &key, std::string *payload);
+  // The payload stored under `key`, if a valid entry exists. `manifest` is the manifest
+  // Store would write for this key: with explaining on, a miss is explained against it.
+  bool Load(const std::string &key, const std::string &manifest, std::string *payload);
 
   // Stores `payload` under `key`; `manifest` is text for people (the key's parts).
   void Store(const std::string &key, const std::string &manifest, const std::string &payload);
@@ -67,6 +70,9 @@ class DiskCache {
 
  private:
   bool ReadyLocked();
+  // Finds the entry whose manifest shares the most lines with `manifest` and says which
+  // lines differ (TINYMLIR_EXPLAIN_CACHE).
+  std::string ExplainMissLocked(const std::string &manifest);
   std::string PathLocked(const std::string &key) const;
   void EvictLocked();
 
@@ -75,6 +81,7 @@ class DiskCache {
   bool checked_ = false;   // the directory was checked (ready_ tells the outcome)
   bool ready_ = false;
   bool writable_ = true;
+  bool explain_ = false;  // TINYMLIR_EXPLAIN_CACHE is set (and not "0")
   uint64_t temp_counter_ = 0;
 };
 

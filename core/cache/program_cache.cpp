@@ -24,6 +24,15 @@ std::string KeyHeader(const CompileOptions &options) {
          " opt_level=" + std::to_string(options.opt_level) + "\n";
 }
 
+std::string HashHex(const std::string &bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  static const char kHex[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) s[static_cast<size_t>(i)] = kHex[h & 15];
+  return s;
+}
+
 std::string Signature(const std::vector<TensorType> &types) {
   std::string s;
   for (const TensorType &t : types) s += (s.empty() ? "" : " ") + t.ToString();
@@ -100,36 +109,42 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
 Status ProgramCache::LoadOrCompile(const Trace &trace, const CompileOptions &options,
                                    std::unique_ptr<Program> *out) {
   const std::string header = KeyHeader(options);
-  const std::string key = header + "trace " + trace.Fingerprint();
+  const std::string fingerprint = trace.Fingerprint();
+  const std::string key = header + "trace " + fingerprint;
+  std::vector<TensorType> inputs, outputs;
+  for (ValueId v : trace.inputs()) inputs.push_back(trace.node(v).type);
+  for (ValueId v : trace.outputs()) outputs.push_back(trace.node(v).type);
+  // For people (and TINYMLIR_EXPLAIN_CACHE): the key's parts, one per line.
+  const std::string manifest = header + "trace " + trace.name() + "\nprogram " +
+                               HashHex(fingerprint) + "\ninputs " + Signature(inputs) +
+                               "\noutputs " + Signature(outputs) + "\n";
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   const auto start = Clock::now();
   std::string payload;
-  if (disk_.Load(key, &payload)) {
+  if (disk_.Load(key, manifest, &payload)) {
     auto program = std::make_unique<Program>();
     Status status = DeserializeProgram(payload, program.get());
     program->seconds(CompilePhase::kDiskRead) = since(start);
     const auto link_start = Clock::now();
-    std::vector<TensorType> inputs, outputs;
-    for (ValueId v : trace.inputs()) inputs.push_back(trace.node(v).type);
-    for (ValueId v : trace.outputs()) outputs.push_back(trace.node(v).type);
     if (status.ok() && (program->inputs != inputs || program->outputs != outputs))
       status = IoError("its signature differs from the trace's");
     if (status.ok()) status = LinkCompiled(options, program.get());
     program->seconds(CompilePhase::kLink) = since(link_start);
     if (status.ok()) {
       program->read_from_disk = true;
+      program->cache_key = key;
+      program->manifest = manifest;
       *out = std::move(program);
       return Status::Ok();
     }
     disk_.Discard(key, status.message());
   }
   TM_RETURN_IF_ERROR(Compile(trace, options, out));
-  const std::string manifest = header + "trace " + trace.name() + "\ninputs " +
-                               Signature((*out)->inputs) + "\noutputs " +
-                               Signature((*out)->outputs) + "\n";
+  (*out)->cache_key = key;
+  (*out)->manifest = manifest;
   disk_.Store(key, manifest, SerializeProgram(**out));
   return Status::Ok();
 }

@@ -67,6 +67,13 @@ class Reader {
 };
 
 constexpr uint64_t kFormat = 1;
+constexpr char kMagic[8] = {'T', 'M', 'C', 'A', 'C', 'H', 'E', '1'};
+
+uint64_t Fnv1a(const char *data, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 0x100000001b3ull;
+  return h;
+}
 constexpr uint64_t kMaxTensors = 1 << 20;
 
 }  // namespace
@@ -89,6 +96,40 @@ std::string SerializeProgram(const Program &program) {
     w.Text(s == static_cast<int>(Stage::kAssembly) ? std::string() : program.stages[s]);
   w.Text(program.object_code);
   return w.Take();
+}
+
+std::string EncodeEntry(const std::string &manifest, const std::string &key,
+                        const std::string &payload) {
+  Writer w;
+  w.Text(manifest);
+  w.Text(key);
+  w.Text(payload);
+  std::string bytes = std::string(kMagic, sizeof kMagic) + w.Take();
+  Writer sum;
+  sum.U64(Fnv1a(bytes.data(), bytes.size()));
+  return bytes + sum.Take();
+}
+
+bool ManifestLength(const std::string &head, uint64_t *length) {
+  if (head.size() < kEntryHeadBytes || std::memcmp(head.data(), kMagic, sizeof kMagic) != 0)
+    return false;
+  std::memcpy(length, head.data() + sizeof kMagic, 8);
+  return true;
+}
+
+Status DecodeEntry(const std::string &bytes, std::string *manifest, std::string *key,
+                   std::string *payload) {
+  if (bytes.size() < sizeof kMagic + 8 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    return IoError("not a tinymlir program file (no magic number)");
+  uint64_t checksum;
+  std::memcpy(&checksum, bytes.data() + bytes.size() - 8, 8);
+  if (Fnv1a(bytes.data(), bytes.size() - 8) != checksum)
+    return IoError("checksum mismatch (truncated or corrupted)");
+  const std::string body = bytes.substr(sizeof kMagic, bytes.size() - sizeof kMagic - 8);
+  Reader r(body);
+  if (!r.Text(manifest) || !r.Text(key) || !r.Text(payload) || !r.AtEnd())
+    return IoError("malformed (its parts do not add up)");
+  return Status::Ok();
 }
 
 Status DeserializeProgram(const std::string &bytes, Program *program) {

@@ -12,6 +12,18 @@ namespace tinymlir {
 
 std::string SerializeProgram(const Program &program);
 
+// One file of the disk cache or of tm_program_export: a magic number, the manifest (text),
+// the key, the payload (SerializeProgram) and a checksum over everything before it.
+std::string EncodeEntry(const std::string &manifest, const std::string &key,
+                        const std::string &payload);
+// Fails (naming what) on a wrong magic number, a checksum mismatch or a truncation.
+Status DecodeEntry(const std::string &bytes, std::string *manifest, std::string *key,
+                   std::string *payload);
+// Only the manifest: for reading many entries' manifests cheaply (the first bytes of the
+// file suffice); false when `head` does not start like an entry.
+bool ManifestLength(const std::string &head, uint64_t *length);
+inline constexpr size_t kEntryHeadBytes = 16;  // magic + manifest length
+
 // Fills `program`'s data from `bytes` (its entry and code stay empty). Fails, naming what
 // is wrong, on bytes SerializeProgram did not write (truncated, or out of bounds).
 Status DeserializeProgram(const std::string &bytes, Program *program);

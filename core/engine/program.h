@@ -63,6 +63,10 @@ struct GatherCheck {
   int64_t table_rows; // valid indices are [0, table_rows)
 };
 
+// The symbol every CPU program's object exports: void entry(void **args), args[i] pointing
+// at the i-th argument of the kernel's C interface (see Program::Entry).
+inline constexpr const char *kPackedEntryName = "tm_packed_entry";
+
 class Program {
  public:
   using Entry = void (*)(void **);  // the packed wrapper of _mlir_ciface_kernel
@@ -80,6 +84,10 @@ class Program {
   // The relocatable object `entry` was linked from (what the disk cache stores).
   std::string object_code;
   bool read_from_disk = false;  // linked from a disk cache entry rather than compiled
+  // The cache key and its readable manifest (core/cache/program_cache.cpp); a program file
+  // (tm_program_export) carries both.
+  std::string cache_key;
+  std::string manifest;
   std::array<double, kNumCompilePhases> phase_seconds{};  // wall time of each phase
   double &seconds(CompilePhase p) { return phase_seconds[static_cast<int>(p)]; }
 

@@ -95,7 +95,8 @@ TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, const tm_model_
     tm_model_options_init(&o);
     TM_RETURN_IF_ERROR(ReadOptions("tm_model_load", options, kModelOptionsFirstLayout, &o));
     auto model = std::make_unique<tm_model>();
-    TM_RETURN_IF_ERROR(Gpt2Model::Load(ctx, dir, o.target, &model->impl));
+    TM_RETURN_IF_ERROR(
+        Gpt2Model::Load(ctx, dir, o.target, o.bundle_dir ? o.bundle_dir : "", &model->impl));
     *out = model.release();
     return Status::Ok();
   });
@@ -201,6 +202,17 @@ TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_pr
     std::copy_n(generated.begin(), std::min(capacity, generated.size()), out_ids);
     *n_out = generated.size();
     return Status::Ok();
+  });
+}
+
+TM_API tm_status tm_model_compile_bundle(tm_model *model, const char *dir,
+                                         tm_progress_callback progress, void *user) {
+  if (!model) return Report(Null("tm_model_compile_bundle", "model"));
+  if (!dir) return Report(Null("tm_model_compile_bundle", "dir"));
+  return Guard("tm_model_compile_bundle", [&]() -> Status {
+    std::unique_ptr<Gpt2Model::Claim> claim;
+    TM_RETURN_IF_ERROR(model->impl->TryClaim("tm_model_compile_bundle", &claim));
+    return model->impl->CompileBundle(dir, progress, user);
   });
 }
 

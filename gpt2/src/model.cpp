@@ -1,14 +1,17 @@
 #include "gpt2/src/model.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -71,7 +74,7 @@ Status Invoke(tm_program *p, const Tensors &in, const Tensors &out) {
 }  // namespace
 
 Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target,
-                       std::unique_ptr<Gpt2Model> *out) {
+                       const std::string &bundle_dir, std::unique_ptr<Gpt2Model> *out) {
   auto start = Clock::now();
   if (target != TM_TARGET_CPU)
     return Unsupported("tm_model_load: only the CPU target runs GPT-2 in this build");
@@ -99,6 +102,8 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
   size_t cache = static_cast<size_t>(c.n_ctx) * c.n_embd;
   m->k_cache_.assign(c.n_layer, std::vector<float>(cache, 0.0f));  // zeros: masked rows stay finite
   m->v_cache_.assign(c.n_layer, std::vector<float>(cache, 0.0f));
+  m->bundle_dir_ = bundle_dir;
+  if (!bundle_dir.empty()) TM_RETURN_IF_ERROR(m->CheckBundle());
   m->stats_.struct_size = sizeof(tm_model_stats);
   m->stats_.load_seconds = Seconds(start);
   *out = std::move(m);
@@ -124,7 +129,10 @@ Status Gpt2Model::GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program 
   }
   auto start = Clock::now();
   ProgramHandle program;
-  TM_RETURN_IF_ERROR(CompileProgram(ctx_, config_, target_, kind, t, l, &program));
+  if (!bundle_dir_.empty())
+    TM_RETURN_IF_ERROR(LoadFromBundle(key, &program));
+  else
+    TM_RETURN_IF_ERROR(CompileProgram(ctx_, config_, target_, kind, t, l, &program));
   Count(program);
   stats_.compile_seconds += Seconds(start);
   *out = program;
@@ -133,6 +141,10 @@ Status Gpt2Model::GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program 
 }
 
 void Gpt2Model::Count(tm_program *program) {
+  if (!bundle_dir_.empty()) {
+    stats_.programs_from_disk += 1;
+    return;
+  }
   if (tm_program_cache_hit(program)) {
     stats_.programs_cached += 1;
     return;
@@ -148,13 +160,10 @@ int64_t Gpt2Model::CacheRows(int64_t filled) const {
 }
 
 Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
-  using Key = std::tuple<int, int64_t, int64_t>;
-  // The (T, L) shapes each step will run; programs this model already holds are skipped.
+  // The (T, L) shapes each step will run.
   std::vector<Key> missing;
   auto want = [&](ProgramKind kind, int64_t t, int64_t l) {
-    Key key(static_cast<int>(kind), t, l);
-    if (!programs_.count(key) && std::find(missing.begin(), missing.end(), key) == missing.end())
-      missing.push_back(key);
+    missing.emplace_back(static_cast<int>(kind), t, l);
   };
   auto need = [&](int64_t t, int64_t filled) {
     want(ProgramKind::kEmbed, t, 0);
@@ -168,8 +177,29 @@ Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
     int64_t filled = n + step;  // positions in the cache after this step's token
     request.use_kv_cache ? need(1, filled) : need(NextPowerOfTwo(filled), filled);
   }
+  return EnsurePrograms(missing, request.progress, request.progress_user);
+}
+
+Status Gpt2Model::EnsurePrograms(const std::vector<Key> &wanted, tm_progress_callback progress,
+                                 void *user) {
+  std::vector<Key> missing;
+  for (const Key &key : wanted)
+    if (!programs_.count(key) && std::find(missing.begin(), missing.end(), key) == missing.end())
+      missing.push_back(key);
   const int32_t total = static_cast<int32_t>(missing.size());
   if (total == 0) return Status::Ok();
+  if (!bundle_dir_.empty()) {  // loading is quick: no threads
+    const auto start = Clock::now();
+    for (int32_t i = 0; i < total; ++i) {
+      ProgramHandle program;
+      TM_RETURN_IF_ERROR(LoadFromBundle(missing[i], &program));
+      Count(program);
+      programs_.emplace(missing[i], std::move(program));
+      if (progress) progress(user, i + 1, total);
+    }
+    stats_.compile_seconds += Seconds(start);
+    return Status::Ok();
+  }
 
   // The programs are independent: compile them on one thread per usable CPU (the context
   // is thread-safe, and each compile has its own MLIR context). Workers take the next
@@ -198,16 +228,16 @@ Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
     for (size_t i = 0; i < n_threads; ++i) threads.emplace_back(work);
   if (n_threads <= 1) {
     work();
-    if (request.progress) request.progress(request.progress_user, total, total);
+    if (progress) progress(user, total, total);
   } else {
     std::unique_lock<std::mutex> lock(mutex);
     size_t reported = 0;
     while (reported < missing.size()) {
       ready.wait(lock, [&] { return done > reported; });
       reported = done;
-      if (request.progress) {
+      if (progress) {
         lock.unlock();
-        request.progress(request.progress_user, static_cast<int32_t>(reported), total);
+        progress(user, static_cast<int32_t>(reported), total);
         lock.lock();
       }
     }
@@ -400,6 +430,86 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
     if (request.callback && request.callback(request.user, token) != 0) break;
     if (request.stop_at_eos && token == eos) break;
   }
+  return Status::Ok();
+}
+
+namespace {
+
+std::string BundleFileName(const std::tuple<int, int64_t, int64_t> &key) {
+  const auto &[kind, t, l] = key;
+  return std::string(ProgramName(static_cast<ProgramKind>(kind))) + "_t" + std::to_string(t) +
+         "_l" + std::to_string(l) + ".tmp";
+}
+
+// The dimensions a bundle's programs are specialised to, as manifest.txt lines.
+std::string BundleDimensions(const Gpt2Config &c) {
+  char eps[64];
+  std::snprintf(eps, sizeof eps, "%.9g", c.layer_norm_epsilon);
+  return "n_embd " + std::to_string(c.n_embd) + "\nn_head " + std::to_string(c.n_head) +
+         "\nn_inner " + std::to_string(c.n_inner) + "\nvocab_size " +
+         std::to_string(c.vocab_size) + "\nn_ctx " + std::to_string(c.n_ctx) +
+         "\nlayer_norm_epsilon " + eps + "\n";
+}
+
+constexpr const char *kBundleHeader = "tinymlir gpt2 bundle 1\n";
+
+}  // namespace
+
+Status Gpt2Model::CheckBundle() const {
+  const std::string path = bundle_dir_ + "/manifest.txt";
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) return IoError(path + ": cannot open (is " + bundle_dir_ + " a bundle?)");
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (1 << 20);)
+    text.append(buf, n);
+  std::fclose(f);
+  const std::string want = kBundleHeader + BundleDimensions(config_);
+  if (text.compare(0, want.size(), want) != 0)
+    return IoError(path + ": the bundle was compiled for another model or format; this "
+                   "model needs:\n" + want);
+  return Status::Ok();
+}
+
+Status Gpt2Model::LoadFromBundle(const Key &key, ProgramHandle *out) {
+  const std::string path = bundle_dir_ + "/" + BundleFileName(key);
+  tm_status s = tm_program_load(path.c_str(), out->out());
+  if (s == TM_ERROR_IO && access(path.c_str(), F_OK) != 0)
+    return IoError("the bundle " + bundle_dir_ + " has no " + BundleFileName(key) +
+                   " (compile the bundle again with tm_model_compile_bundle)");
+  return FromC(s);
+}
+
+Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback progress,
+                                void *user) {
+  if (!bundle_dir_.empty())
+    return InvalidArgument("tm_model_compile_bundle: this model runs from a bundle already");
+  // Every (T, L) Forward can ask for: prompts and no-KV-cache steps of any length n run in
+  // T = NextPowerOfTwo(n) against L = CacheRows(n) rows; decode steps in T = 1 against any L.
+  std::vector<Key> keys;
+  keys.emplace_back(static_cast<int>(ProgramKind::kHead), 1, 0);
+  for (int64_t t = 1;; t *= 2) {
+    keys.emplace_back(static_cast<int>(ProgramKind::kEmbed), t, 0);
+    keys.emplace_back(static_cast<int>(ProgramKind::kQkv), t, 0);
+    keys.emplace_back(static_cast<int>(ProgramKind::kAttnMlp), t, CacheRows(t));
+    keys.emplace_back(static_cast<int>(ProgramKind::kAttnMlp), 1, CacheRows(t));
+    if (t >= config_.n_ctx) break;
+  }
+  TM_RETURN_IF_ERROR(EnsurePrograms(keys, progress, user));
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return IoError(dir + ": cannot create: " + std::strerror(errno));
+  std::string manifest = kBundleHeader + BundleDimensions(config_) + "programs\n";
+  for (const Key &key : keys) {
+    const std::string name = BundleFileName(key);
+    if (manifest.find("\n" + name + "\n") != std::string::npos) continue;
+    TM_RETURN_IF_ERROR(FromC(tm_program_export(programs_.at(key), (dir + "/" + name).c_str())));
+    manifest += name + "\n";
+  }
+  const std::string path = dir + "/manifest.txt";
+  FILE *f = std::fopen(path.c_str(), "wb");
+  const bool written = f && std::fwrite(manifest.data(), 1, manifest.size(), f) == manifest.size();
+  if (f && std::fclose(f) != 0) return IoError(path + ": cannot write");
+  if (!written) return IoError(path + ": cannot write");
   return Status::Ok();
 }
 

@@ -38,8 +38,9 @@ class Gpt2Model {
  public:
   // Loads config, weights and (when both files exist) the tokenizer from `dir`. The model
   // keeps a reference to ctx.
+  // With a non-empty `bundle_dir`, programs are loaded from that bundle instead of compiled.
   static Status Load(tm_context *ctx, const std::string &dir, tm_target target,
-                     std::unique_ptr<Gpt2Model> *out);
+                     const std::string &bundle_dir, std::unique_ptr<Gpt2Model> *out);
   Gpt2Model(const Gpt2Model &) = delete;
   Gpt2Model &operator=(const Gpt2Model &) = delete;
 
@@ -70,6 +71,9 @@ class Gpt2Model {
   Status Generate(const int32_t *prompt, size_t n, const GenerateRequest &request,
                   std::vector<int32_t> *out);
 
+  // Compiles every program the model can run and exports them, with a manifest, to `dir`.
+  Status CompileBundle(const std::string &dir, tm_progress_callback progress, void *user);
+
  private:
   Gpt2Model() = default;
 
@@ -82,16 +86,24 @@ class Gpt2Model {
   void Count(tm_program *program);
   // Cache rows the attention reads once `filled` positions are in the cache.
   int64_t CacheRows(int64_t filled) const;
-  // Compiles (or finds) every program a generation of this shape will run, in parallel,
-  // reporting progress.
+  using Key = std::tuple<int, int64_t, int64_t>;  // (ProgramKind, T, L)
+  // Compiles (or finds) every program a generation of this shape will run.
   Status Prepare(size_t n_prompt, const GenerateRequest &request);
+  // Makes the programs of `keys` ready: compiled in parallel (one thread per usable CPU),
+  // or loaded from the bundle; reports progress.
+  Status EnsurePrograms(const std::vector<Key> &keys, tm_progress_callback progress, void *user);
+  // Loads one program from the bundle.
+  Status LoadFromBundle(const Key &key, ProgramHandle *out);
+  // Checks the bundle's manifest against this model's configuration.
+  Status CheckBundle() const;
 
   ContextHandle ctx_;  // one reference, taken at load
+  std::string bundle_dir_;  // "" = compile
   tm_target target_ = TM_TARGET_CPU;
   Gpt2Config config_;
   Gpt2Weights weights_;
   std::unique_ptr<BpeTokenizer> tokenizer_;
-  std::map<std::tuple<int, int64_t, int64_t>, ProgramHandle> programs_;
+  std::map<Key, ProgramHandle> programs_;
   std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer: (n_ctx, d)
   int64_t cache_dirty_end_ = 0;  // rows at and above are zero in every layer's cache
   std::vector<float> x_, x_next_, q_, k_, v_, mask_;    // scratch

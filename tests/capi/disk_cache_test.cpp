@@ -196,6 +196,37 @@ TEST(DiskCache, EveryPartOfTheProgramAndOptionsChangesTheKey) {
   EXPECT_TRUE(CompileAndRun(again, 4).from_disk);
 }
 
+TEST(DiskCache, ExplainingSaysWhichPartOfTheKeyDiffered) {
+  const std::string dir = FreshDirectory("explain");
+  setenv("TINYMLIR_EXPLAIN_CACHE", "1", 1);
+  {
+    Context ctx = ContextWithDisk(dir);
+    CompileAndRun(ctx, 4);
+    EXPECT_NE(Message(ctx).find("disk cache miss for trace disk: the cache holds no entry"),
+              std::string::npos)
+        << Message(ctx);
+  }
+  {
+    Context ctx = ContextWithDisk(dir);
+    tm_compile_options o1 = Options(1, 1, /*opt_level=*/1);
+    CompileAndRun(ctx, 4, 0.5f, 1.0f, &o1);
+    EXPECT_NE(Message(ctx).find("options optimize=1 blas=1 opt_level=1 (nearest entry: "
+                                "options optimize=1 blas=1 opt_level=3)"),
+              std::string::npos)
+        << Message(ctx);
+  }
+  {
+    Context ctx = ContextWithDisk(dir);
+    CompileAndRun(ctx, 6);
+    const std::string why = Message(ctx);
+    EXPECT_NE(why.find("inputs f32(3,4) f32(4,6) (nearest entry: inputs f32(3,4) f32(4,4))"),
+              std::string::npos)
+        << why;
+    EXPECT_EQ(why.find("opt_level"), std::string::npos) << "options were equal: " << why;
+  }
+  unsetenv("TINYMLIR_EXPLAIN_CACHE");
+}
+
 TEST(DiskCache, ACorruptEntryIsRefusedRemovedAndRebuilt) {
   const std::string dir = FreshDirectory("corrupt");
   {

@@ -21,6 +21,18 @@ violations() {
 
 # core is the compiler library: no C API, no application.
 violations 'tinymlir/|capi/|gpt2/' "core/ includes the C API or the GPT-2 application" core
+# The engine half of core (tinymlir_engine, all of libtinymlir_runtime.so) has no LLVM or
+# MLIR, and nothing of the compiler half.
+engine="core/trace core/engine core/cache/program_file.h core/cache/program_file.cpp
+  core/target/cpu/gemv_kernels.h core/target/cpu/gemv_kernels.cpp core/target/cpu/worker_pool.h
+  core/target/cpu/worker_pool.cpp core/target/cpu/runtime_symbols.h
+  core/target/cpu/runtime_symbols.cpp core/support/status.h core/support/build_id.h
+  core/support/build_id.cpp"
+# shellcheck disable=SC2086
+violations 'llvm/|mlir/|core/builder|core/passes|core/target/compile|core/target/cpu/(cpu_compiler|native_object)|core/cache/(program_cache|disk_cache)' \
+  "the engine (libtinymlir_runtime.so) includes LLVM, MLIR or the compiler" $engine
+violations 'capi/src/handles|core/target/compile|core/cache/program_cache' \
+  "capi/src/program_run.cpp (in the runtime library) includes the compiler" capi/src/program_run.cpp
 # The GPT-2 application stands on the public headers only.
 violations 'core/|capi/' "gpt2/ reaches past the public headers" gpt2
 # The C boundary converts to core; it does not know the application.

@@ -238,3 +238,32 @@ def test_options_struct_sizes():
     capi.tm_model_destroy(model)
     capi.tm_trace_destroy(tr)
     capi.tm_context_destroy(ctx)
+
+
+def test_export_and_load_a_program(tmp_path):
+    # tm_program_export / tm_program_load: the loaded program (linked without the compiler)
+    # gives the compiled one's results bit for bit.
+    ctx = tm.Context()
+    trace = tm.Trace(ctx, "f")
+    x = capi.tm_op_input(trace.ptr, capi.TM_F32, [3, 4])
+    w = capi.tm_op_input(trace.ptr, capi.TM_F32, [4, 5])
+    trace.end([capi.tm_op_tanh(trace.ptr, capi.tm_op_matmul(trace.ptr, x, w))])
+    compiled = tm.Program.compile(ctx, trace)
+    path = tmp_path / "f.tmp"
+    compiled.export(path)
+    loaded = tm.Program.load(path)
+    assert loaded.input_types == compiled.input_types
+    assert loaded.output_types == compiled.output_types
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((3, 4)).astype(np.float32)
+    ws = rng.standard_normal((4, 5)).astype(np.float32)
+    want, got = np.zeros((3, 5), np.float32), np.zeros((3, 5), np.float32)
+    compiled.invoke([xs, ws], [want])
+    loaded.invoke([xs, ws], [got])
+    assert np.array_equal(got, want)
+    np.testing.assert_allclose(want, np.tanh(xs.astype(np.float64) @ ws), rtol=1e-5, atol=1e-6)
+    with pytest.raises(tm.LoadError, match="missing.tmp"):
+        tm.Program.load(tmp_path / "missing.tmp")
+    path.write_bytes(b"not a program")
+    with pytest.raises(tm.LoadError, match="not a tinymlir program file"):
+        tm.Program.load(path)

@@ -203,6 +203,16 @@ class Program(_Handle):
         capi.tm_program_retain(ptr)
         return Program(ptr)
 
+    def export(self, path):
+        """Writes the program to `path` as one self-contained file (tm_program_export)."""
+        with self._using() as ptr:
+            capi.tm_program_export(ptr, str(path))
+
+    @classmethod
+    def load(cls, path):
+        """A program written by export(), linked without the compiler (tm_program_load)."""
+        return cls(capi.tm_program_load(str(path)))
+
     @property
     def cache_hit(self):
         """True if the tm_compile that returned this program found it in the context's

@@ -33,6 +33,11 @@
  *
  * GPT-2 models, built on this API, are declared in <tinymlir/gpt2.h>; a C++ wrapper with
  * RAII handles and a tracer is in <tinymlir/tinymlir.hpp>.
+ *
+ * The runtime library, libtinymlir_runtime.so, runs exported programs without LLVM or
+ * MLIR. It implements, with the same behaviour, every tm_program_* function, tm_invoke,
+ * tm_last_error, tm_set_last_error, tm_status_string, tm_version, tm_api_version and
+ * tm_free; it has no contexts, traces or compiler (tm_program_load makes its programs).
  */
 #ifndef TINYMLIR_TINYMLIR_H
 #define TINYMLIR_TINYMLIR_H
@@ -477,8 +482,8 @@ TM_API uint64_t tm_program_temporary_bytes(const tm_program *program);
 /* Adds a reference to a program. Accepts NULL. */
 TM_API void tm_program_retain(tm_program *program);
 
-/* Drops a reference; the program (its MLIR context, module and JIT engine) is freed with
- * the last one. Accepts NULL. */
+/* Drops a reference; the program (its texts and native code) is freed with the last one.
+ * Accepts NULL. */
 TM_API void tm_program_release(tm_program *program);
 
 /* Number of inputs/outputs of a program (0 if program is NULL). */
@@ -512,6 +517,26 @@ TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text)
  * not map two elements to one address (both TM_ERROR_INVALID_ARGUMENT, no native code ran). */
 TM_API tm_status tm_invoke(tm_program *program, const tm_tensor *inputs, int32_t n_inputs,
                            const tm_tensor *outputs, int32_t n_outputs);
+
+/* ---- Program files ------------------------------------------------------------------ */
+
+/* Writes a compiled program to `path` as one self-contained file: its native object
+ * (x86-64 ELF, position-independent), its signature (input and output types, temporary
+ * memory, gather checks), its stage texts, and a manifest naming the tinymlir version, the
+ * LLVM version, the target CPU and its features and the compile options, with a checksum.
+ * The file is written to a temporary name and renamed into place.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL), TM_ERROR_IO (cannot write). */
+TM_API tm_status tm_program_export(const tm_program *program, const char *path);
+
+/* Loads a program file written by tm_program_export, linking its object into this
+ * process with tinymlir's own ELF linker (no LLVM): *out behaves as the exported program
+ * did (tm_invoke, the accessors, the stage texts but the assembly). Like the disk cache,
+ * a program file is code: load only files you trust.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL), TM_ERROR_IO (missing, not a program file,
+ * checksum mismatch, malformed), TM_ERROR_UNSUPPORTED (written by another tinymlir
+ * version, or for a CPU this one is not: another architecture, or instruction set
+ * extensions this CPU lacks, named in the message). */
+TM_API tm_status tm_program_load(const char *path, tm_program **out);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,14 +1,12 @@
 #include "core/target/cpu/native_object.h"
 
-#include <cblas.h>
 #include <dlfcn.h>
 
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
 
-#include "core/engine/guarded_call.h"
-#include "core/target/cpu/gemv_kernels.h"
+#include "core/target/cpu/runtime_symbols.h"
 #include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -27,9 +25,6 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
-// Strided memref copies lower to this function of MLIR's C runner utils.
-extern "C" void memrefCopy(int64_t elemSize, void *src, void *dst);
-
 namespace tinymlir {
 namespace {
 
@@ -41,46 +36,6 @@ void InitializeNativeTargetOnce() {
     return true;
   }();
   (void)done;
-}
-
-// External functions the generated code may call, by the addresses this library links
-// against. The linker must not depend on a process-global symbol search: a host that loads
-// libtinymlir with RTLD_LOCAL (Python does) hides OpenBLAS and libm from such a search.
-const std::unordered_map<std::string, void *> &RuntimeSymbols() {
-  static const auto *symbols = new std::unordered_map<std::string, void *>{
-      {"cblas_sgemm", reinterpret_cast<void *>(&cblas_sgemm)},
-      {"cblas_dgemm", reinterpret_cast<void *>(&cblas_dgemm)},
-      {"cblas_sgemv", reinterpret_cast<void *>(&cblas_sgemv)},
-      {"cblas_dgemv", reinterpret_cast<void *>(&cblas_dgemv)},
-      {"tm_rt_sgemv_row", reinterpret_cast<void *>(&tm_rt_sgemv_row)},
-      {"tm_rt_sgemv_col", reinterpret_cast<void *>(&tm_rt_sgemv_col)},
-      {"memrefCopy", reinterpret_cast<void *>(&memrefCopy)},
-      // Temporaries go through the engine's guarded allocator (core/engine/guarded_call.h):
-      // a failed allocation becomes TM_ERROR_OUT_OF_MEMORY instead of a write through NULL.
-      {"malloc", reinterpret_cast<void *>(&tm_rt_malloc)},
-      {"free", reinterpret_cast<void *>(&tm_rt_free)},
-      {"aligned_alloc", reinterpret_cast<void *>(&tm_rt_aligned_alloc)},
-      {"memcpy", reinterpret_cast<void *>(&::memcpy)},
-      {"memmove", reinterpret_cast<void *>(&::memmove)},
-      {"memset", reinterpret_cast<void *>(&::memset)},
-#define TM_LIBM(name)                                                                   \
-  {#name "f", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::name##f))},    \
-      {#name, reinterpret_cast<void *>(static_cast<double (*)(double)>(&::name))}
-      TM_LIBM(exp), TM_LIBM(expm1), TM_LIBM(exp2), TM_LIBM(log), TM_LIBM(log1p),
-      TM_LIBM(log2), TM_LIBM(log10), TM_LIBM(tanh), TM_LIBM(erf), TM_LIBM(sqrt),
-      TM_LIBM(fabs), TM_LIBM(sin), TM_LIBM(cos), TM_LIBM(floor), TM_LIBM(ceil),
-      TM_LIBM(round), TM_LIBM(trunc),
-#undef TM_LIBM
-      {"powf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::powf))},
-      {"fmaf", reinterpret_cast<void *>(static_cast<float (*)(float, float, float)>(&::fmaf))},
-      {"fma", reinterpret_cast<void *>(static_cast<double (*)(double, double, double)>(&::fma))},
-      {"pow", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::pow))},
-      {"fmaxf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fmaxf))},
-      {"fminf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fminf))},
-      {"fmax", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmax))},
-      {"fmin", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmin))},
-  };
-  return *symbols;
 }
 
 std::string ErrorText(llvm::Error error) { return llvm::toString(std::move(error)); }
@@ -129,6 +84,9 @@ std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::strin
       llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less,
       llvm::CodeGenOptLevel::Default, llvm::CodeGenOptLevel::Aggressive};
   builder->setCodeGenOptLevel(levels[opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level]);
+  // Position-independent: an exported object is linked at any address by elf_object.h
+  // (calls through stubs, external data through GOT slots). On x86-64 this costs nothing.
+  builder->setRelocationModel(llvm::Reloc::PIC_);
   auto tm = builder->createTargetMachine();
   if (!tm) {
     *error = ErrorText(tm.takeError());

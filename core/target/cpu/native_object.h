@@ -18,10 +18,6 @@ class TargetMachine;
 
 namespace tinymlir {
 
-// The packed entry every CPU program exports: void entry(void **args), args[i] pointing
-// at the i-th argument of the kernel's C interface (see Program::Entry).
-inline constexpr const char *kPackedEntryName = "tm_packed_entry";
-
 // A target machine for this host (its CPU and features), at LLVM codegen level 0..3.
 std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::string *error);
 

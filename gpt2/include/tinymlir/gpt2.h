@@ -26,10 +26,19 @@ extern "C" {
 
 typedef struct tm_model tm_model;
 
-/* First published layout: struct_size 8. */
+/* Called while programs are prepared (tm_generate, tm_model_compile_bundle): `done` of
+ * `total` ready (compiled, or read from a cache or bundle). Called from the thread that
+ * made the call, at least once when total > 0 (with done == total last). */
+typedef void (*tm_progress_callback)(void *user, int32_t done, int32_t total);
+
+/* First published layout: struct_size 8 (target); bundle_dir from 16. */
 typedef struct tm_model_options {
   uint32_t struct_size; /* sizeof(tm_model_options); set by tm_model_options_init */
   tm_target target;     /* TM_TARGET_CPU (default) */
+  /* NULL (default): programs are compiled through the context's cache as needed. A folder
+   * written by tm_model_compile_bundle: programs are loaded from it (tm_program_load, no
+   * compiler involved) and a program it lacks is an error. */
+  const char *bundle_dir;
 } tm_model_options;
 
 /* Fills options with the defaults: the CPU target. */
@@ -52,6 +61,16 @@ TM_API void tm_model_options_init(tm_model_options *options);
  * configuration this implementation does not run, e.g. another activation or target). */
 TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, const tm_model_options *options,
                                tm_model **out);
+
+/* Compiles every program this model can run (each prompt and context length bucket, the
+ * decode step and the no-KV-cache path, up to the model's n_ctx), in parallel, reporting
+ * progress, and exports them (tm_program_export) into the folder `dir` (created if
+ * missing) with a manifest.txt naming the model's dimensions. A model loaded with
+ * options.bundle_dir = dir then runs without compiling, with the same tokens.
+ * Errors: TM_ERROR_INVALID_ARGUMENT, TM_ERROR_IO (cannot write), TM_ERROR_COMPILE,
+ * TM_ERROR_BUSY. */
+TM_API tm_status tm_model_compile_bundle(tm_model *model, const char *dir,
+                                         tm_progress_callback progress, void *user);
 
 /* Frees a model (weights, tokenizer, KV cache, its references to programs and to its
  * context). Must not run concurrently with another call on the model. Accepts NULL. */
@@ -86,11 +105,6 @@ TM_API tm_status tm_detokenize(const tm_model *model, const int32_t *ids, size_t
  * TM_ERROR_BUSY. */
 TM_API tm_status tm_model_logits(tm_model *model, const int32_t *ids, size_t n, float *logits,
                                  size_t capacity);
-
-/* Called while a generation's programs are prepared: `done` of `total` ready (compiled,
- * or read from a cache). Called from the thread that called tm_generate, at least once
- * when total > 0 (with done == total last). */
-typedef void (*tm_progress_callback)(void *user, int32_t done, int32_t total);
 
 /* First published layout: struct_size 40 (up to stop_at_eos); progress from 56. */
 typedef struct tm_generate_options {

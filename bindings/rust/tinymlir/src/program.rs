@@ -1,6 +1,7 @@
 //! Compiled programs: immutable, reference-counted, invoked on caller-owned buffers.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, CStr, CString};
+use std::path::Path;
 use std::ptr;
 
 use tinymlir_sys as sys;
@@ -122,6 +123,21 @@ impl Program {
         Program { raw }
     }
 
+    /// Writes the program to `path` as one self-contained file (`tm_program_export`).
+    pub fn export(&self, path: impl AsRef<Path>) -> Result<()> {
+        let c_path = c_path(path.as_ref())?;
+        check(unsafe { sys::tm_program_export(self.raw, c_path.as_ptr()) })
+    }
+
+    /// A program written by [`Program::export`], linked without the compiler
+    /// (`tm_program_load`).
+    pub fn load(path: impl AsRef<Path>) -> Result<Program> {
+        let c_path = c_path(path.as_ref())?;
+        let mut raw = ptr::null_mut();
+        check(unsafe { sys::tm_program_load(c_path.as_ptr(), &mut raw) })?;
+        Ok(Program { raw })
+    }
+
     /// Whether the compile that returned this program found it in the context's cache
     /// (compiled earlier for an equal trace and equal options) rather than compiling it
     /// (`tm_program_cache_hit`). A clone answers as the program it was cloned from.
@@ -201,4 +217,10 @@ impl Drop for Program {
     fn drop(&mut self) {
         unsafe { sys::tm_program_release(self.raw) }
     }
+}
+
+fn c_path(path: &Path) -> Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::new(ErrorKind::InvalidArgument, format!("path {path:?} contains a NUL byte")))
 }

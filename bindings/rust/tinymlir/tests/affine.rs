@@ -129,3 +129,20 @@ fn compiling_an_equal_trace_again_is_a_cache_hit() -> tinymlir::Result<()> {
     assert!(!ctx.compile_with(&affine_trace(&ctx)?, &options)?.cache_hit());
     Ok(())
 }
+
+#[test]
+fn exported_programs_load_and_give_the_same_values() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let program = ctx.compile(&affine_trace(&ctx)?)?;
+    let dir = std::env::temp_dir().join(format!("tinymlir-rust-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("affine.tmp");
+    program.export(&path)?;
+    let loaded = Program::load(&path)?;
+    assert_eq!(run(&loaded)?, run(&program)?);
+    let missing = Program::load(dir.join("missing.tmp")).unwrap_err();
+    assert_eq!(missing.kind(), tinymlir::ErrorKind::Io);
+    assert!(missing.message().contains("missing.tmp"), "{missing}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    Ok(())
+}

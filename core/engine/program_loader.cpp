@@ -1,0 +1,161 @@
+#include "core/engine/program_loader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "core/cache/program_file.h"
+#include "core/engine/elf_object.h"
+#include "core/target/cpu/runtime_symbols.h"
+
+#ifndef TINYMLIR_VERSION_STRING
+#error "TINYMLIR_VERSION_STRING must be defined by the build"
+#endif
+
+namespace tinymlir {
+namespace {
+
+// Program files are small (an object and its texts); larger files are refused unread.
+constexpr uint64_t kMaxProgramFileBytes = 1ull << 30;
+
+class ElfCode : public CompiledCode {
+ public:
+  explicit ElfCode(std::unique_ptr<ElfImage> image) : image_(std::move(image)) {}
+  Status Assembly(std::string *) const override {
+    return Unsupported("a program loaded from a file keeps no assembly; its LLVM IR stage "
+                       "shows the code it runs");
+  }
+
+ private:
+  std::unique_ptr<ElfImage> image_;
+};
+
+// The manifest line that starts with `prefix`, without it ("" when absent).
+std::string ManifestLine(const std::string &manifest, const std::string &prefix) {
+  std::istringstream lines(manifest);
+  for (std::string line; std::getline(lines, line);)
+    if (line.compare(0, prefix.size(), prefix) == 0) return line.substr(prefix.size());
+  return std::string();
+}
+
+// Whether this CPU has `feature` (LLVM's name), for the extensions compiled code may use.
+// Unknown names count as present: LLVM lists many that decide nothing about what runs.
+bool CpuHas(const std::string &feature) {
+  __builtin_cpu_init();
+#define TM_FEATURE(llvm_name, gcc_name) \
+  if (feature == llvm_name) return __builtin_cpu_supports(gcc_name);
+  TM_FEATURE("sse3", "sse3") TM_FEATURE("ssse3", "ssse3") TM_FEATURE("sse4.1", "sse4.1")
+  TM_FEATURE("sse4.2", "sse4.2") TM_FEATURE("popcnt", "popcnt") TM_FEATURE("avx", "avx")
+  TM_FEATURE("avx2", "avx2") TM_FEATURE("fma", "fma") TM_FEATURE("bmi", "bmi")
+  TM_FEATURE("bmi2", "bmi2") TM_FEATURE("avx512f", "avx512f") TM_FEATURE("avx512bw", "avx512bw")
+  TM_FEATURE("avx512dq", "avx512dq") TM_FEATURE("avx512vl", "avx512vl")
+  TM_FEATURE("avx512cd", "avx512cd") TM_FEATURE("avx512vnni", "avx512vnni")
+  TM_FEATURE("avx512bf16", "avx512bf16") TM_FEATURE("f16c", "f16c")
+#undef TM_FEATURE
+  return true;
+}
+
+Status CheckHost(const std::string &manifest) {
+  const std::string version = ManifestLine(manifest, "tinymlir ");
+  const std::string ours = TINYMLIR_VERSION_STRING;
+  if (version.compare(0, ours.size() + 1, ours + " ") != 0)
+    return Unsupported("the program was compiled by tinymlir " +
+                       version.substr(0, version.find(' ')) + "; this is tinymlir " + ours);
+  std::istringstream target(ManifestLine(manifest, "target "));
+  std::string kind, triple, cpu, features;
+  target >> kind >> triple >> cpu >> features;
+  if (kind != "cpu") return Unsupported("the program is not for the CPU target ('" + kind + "')");
+  if (triple.compare(0, 7, "x86_64-") != 0)
+    return Unsupported("the program was compiled for " + triple + "; this is x86-64");
+  std::string missing;
+  std::istringstream list(features);
+  for (std::string f; std::getline(list, f, ',');)
+    if (f.size() > 1 && f[0] == '+' && !CpuHas(f.substr(1)))
+      missing += (missing.empty() ? "" : ", ") + f.substr(1);
+  if (!missing.empty())
+    return Unsupported("the program was compiled for a CPU (" + cpu + ") with " + missing +
+                       ", which this CPU lacks");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WriteProgramFile(const Program &program, const std::string &path) {
+  if (program.object_code.empty() || program.manifest.empty())
+    return Unsupported("the program has no native object to export");
+  const std::string bytes =
+      EncodeEntry(program.manifest, program.cache_key, SerializeProgram(program));
+  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError(path + ": cannot write: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  const int write_errno = errno;
+  if (close(fd) != 0 || done != bytes.size() || rename(temp.c_str(), path.c_str()) != 0) {
+    unlink(temp.c_str());
+    return IoError(path + ": cannot write: " + std::strerror(write_errno ? write_errno : errno));
+  }
+  return Status::Ok();
+}
+
+Status ReadProgramFile(const std::string &path, std::unique_ptr<Program> *out) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return IoError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  std::string bytes;
+  Status status;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    status = IoError(path + ": not a regular file");
+  } else if (static_cast<uint64_t>(st.st_size) > kMaxProgramFileBytes) {
+    status = IoError(path + ": " + std::to_string(st.st_size) + " bytes, more than a program "
+                     "file may have (" + std::to_string(kMaxProgramFileBytes) + ")");
+  } else {
+    bytes.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = read(fd, &bytes[done], bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    if (done != bytes.size()) status = IoError(path + ": cannot read: " + std::strerror(errno));
+  }
+  close(fd);
+  TM_RETURN_IF_ERROR(status);
+
+  std::string manifest, key, payload;
+  status = DecodeEntry(bytes, &manifest, &key, &payload);
+  if (!status.ok()) return IoError(path + ": " + status.message());
+  TM_RETURN_IF_ERROR(CheckHost(manifest));
+  auto program = std::make_unique<Program>();
+  status = DeserializeProgram(payload, program.get());
+  if (!status.ok()) return IoError(path + ": " + status.message());
+  std::unique_ptr<ElfImage> image;
+  status = LoadElfObject(
+      program->object_code,
+      [](const std::string &name) -> void * {
+        auto it = RuntimeSymbols().find(name);
+        return it == RuntimeSymbols().end() ? nullptr : it->second;
+      },
+      &image);
+  if (!status.ok()) return {status.code(), path + ": " + status.message()};
+  program->entry = reinterpret_cast<Program::Entry>(image->Symbol(kPackedEntryName));
+  if (!program->entry) return IoError(path + ": the native object has no " + kPackedEntryName);
+  program->code = std::make_unique<ElfCode>(std::move(image));
+  program->cache_key = std::move(key);
+  program->manifest = std::move(manifest);
+  *out = std::move(program);
+  return Status::Ok();
+}
+
+}  // namespace tinymlir

@@ -1,0 +1,23 @@
+// Program files: a compiled program as one self-contained file (tm_program_export) that
+// either library loads (tm_program_load) with the ELF linker of elf_object.h, without
+// LLVM. The file is a disk cache entry (core/cache/program_file.h): manifest, key, the
+// program's signature, stage texts and native object, and a checksum.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/engine/program.h"
+
+namespace tinymlir {
+
+// Writes `program` to `path` (atomically: a temporary file renamed into place).
+Status WriteProgramFile(const Program &program, const std::string &path);
+
+// Reads, checks and links a program file. Fails with TM_ERROR_IO for a missing, malformed
+// or corrupted file, TM_ERROR_UNSUPPORTED when it was compiled by another tinymlir version
+// or for a CPU this one is not (another architecture, or an instruction set extension this
+// CPU lacks: each is named).
+Status ReadProgramFile(const std::string &path, std::unique_ptr<Program> *out);
+
+}  // namespace tinymlir
