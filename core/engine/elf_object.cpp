@@ -68,7 +68,10 @@ Status LoadElfObject(const std::string &object,
   if (!symtab || symtab->sh_entsize != sizeof(Elf64_Sym) || symtab->sh_link >= sections.size())
     return Malformed("no usable symbol table");
   const Elf64_Shdr &strtab = sections[symtab->sh_link];
+  // (Section bounds were checked for every type but NOBITS: the names must be real bytes.)
+  if (strtab.sh_type != SHT_STRTAB) return Malformed("the symbol names are not a string table");
   const size_t n_symbols = symtab->sh_size / sizeof(Elf64_Sym);
+  if (n_symbols == 0) return Malformed("an empty symbol table");
   std::vector<Elf64_Sym> symbols(n_symbols);
   std::memcpy(symbols.data(), bytes + symtab->sh_offset, n_symbols * sizeof(Elf64_Sym));
   auto name_of = [&](uint32_t offset) -> std::string {
