@@ -1,6 +1,8 @@
 #include "core/cache/disk_cache.h"
 
 #include "core/cache/program_file.h"
+#include "core/support/file_io.h"
+#include "core/support/fnv.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,18 +21,6 @@ constexpr const char *kSuffix = ".tmc";
 // Larger files are not entries of ours (a program's object and texts are far smaller).
 constexpr uint64_t kMaxEntryBytes = 1ull << 30;
 
-uint64_t Fnv1a(const char *data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
-  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 0x100000001b3ull;
-  return h;
-}
-
-std::string Hex(uint64_t v) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string s(16, '0');
-  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<size_t>(i)] = kHex[v & 15];
-  return s;
-}
-
 std::string Errno(const std::string &what) { return what + ": " + std::strerror(errno); }
 
 // Creates `path` and its missing parents, owner-only.
@@ -39,29 +29,6 @@ bool MakeDirectories(const std::string &path) {
     if (i < path.size() && path[i] != '/') continue;
     std::string prefix = path.substr(0, i);
     if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) return false;
-  }
-  return true;
-}
-
-bool ReadWholeFile(int fd, uint64_t size, std::string *out) {
-  out->resize(size);
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = read(fd, &(*out)[done], size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool WriteAll(int fd, const std::string &bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
   }
   return true;
 }
@@ -148,9 +115,8 @@ bool DiskCache::ReadyLocked() {
 }
 
 std::string DiskCache::PathLocked(const std::string &key) const {
-  const uint64_t a = Fnv1a(key.data(), key.size());
-  const uint64_t b = Fnv1a(key.data(), key.size(), 0x84222325cbf29ce4ull);
-  return stats_.directory + "/" + Hex(a) + Hex(b) + kSuffix;
+  return stats_.directory + "/" + Hex64(Fnv1a64(key)) + Hex64(Fnv1a64(key, 0x84222325cbf29ce4ull)) +
+         kSuffix;
 }
 
 bool DiskCache::Load(const std::string &key, const std::string &manifest, std::string *payload) {
@@ -173,7 +139,7 @@ bool DiskCache::Load(const std::string &key, const std::string &manifest, std::s
     return false;
   }
   read_ok = read_ok && static_cast<uint64_t>(st.st_size) <= kMaxEntryBytes &&
-            ReadWholeFile(fd, static_cast<uint64_t>(st.st_size), &bytes);
+            ReadFull(fd, static_cast<size_t>(st.st_size), &bytes);
   // Reading it makes it the most recently used.
   if (read_ok) futimens(fd, nullptr);
   close(fd);
@@ -194,8 +160,7 @@ bool DiskCache::Load(const std::string &key, const std::string &manifest, std::s
     if (explain_) stats_.message = ExplainMissLocked(manifest);
     return false;
   }
-  ++stats_.hits;
-  return true;
+  return true;  // a hit once the caller could use it (Accept), else Discard
 }
 
 std::string DiskCache::ExplainMissLocked(const std::string &manifest) {
@@ -222,10 +187,10 @@ std::string DiskCache::ExplainMissLocked(const std::string &manifest) {
     struct stat st;
     uint64_t length = 0;
     bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-              ReadWholeFile(fd, std::min<uint64_t>(kEntryHeadBytes, st.st_size), &head) &&
+              ReadFull(fd, std::min<size_t>(kEntryHeadBytes, static_cast<size_t>(st.st_size)), &head) &&
               ManifestLength(head, &length);
     std::string theirs_text;
-    ok = ok && length <= 1 << 20 && ReadWholeFile(fd, length, &theirs_text);
+    ok = ok && length <= 1 << 20 && ReadFull(fd, static_cast<size_t>(length), &theirs_text);
     close(fd);
     if (!ok) continue;
     std::vector<std::string> theirs = lines(theirs_text);
@@ -247,6 +212,11 @@ std::string DiskCache::ExplainMissLocked(const std::string &manifest) {
   return "disk cache miss for " + what + ": " + why;
 }
 
+void DiskCache::Accept() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.hits;
+}
+
 void DiskCache::Discard(const std::string &key, const std::string &why) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ready_) return;
@@ -255,8 +225,6 @@ void DiskCache::Discard(const std::string &key, const std::string &why) {
   if (lstat(path.c_str(), &st) == 0 && unlink(path.c_str()) == 0)
     stats_.bytes -= std::min<uint64_t>(stats_.bytes, static_cast<uint64_t>(st.st_size));
   ++stats_.corrupt;
-  // The load was counted as a hit; it turned out to be a miss.
-  if (stats_.hits) --stats_.hits;
   ++stats_.misses;
   stats_.message = "removed an unusable entry " + path + ": " + why;
 }
@@ -268,24 +236,11 @@ void DiskCache::Store(const std::string &key, const std::string &manifest,
   const std::string bytes = EncodeEntry(manifest, key, payload);
   if (bytes.size() > kMaxEntryBytes) return;
 
-  const std::string path = PathLocked(key);
-  // A temporary name no other process or thread uses, renamed over the entry at the end:
-  // readers see the old entry or the new one, never part of one.
-  const std::string temp = stats_.directory + "/.tmp." + std::to_string(getpid()) + "." +
-                           std::to_string(++temp_counter_) + "." +
-                           path.substr(path.size() - 36);
-  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
+  const Status written = WriteFileAtomically(PathLocked(key), bytes, 0600);
+  if (!written.ok()) {
+    // A directory that refuses one write (read-only, full) is not tried again.
     writable_ = false;
-    stats_.message = Errno("cannot write to the cache directory " + stats_.directory) +
-                     "; compiled programs are not saved";
-    return;
-  }
-  const bool written = WriteAll(fd, bytes);
-  const bool closed = close(fd) == 0;
-  if (!written || !closed || rename(temp.c_str(), path.c_str()) != 0) {
-    stats_.message = Errno("cannot write the cache entry " + path);
-    unlink(temp.c_str());
+    stats_.message = written.message() + "; compiled programs are not saved";
     return;
   }
   ++stats_.writes;

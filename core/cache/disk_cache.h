@@ -58,7 +58,9 @@ class DiskCache {
 
   // The payload stored under `key`, if a valid entry exists. `manifest` is the manifest
   // Store would write for this key: with explaining on, a miss is explained against it.
+  // A payload returned is then either used (Accept: a hit) or not (Discard).
   bool Load(const std::string &key, const std::string &manifest, std::string *payload);
+  void Accept();
 
   // Stores `payload` under `key`; `manifest` is text for people (the key's parts).
   void Store(const std::string &key, const std::string &manifest, const std::string &payload);
@@ -82,7 +84,6 @@ class DiskCache {
   bool ready_ = false;
   bool writable_ = true;
   bool explain_ = false;  // TINYMLIR_EXPLAIN_CACHE is set (and not "0")
-  uint64_t temp_counter_ = 0;
 };
 
 }  // namespace tinymlir

@@ -4,6 +4,7 @@
 
 #include "core/cache/program_file.h"
 #include "core/support/build_id.h"
+#include "core/support/fnv.h"
 #include "llvm/Config/llvm-config.h"
 
 #ifndef TINYMLIR_VERSION_STRING
@@ -24,15 +25,6 @@ std::string KeyHeader(const CompileOptions &options) {
          " opt_level=" + std::to_string(options.opt_level) + "\n";
 }
 
-std::string HashHex(const std::string &bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
-  static const char kHex[] = "0123456789abcdef";
-  std::string s(16, '0');
-  for (int i = 15; i >= 0; --i, h >>= 4) s[static_cast<size_t>(i)] = kHex[h & 15];
-  return s;
-}
-
 std::string Signature(const std::vector<TensorType> &types) {
   std::string s;
   for (const TensorType &t : types) s += (s.empty() ? "" : " ") + t.ToString();
@@ -50,7 +42,8 @@ uint64_t EstimatedBytes(const Program &program) {
 
 Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &options,
                                   std::shared_ptr<Program> *out, bool *hit) {
-  std::string key = trace.Fingerprint();
+  const std::string fingerprint = trace.Fingerprint();
+  std::string key = fingerprint;
   const int32_t opts[] = {static_cast<int32_t>(options.target), options.optimize,
                           options.use_blas, options.opt_level};
   key.append(reinterpret_cast<const char *>(opts), sizeof opts);
@@ -85,7 +78,7 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
   std::unique_ptr<Program> compiled;
   Status status;
   try {
-    status = LoadOrCompile(trace, options, &compiled);
+    status = LoadOrCompile(trace, fingerprint, options, &compiled);
   } catch (...) {
     // Waiters must not wait forever: hand them the failure, then let it propagate.
     promise.set_value({RuntimeError("compilation failed with an exception"), nullptr});
@@ -106,17 +99,17 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
   return Status::Ok();
 }
 
-Status ProgramCache::LoadOrCompile(const Trace &trace, const CompileOptions &options,
+Status ProgramCache::LoadOrCompile(const Trace &trace, const std::string &fingerprint,
+                                   const CompileOptions &options,
                                    std::unique_ptr<Program> *out) {
   const std::string header = KeyHeader(options);
-  const std::string fingerprint = trace.Fingerprint();
   const std::string key = header + "trace " + fingerprint;
   std::vector<TensorType> inputs, outputs;
   for (ValueId v : trace.inputs()) inputs.push_back(trace.node(v).type);
   for (ValueId v : trace.outputs()) outputs.push_back(trace.node(v).type);
   // For people (and TINYMLIR_EXPLAIN_CACHE): the key's parts, one per line.
   const std::string manifest = header + "trace " + trace.name() + "\nprogram " +
-                               HashHex(fingerprint) + "\ninputs " + Signature(inputs) +
+                               Hex64(Fnv1a64(fingerprint)) + "\ninputs " + Signature(inputs) +
                                "\noutputs " + Signature(outputs) + "\n";
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) {
@@ -134,6 +127,7 @@ Status ProgramCache::LoadOrCompile(const Trace &trace, const CompileOptions &opt
     if (status.ok()) status = LinkCompiled(options, program.get());
     program->seconds(CompilePhase::kLink) = since(link_start);
     if (status.ok()) {
+      disk_.Accept();
       program->read_from_disk = true;
       program->cache_key = key;
       program->manifest = manifest;

@@ -68,8 +68,9 @@ class ProgramCache {
   };
 
   // Reads the program from disk, or compiles it and writes it there.
-  Status LoadOrCompile(const Trace &trace, const CompileOptions &options,
-                       std::unique_ptr<Program> *out);
+  // `fingerprint` is trace.Fingerprint(), computed once by GetOrCompile.
+  Status LoadOrCompile(const Trace &trace, const std::string &fingerprint,
+                       const CompileOptions &options, std::unique_ptr<Program> *out);
   void InsertLocked(const std::string &key, std::shared_ptr<Program> program);
   void EvictLocked();
 

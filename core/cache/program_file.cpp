@@ -1,5 +1,7 @@
 #include "core/cache/program_file.h"
 
+#include "core/support/fnv.h"
+
 #include <cstring>
 
 namespace tinymlir {
@@ -69,11 +71,6 @@ class Reader {
 constexpr uint64_t kFormat = 1;
 constexpr char kMagic[8] = {'T', 'M', 'C', 'A', 'C', 'H', 'E', '1'};
 
-uint64_t Fnv1a(const char *data, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * 0x100000001b3ull;
-  return h;
-}
 constexpr uint64_t kMaxTensors = 1 << 20;
 
 }  // namespace
@@ -106,7 +103,7 @@ std::string EncodeEntry(const std::string &manifest, const std::string &key,
   w.Text(payload);
   std::string bytes = std::string(kMagic, sizeof kMagic) + w.Take();
   Writer sum;
-  sum.U64(Fnv1a(bytes.data(), bytes.size()));
+  sum.U64(Fnv1a64(bytes));
   return bytes + sum.Take();
 }
 
@@ -123,7 +120,7 @@ Status DecodeEntry(const std::string &bytes, std::string *manifest, std::string 
     return IoError("not a tinymlir program file (no magic number)");
   uint64_t checksum;
   std::memcpy(&checksum, bytes.data() + bytes.size() - 8, 8);
-  if (Fnv1a(bytes.data(), bytes.size() - 8) != checksum)
+  if (Fnv1a64(bytes.data(), bytes.size() - 8) != checksum)
     return IoError("checksum mismatch (truncated or corrupted)");
   const std::string body = bytes.substr(sizeof kMagic, bytes.size() - sizeof kMagic - 8);
   Reader r(body);

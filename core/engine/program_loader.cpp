@@ -11,6 +11,7 @@
 
 #include "core/cache/program_file.h"
 #include "core/engine/elf_object.h"
+#include "core/support/file_io.h"
 #include "core/target/cpu/runtime_symbols.h"
 
 #ifndef TINYMLIR_VERSION_STRING
@@ -90,22 +91,7 @@ Status WriteProgramFile(const Program &program, const std::string &path) {
     return Unsupported("the program has no native object to export");
   const std::string bytes =
       EncodeEntry(program.manifest, program.cache_key, SerializeProgram(program));
-  const std::string temp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError(path + ": cannot write: " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  const int write_errno = errno;
-  if (close(fd) != 0 || done != bytes.size() || rename(temp.c_str(), path.c_str()) != 0) {
-    unlink(temp.c_str());
-    return IoError(path + ": cannot write: " + std::strerror(write_errno ? write_errno : errno));
-  }
-  return Status::Ok();
+  return WriteFileAtomically(path, bytes, 0644);
 }
 
 Status ReadProgramFile(const std::string &path, std::unique_ptr<Program> *out) {
@@ -120,15 +106,8 @@ Status ReadProgramFile(const std::string &path, std::unique_ptr<Program> *out) {
     status = IoError(path + ": " + std::to_string(st.st_size) + " bytes, more than a program "
                      "file may have (" + std::to_string(kMaxProgramFileBytes) + ")");
   } else {
-    bytes.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = read(fd, &bytes[done], bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    if (done != bytes.size()) status = IoError(path + ": cannot read: " + std::strerror(errno));
+    if (!ReadFull(fd, static_cast<size_t>(st.st_size), &bytes))
+      status = IoError(path + ": cannot read: " + std::strerror(errno));
   }
   close(fd);
   TM_RETURN_IF_ERROR(status);

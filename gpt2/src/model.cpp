@@ -160,10 +160,10 @@ int64_t Gpt2Model::CacheRows(int64_t filled) const {
 }
 
 Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
-  // The (T, L) shapes each step will run.
-  std::vector<Key> missing;
+  // The (T, L) shapes each step will run (EnsurePrograms skips repeats and what is held).
+  std::vector<Key> wanted;
   auto want = [&](ProgramKind kind, int64_t t, int64_t l) {
-    missing.emplace_back(static_cast<int>(kind), t, l);
+    wanted.emplace_back(static_cast<int>(kind), t, l);
   };
   auto need = [&](int64_t t, int64_t filled) {
     want(ProgramKind::kEmbed, t, 0);
@@ -177,7 +177,7 @@ Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
     int64_t filled = n + step;  // positions in the cache after this step's token
     request.use_kv_cache ? need(1, filled) : need(NextPowerOfTwo(filled), filled);
   }
-  return EnsurePrograms(missing, request.progress, request.progress_user);
+  return EnsurePrograms(wanted, request.progress, request.progress_user);
 }
 
 Status Gpt2Model::EnsurePrograms(const std::vector<Key> &wanted, tm_progress_callback progress,

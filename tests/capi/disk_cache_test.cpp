@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <thread>
 
 #include "test_util.h"
@@ -48,16 +46,6 @@ std::vector<std::string> Entries(const std::string &dir) {
     closedir(d);
   }
   return names;
-}
-
-std::string ReadFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void WriteFile(const std::string &path, const std::string &bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
 }
 
 tm_cache_info Info(tm_context *ctx) {

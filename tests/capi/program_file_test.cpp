@@ -4,9 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <functional>
-#include <iterator>
 
 #include "test_util.h"
 
@@ -17,16 +15,6 @@ std::string TempPath(const std::string &name) {
   const char *tmp = std::getenv("TMPDIR");
   return std::string(tmp && *tmp ? tmp : "/tmp") + "/tinymlir-program-file-test-" +
          std::to_string(getpid()) + "-" + name;
-}
-
-std::string ReadFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void WriteFile(const std::string &path, const std::string &bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
 }
 
 // One program and its inputs: `build` records the ops on inputs of `in_shapes` (f32, or

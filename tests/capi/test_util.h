@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -122,6 +124,18 @@ tm_tensor View(T *data, const std::vector<int64_t> &shape,
 }
 template <typename T>
 tm_tensor View(T *, std::vector<int64_t> &&, const std::vector<int64_t> * = nullptr) = delete;
+
+// ---- Files -------------------------------------------------------------------------------
+
+inline std::string ReadFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+inline void WriteFile(const std::string &path, const std::string &bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+}
 
 // ---- Compile + invoke -------------------------------------------------------------------
 

@@ -1497,30 +1497,20 @@ class Program {
         break;
       }
       case Op::kReshape: out.el = arg(0).el; break;
-      case Op::kTranspose: {
-        const Tensor &x = arg(0);
-        std::vector<int64_t> st = Strides(x.type.shape);
-        const Shape &os = n.type.shape;
-        std::vector<int64_t> pos(os.size(), 0);
-        for (int64_t k = 0; k < n.type.numel(); ++k) {
-          int64_t off = 0;
-          for (size_t i = 0; i < os.size(); ++i) off += pos[i] * st[static_cast<size_t>(n.ints[i])];
-          out.el.push_back(x.el[static_cast<size_t>(off)]);
-          for (size_t i = os.size(); i-- > 0;) {
-            if (++pos[i] < os[i]) break;
-            pos[i] = 0;
-          }
-        }
-        break;
-      }
+      case Op::kTranspose:
       case Op::kSlice: {
+        // Each output index `pos` reads one element of x: axis perm[i] (transpose) or
+        // pos[i] + begin[i] (slice).
         const Tensor &x = arg(0);
         std::vector<int64_t> st = Strides(x.type.shape);
         const Shape &os = n.type.shape;
+        const bool transpose = n.op == Op::kTranspose;
         std::vector<int64_t> pos(os.size(), 0);
         for (int64_t k = 0; k < n.type.numel(); ++k) {
           int64_t off = 0;
-          for (size_t i = 0; i < os.size(); ++i) off += (pos[i] + n.ints[i]) * st[i];
+          for (size_t i = 0; i < os.size(); ++i)
+            off += transpose ? pos[i] * st[static_cast<size_t>(n.ints[i])]
+                             : (pos[i] + n.ints[i]) * st[i];
           out.el.push_back(x.el[static_cast<size_t>(off)]);
           for (size_t i = os.size(); i-- > 0;) {
             if (++pos[i] < os[i]) break;

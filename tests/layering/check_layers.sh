@@ -27,7 +27,8 @@ engine="core/trace core/engine core/cache/program_file.h core/cache/program_file
   core/target/cpu/gemv_kernels.h core/target/cpu/gemv_kernels.cpp core/target/cpu/worker_pool.h
   core/target/cpu/worker_pool.cpp core/target/cpu/runtime_symbols.h
   core/target/cpu/runtime_symbols.cpp core/support/status.h core/support/build_id.h
-  core/support/build_id.cpp"
+  core/support/build_id.cpp
+  core/support/file_io.h core/support/file_io.cpp core/support/fnv.h"
 # shellcheck disable=SC2086
 violations 'llvm/|mlir/|core/builder|core/passes|core/target/compile|core/target/cpu/(cpu_compiler|native_object)|core/cache/(program_cache|disk_cache)' \
   "the engine (libtinymlir_runtime.so) includes LLVM, MLIR or the compiler" $engine

@@ -1,0 +1,22 @@
+// File reads and writes shared by the disk cache and program files: whole reads and writes
+// that retry on EINTR, and writes that never leave a partial file at the final path.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+
+#include "core/support/status.h"
+
+namespace tinymlir {
+
+// Reads exactly n bytes from fd into *out; false on an error or an early end.
+bool ReadFull(int fd, size_t n, std::string *out);
+
+// Writes `bytes` to a new temporary file beside `path` (created with `mode`, never through
+// a symlink) and renames it over `path`: readers see the old file or the new one, never
+// part of one. Fails with TM_ERROR_IO naming the path and the reason.
+Status WriteFileAtomically(const std::string &path, const std::string &bytes, mode_t mode);
+
+}  // namespace tinymlir
