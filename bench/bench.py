@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+import artifacts
 import checkpoint
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -112,6 +113,8 @@ def table(r):
                    f"{'OK' if x['ok'] else 'FAIL'}; same argmax: {x['same_argmax']}")
     out.append(f"greedy ids equal to numpy's: tinymlir {r['same_generated_ids']['tinymlir']}"
                + (f", pytorch {r['same_generated_ids']['pytorch']}" if r.get("pytorch") else ""))
+    if r.get("artifacts"):
+        out.append(artifacts.table(r["artifacts"]))
     la = e["loadavg_start"], e["loadavg_end"]
     out.append(f"load average at start {la[0][0]:.2f}, at end {la[1][0]:.2f} (counts this run) "
                f"(on {e['cpus']} CPUs; other work on the machine skews every figure)")
@@ -129,6 +132,8 @@ def main():
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--bandwidth-mb", type=int, default=512)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--build", default="", help="build tree: also measure compiled artifacts "
+                    "(bench/artifacts.py) on the embedded kjv-tiny")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     args = ap.parse_args()
 
@@ -165,6 +170,9 @@ def main():
         r["pytorch"] = run_json("pytorch", [PY, os.path.join(HERE, "torch_gpt2.py"), *common,
                                             "--threads", n, "--logits-out", logits["pytorch"]],
                                 dict(blas_env, OMP_WAIT_POLICY="PASSIVE"))
+    if args.build:
+        print("[bench] compiled artifacts (bench/artifacts.py)", file=sys.stderr, flush=True)
+        r["artifacts"] = artifacts.measure(args.build, args.reps)
     bw.append(run_json("bandwidth (again)", bw_cmd, {}))
     r["environment"]["loadavg_end"] = os.getloadavg()
 

@@ -6,7 +6,11 @@
 // the per-token cost implied for a 12-layer step.
 //
 //   profile_programs [--t 1] [--l 128] [--reps 10] [--real-mask] [--mask-half] [--ir KIND]
-//   (KIND: embed, qkv, attn_mlp or head: print its lowered IR)
+//                    [--stage N] [--opt N]
+//   --opt: tm_compile_options.opt_level (default: the library's default)
+//   --ir KIND: print the IR of KIND (embed, qkv, attn_mlp or head) at stage N, a tm_stage
+//   (default 3, the lowered MLIR).
+// Each line also gives the compile phases (tm_program_phase_seconds).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +30,7 @@ using tinymlir::gpt2::ProgramKind;
 
 bool g_real_mask = false;
 bool g_mask_half = false;
+int g_opt_level = -1;  // --opt; -1 = the default
 // Cache rows visible to row 0: all but the last t - 1 rows, or half of them (--mask-half).
 int64_t g_mask_offset(int64_t rows, int64_t cols) { return g_mask_half ? cols / 2 - rows : cols - rows; }
 
@@ -74,19 +79,22 @@ Buffer MakeBuffer(const tm_program *p, bool input, int32_t i, std::mt19937 &rng)
 }
 
 void Profile(tm_context *ctx, const tinymlir::gpt2::Gpt2Config &config, const Kernel &k,
-             int64_t t, int64_t l, int reps, const std::string &ir_kind) {
+             int64_t t, int64_t l, int reps, const std::string &ir_kind, int stage) {
   tinymlir::Tracer tracer(ctx, k.name);
   TraceProgram(config, k.kind, t, l, &tracer);
   double t0 = Now();
   tinymlir::ProgramHandle p;
-  if (tracer.compile(ctx, nullptr, &p) != TM_OK) {
+  tm_compile_options options;
+  tm_compile_options_init(&options);
+  if (g_opt_level >= 0) options.opt_level = g_opt_level;
+  if (tracer.compile(ctx, &options, &p) != TM_OK) {
     std::fprintf(stderr, "%s: %s\n", k.name, tracer.error().c_str());
     std::exit(1);
   }
   double compile_ms = 1e3 * (Now() - t0);
   if (ir_kind == k.name) {
     char *text = nullptr;
-    Check(tm_program_ir(p, TM_STAGE_LOWERED, &text), "ir");
+    Check(tm_program_ir(p, static_cast<tm_stage>(stage), &text), "ir");
     std::printf("%s\n", text);
     tm_free(text);
   }
@@ -129,6 +137,12 @@ void Profile(tm_context *ctx, const tinymlir::gpt2::Gpt2Config &config, const Ke
   double med = ms[ms.size() / 2];
   std::printf("%-22s compile %8.1f ms   invoke median %9.3f ms  min %9.3f ms   x%-2d = %9.2f ms\n",
               k.name, compile_ms, med, ms.front(), k.per_token, med * k.per_token);
+  static const char *const kPhases[TM_NUM_COMPILE_PHASES] = {
+      "build", "optimize", "bufferize", "lower", "llvm-opt", "codegen", "link", "disk-read"};
+  std::printf("%-22s phases:", "");
+  for (int i = 0; i < TM_NUM_COMPILE_PHASES; ++i)
+    std::printf(" %s %.1f", kPhases[i], 1e3 * tm_program_phase_seconds(p, static_cast<tm_compile_phase>(i)));
+  std::printf(" ms\n");
 }
 
 }  // namespace
@@ -137,6 +151,7 @@ int main(int argc, char **argv) {
   int64_t t = 1, l = 128;
   int reps = 10;
   std::string ir;
+  int stage = TM_STAGE_LOWERED;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--real-mask") { g_real_mask = true; continue; }
@@ -146,6 +161,8 @@ int main(int argc, char **argv) {
     else if (a == "--l") l = std::atoll(argv[i + 1]);
     else if (a == "--reps") reps = std::atoi(argv[i + 1]);
     else if (a == "--ir") ir = argv[i + 1];
+    else if (a == "--stage") stage = std::atoi(argv[i + 1]);
+    else if (a == "--opt") g_opt_level = std::atoi(argv[i + 1]);
     ++i;
   }
   std::printf("GPT-2 124M program timings: t = %lld rows, l = %lld cache rows\n", (long long)t,
@@ -163,6 +180,6 @@ int main(int argc, char **argv) {
                             {"qkv", ProgramKind::kQkv, config.n_layer},
                             {"attn_mlp", ProgramKind::kAttnMlp, config.n_layer},
                             {"head", ProgramKind::kHead, 1}};
-  for (const Kernel &k : kernels) Profile(ctx, config, k, t, l, reps, ir);
+  for (const Kernel &k : kernels) Profile(ctx, config, k, t, l, reps, ir, stage);
   return 0;
 }

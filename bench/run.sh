@@ -5,7 +5,8 @@
 #
 # Builds what it needs (the library incrementally, the gpt2_bench driver), generates the
 # random-weight checkpoint once (cached in $TINYMLIR_BENCH_CACHE, default /tmp/tinymlir-bench),
-# runs every implementation one after another, prints a table, writes bench/results.json.
+# runs every implementation one after another, measures the compiled artifacts on the
+# embedded kjv-tiny (bench/artifacts.py), prints a table, writes bench/results.json.
 # Environment: TINYMLIR_BUILD_DIR (default build, the README's; configured here if missing),
 # TINYMLIR_BENCH_NO_LIB_BUILD=1 to use the library as it is, TINYMLIR_BENCH_CACHE.
 set -euo pipefail
@@ -24,7 +25,7 @@ if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
 fi
 if [[ "${TINYMLIR_BENCH_NO_LIB_BUILD:-0}" != 1 || ! -f "$BUILD/capi/libtinymlir.so" ]]; then
   echo "[run.sh] building tinymlir in $BUILD" >&2
-  cmake --build "$BUILD" --target tinymlir tinymlir-cli -j 2 >&2
+  cmake --build "$BUILD" --target tinymlir tinymlir-cli tinymlir_runtime tinymlir-run-cli -j 2 >&2
 fi
 LIB="$BUILD/capi/libtinymlir.so"
 
@@ -45,4 +46,5 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
   echo "[run.sh] no torch for $PY: skipping PyTorch (apt-get install python3-torch)" >&2
   set -- --no-torch "$@"
 fi
-exec "$PY" "$ROOT/bench/bench.py" --driver "$DRIVER" --library "$LIB" --cache "$CACHE" "$@"
+exec "$PY" "$ROOT/bench/bench.py" --driver "$DRIVER" --library "$LIB" --cache "$CACHE" \
+  --build "$BUILD" "$@"

@@ -1,5 +1,9 @@
 // The `tinymlir` command: GPT-2 text generation on the public C API.
 //
+// Built twice from this file: `tinymlir`, linked to libtinymlir.so (compiles), and
+// `tinymlir-run` (TINYMLIR_CLI_RUNTIME_ONLY), linked only to libtinymlir_runtime.so: no LLVM
+// in the process, so it runs where there is none, from a bundle `tinymlir compile` wrote.
+//
 //   tinymlir generate [--model DIR] [--bundle DIR] [--tokens N] [--greedy | --temperature T
 //                     --top-k K --top-p P --seed S] [--no-kv-cache] [--stop-at-eos] [--ids]
 //                     [--verbose] "prompt"
@@ -29,6 +33,14 @@
 
 namespace {
 
+#ifdef TINYMLIR_CLI_RUNTIME_ONLY
+constexpr bool kHasCompiler = false;
+constexpr const char *kCommand = "tinymlir-run";
+#else
+constexpr bool kHasCompiler = true;
+constexpr const char *kCommand = "tinymlir";
+#endif
+
 // The command's sampling defaults (see above).
 constexpr float kDefaultTemperature = 0.8f;
 constexpr int32_t kDefaultTopK = 40;
@@ -37,8 +49,9 @@ constexpr uint64_t kDefaultSeed = 42;
 
 // The usage text; %d is the library's default token count (tm_generate_options_init).
 const char kUsage[] =
-    "usage: tinymlir generate [options] \"prompt\"\n"
+    "usage: %s generate [options] \"prompt\"\n"
     "       tinymlir compile [--model DIR] --out DIR\n"
+    "  (tinymlir-run has no compiler and needs --bundle; tinymlir compiles as needed)\n"
     "  --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
     "  --bundle DIR       run the programs of a bundle (tinymlir compile) instead of compiling\n"
     "  --out DIR          (compile) where to write the bundle\n"
@@ -66,7 +79,7 @@ struct Args {
 };
 
 [[noreturn]] void Die(const std::string &message) {
-  std::fprintf(stderr, "tinymlir: %s\n", message.c_str());
+  std::fprintf(stderr, "%s: %s\n", kCommand, message.c_str());
   std::exit(1);
 }
 
@@ -89,8 +102,8 @@ double ParseNumber(const char *flag, const char *text, double lo, double hi) {
 std::string Usage() {
   tm_generate_options defaults;
   tm_generate_options_init(&defaults);
-  char text[sizeof kUsage + 16];
-  std::snprintf(text, sizeof text, kUsage, defaults.max_new_tokens);
+  char text[sizeof kUsage + 32];
+  std::snprintf(text, sizeof text, kUsage, kCommand, defaults.max_new_tokens);
   return text;
 }
 
@@ -130,6 +143,11 @@ Args ParseArgs(int argc, char **argv) {
     else if (a.have_prompt) Die("more than one prompt given (quote the prompt)");
     else { a.prompt = arg; a.have_prompt = true; }
   }
+  if (!kHasCompiler && a.compile)
+    Die("this command has no compiler; write the bundle with `tinymlir compile --out DIR`");
+  if (!kHasCompiler && a.bundle.empty())
+    Die("this command has no compiler and runs bundles only: pass --bundle DIR (written by "
+        "`tinymlir compile --out DIR`)");
   if (a.compile) {
     if (a.out.empty()) Die("compile needs --out DIR\n" + Usage());
     if (a.have_prompt) Die("compile takes no prompt");
@@ -241,14 +259,18 @@ void PrintCompileBreakdown(const tm_model_stats &st, tm_context *ctx) {
       std::fprintf(stderr, " %s %.0f ms (%.0f%%)", kPhases[i], st.phase_seconds[i] * 1e3,
                    sum > 0 ? 100.0 * st.phase_seconds[i] / sum : 0.0);
   std::fputc('\n', stderr);
+#ifndef TINYMLIR_CLI_RUNTIME_ONLY
   size_t len = 0;
-  if (tm_cache_disk_message(ctx, nullptr, 0, &len) == TM_OK) {
+  if (ctx && tm_cache_disk_message(ctx, nullptr, 0, &len) == TM_OK) {
     std::string text(len + 1, '\0');
     if (tm_cache_disk_message(ctx, &text[0], text.size(), &len) == TM_OK) {
       text.resize(len);
       std::fprintf(stderr, "[tinymlir] disk cache: %s\n", text.c_str());
     }
   }
+#else
+  (void)ctx;
+#endif
 }
 
 }  // namespace
@@ -257,9 +279,13 @@ int main(int argc, char **argv) {
   Args args = ParseArgs(argc, argv);
   std::string dir = args.model.empty() ? DefaultModelDir() : args.model;
 
+#ifdef TINYMLIR_CLI_RUNTIME_ONLY
+  tm_context *ctx = nullptr;  // no compiler: a model from a bundle needs no context
+#else
   tinymlir::ContextHandle ctx;
-  tinymlir::ModelHandle model;
   Check(tm_context_create(ctx.out()), "creating a context");
+#endif
+  tinymlir::ModelHandle model;
   std::fprintf(stderr, "[tinymlir] loading %s%s%s\n", dir.c_str(),
                args.bundle.empty() ? "" : " with the bundle ", args.bundle.c_str());
   tm_model_options model_options;

@@ -42,5 +42,5 @@ configure_file(${PROJECT_SOURCE_DIR}/pkgconfig/tinymlir.pc.in
   ${PROJECT_BINARY_DIR}/tinymlir.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/tinymlir.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-install(TARGETS tinymlir-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS tinymlir-cli tinymlir-run-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/ DESTINATION ${CMAKE_INSTALL_DATADIR}/tinymlir/models)

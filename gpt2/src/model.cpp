@@ -1,22 +1,13 @@
 #include "gpt2/src/model.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
-
-#include <sched.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cerrno>
 #include <cmath>
-#include <condition_variable>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <limits>
-#include <mutex>
-#include <thread>
 
 namespace tinymlir::gpt2 {
 namespace {
@@ -33,13 +24,6 @@ double Seconds(Clock::time_point since) {
 bool PathExists(const std::string &path) {
   struct stat st;
   return lstat(path.c_str(), &st) == 0;
-}
-
-// CPUs this process may run on (its affinity mask), at least 1.
-size_t UsableCpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 int64_t NextPowerOfTwo(int64_t n) {
@@ -76,12 +60,7 @@ Status Invoke(tm_program *p, const Tensors &in, const Tensors &out) {
 Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target,
                        const std::string &bundle_dir, std::unique_ptr<Gpt2Model> *out) {
   auto start = Clock::now();
-  if (target != TM_TARGET_CPU)
-    return Unsupported("tm_model_load: only the CPU target runs GPT-2 in this build");
   std::unique_ptr<Gpt2Model> m(new Gpt2Model());
-  tm_context_retain(ctx);
-  m->ctx_ = ContextHandle(ctx);
-  m->target_ = target;
   TM_RETURN_IF_ERROR(ReadGpt2Config(dir + "/config.json", &m->config_));
   TM_RETURN_IF_ERROR(LoadGpt2Weights(dir + "/model.safetensors", m->config_, &m->weights_));
 
@@ -99,11 +78,14 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
   }
 
   const Gpt2Config &c = m->config_;
+  m->min_cache_rows_ = MinCacheRows(c);
   size_t cache = static_cast<size_t>(c.n_ctx) * c.n_embd;
   m->k_cache_.assign(c.n_layer, std::vector<float>(cache, 0.0f));  // zeros: masked rows stay finite
   m->v_cache_.assign(c.n_layer, std::vector<float>(cache, 0.0f));
-  m->bundle_dir_ = bundle_dir;
-  if (!bundle_dir.empty()) TM_RETURN_IF_ERROR(m->CheckBundle());
+  if (bundle_dir.empty())
+    TM_RETURN_IF_ERROR(NewCompilerSource(ctx, m->config_, target, &m->source_));
+  else
+    TM_RETURN_IF_ERROR(OpenBundle(bundle_dir, m->config_, &m->source_));
   m->stats_.struct_size = sizeof(tm_model_stats);
   m->stats_.load_seconds = Seconds(start);
   *out = std::move(m);
@@ -121,47 +103,30 @@ Status Gpt2Model::TryClaim(const char *fn, std::unique_ptr<Claim> *claim) {
 }
 
 Status Gpt2Model::GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program **out) {
-  auto key = std::make_tuple(static_cast<int>(kind), t, l);
-  auto it = programs_.find(key);
-  if (it != programs_.end()) {
-    *out = it->second;
-    return Status::Ok();
-  }
-  auto start = Clock::now();
-  ProgramHandle program;
-  if (!bundle_dir_.empty())
-    TM_RETURN_IF_ERROR(LoadFromBundle(key, &program));
-  else
-    TM_RETURN_IF_ERROR(CompileProgram(ctx_, config_, target_, kind, t, l, &program));
-  Count(program);
-  stats_.compile_seconds += Seconds(start);
-  *out = program;
-  programs_.emplace(key, std::move(program));
+  const ProgramKey key(static_cast<int>(kind), t, l);
+  TM_RETURN_IF_ERROR(EnsurePrograms({key}, nullptr, nullptr));
+  *out = programs_.at(key);
   return Status::Ok();
 }
 
-void Gpt2Model::Count(tm_program *program) {
-  if (!bundle_dir_.empty()) {
-    stats_.programs_from_disk += 1;
-    return;
-  }
-  if (tm_program_cache_hit(program)) {
-    stats_.programs_cached += 1;
-    return;
-  }
-  (tm_program_from_disk_cache(program) ? stats_.programs_from_disk : stats_.programs_compiled) += 1;
-  for (int phase = 0; phase < TM_NUM_COMPILE_PHASES; ++phase)
-    stats_.phase_seconds[phase] +=
-        tm_program_phase_seconds(program, static_cast<tm_compile_phase>(phase));
+int64_t Gpt2Model::CacheRows(int64_t filled) const {
+  return std::min<int64_t>(std::max<int64_t>(min_cache_rows_, NextPowerOfTwo(filled)),
+                           config_.n_ctx);
 }
 
-int64_t Gpt2Model::CacheRows(int64_t filled) const {
-  return std::min<int64_t>(std::max<int64_t>(16, NextPowerOfTwo(filled)), config_.n_ctx);
+int64_t MinCacheRows(const Gpt2Config &c) {
+  // Masked rows cost bytes, never results (their probabilities are exactly 0), while every
+  // bucket is one more program to compile. So the attention reads at least the largest
+  // power of two of rows whose K and V (2 * rows * d floats) stay within 10% of one
+  // layer's weights (12 d^2 floats): rows <= 0.6 d. GPT-2 124M: 256; kjv-tiny: 64.
+  int64_t rows = 16;
+  while (rows * 2 * 10 <= 6 * c.n_embd) rows *= 2;
+  return rows;
 }
 
 Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
   // The (T, L) shapes each step will run (EnsurePrograms skips repeats and what is held).
-  std::vector<Key> wanted;
+  std::vector<ProgramKey> wanted;
   auto want = [&](ProgramKind kind, int64_t t, int64_t l) {
     wanted.emplace_back(static_cast<int>(kind), t, l);
   };
@@ -180,75 +145,19 @@ Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
   return EnsurePrograms(wanted, request.progress, request.progress_user);
 }
 
-Status Gpt2Model::EnsurePrograms(const std::vector<Key> &wanted, tm_progress_callback progress,
-                                 void *user) {
-  std::vector<Key> missing;
-  for (const Key &key : wanted)
+Status Gpt2Model::EnsurePrograms(const std::vector<ProgramKey> &wanted,
+                                 tm_progress_callback progress, void *user) {
+  std::vector<ProgramKey> missing;
+  for (const ProgramKey &key : wanted)
     if (!programs_.count(key) && std::find(missing.begin(), missing.end(), key) == missing.end())
       missing.push_back(key);
-  const int32_t total = static_cast<int32_t>(missing.size());
-  if (total == 0) return Status::Ok();
-  if (!bundle_dir_.empty()) {  // loading is quick: no threads
-    const auto start = Clock::now();
-    for (int32_t i = 0; i < total; ++i) {
-      ProgramHandle program;
-      TM_RETURN_IF_ERROR(LoadFromBundle(missing[i], &program));
-      Count(program);
-      programs_.emplace(missing[i], std::move(program));
-      if (progress) progress(user, i + 1, total);
-    }
-    stats_.compile_seconds += Seconds(start);
-    return Status::Ok();
-  }
-
-  // The programs are independent: compile them on one thread per usable CPU (the context
-  // is thread-safe, and each compile has its own MLIR context). Workers take the next
-  // index; the calling thread collects results and reports progress.
+  if (missing.empty()) return Status::Ok();
   const auto start = Clock::now();
-  std::vector<ProgramHandle> compiled(missing.size());
-  std::vector<Status> results(missing.size());
-  std::atomic<size_t> next{0};
-  std::mutex mutex;
-  std::condition_variable ready;
-  size_t done = 0;
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < missing.size();) {
-      const auto &[kind, t, l] = missing[i];
-      Status s = CompileProgram(ctx_, config_, target_, static_cast<ProgramKind>(kind), t, l,
-                                &compiled[i]);
-      std::lock_guard<std::mutex> lock(mutex);
-      results[i] = std::move(s);
-      ++done;
-      ready.notify_one();
-    }
-  };
-  const size_t n_threads = std::min<size_t>(missing.size(), UsableCpus());
-  std::vector<std::thread> threads;
-  if (n_threads > 1)
-    for (size_t i = 0; i < n_threads; ++i) threads.emplace_back(work);
-  if (n_threads <= 1) {
-    work();
-    if (progress) progress(user, total, total);
-  } else {
-    std::unique_lock<std::mutex> lock(mutex);
-    size_t reported = 0;
-    while (reported < missing.size()) {
-      ready.wait(lock, [&] { return done > reported; });
-      reported = done;
-      if (progress) {
-        lock.unlock();
-        progress(user, static_cast<int32_t>(reported), total);
-        lock.lock();
-      }
-    }
-  }
-  for (std::thread &thread : threads) thread.join();
+  std::vector<ProgramHandle> made;
+  Status status = source_->Make(missing, progress, user, &made, &stats_);
   stats_.compile_seconds += Seconds(start);
-  for (size_t i = 0; i < missing.size(); ++i) {
-    TM_RETURN_IF_ERROR(results[i]);
-    Count(compiled[i]);
-    programs_.emplace(missing[i], std::move(compiled[i]));
-  }
+  TM_RETURN_IF_ERROR(status);
+  for (size_t i = 0; i < missing.size(); ++i) programs_.emplace(missing[i], std::move(made[i]));
   return Status::Ok();
 }
 
@@ -433,60 +342,13 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
   return Status::Ok();
 }
 
-namespace {
-
-std::string BundleFileName(const std::tuple<int, int64_t, int64_t> &key) {
-  const auto &[kind, t, l] = key;
-  return std::string(ProgramName(static_cast<ProgramKind>(kind))) + "_t" + std::to_string(t) +
-         "_l" + std::to_string(l) + ".tmp";
-}
-
-// The dimensions a bundle's programs are specialised to, as manifest.txt lines.
-std::string BundleDimensions(const Gpt2Config &c) {
-  char eps[64];
-  std::snprintf(eps, sizeof eps, "%.9g", c.layer_norm_epsilon);
-  return "n_embd " + std::to_string(c.n_embd) + "\nn_head " + std::to_string(c.n_head) +
-         "\nn_inner " + std::to_string(c.n_inner) + "\nvocab_size " +
-         std::to_string(c.vocab_size) + "\nn_ctx " + std::to_string(c.n_ctx) +
-         "\nlayer_norm_epsilon " + eps + "\n";
-}
-
-constexpr const char *kBundleHeader = "tinymlir gpt2 bundle 1\n";
-
-}  // namespace
-
-Status Gpt2Model::CheckBundle() const {
-  const std::string path = bundle_dir_ + "/manifest.txt";
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) return IoError(path + ": cannot open (is " + bundle_dir_ + " a bundle?)");
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (1 << 20);)
-    text.append(buf, n);
-  std::fclose(f);
-  const std::string want = kBundleHeader + BundleDimensions(config_);
-  if (text.compare(0, want.size(), want) != 0)
-    return IoError(path + ": the bundle was compiled for another model or format; this "
-                   "model needs:\n" + want);
-  return Status::Ok();
-}
-
-Status Gpt2Model::LoadFromBundle(const Key &key, ProgramHandle *out) {
-  const std::string path = bundle_dir_ + "/" + BundleFileName(key);
-  tm_status s = tm_program_load(path.c_str(), out->out());
-  if (s == TM_ERROR_IO && access(path.c_str(), F_OK) != 0)
-    return IoError("the bundle " + bundle_dir_ + " has no " + BundleFileName(key) +
-                   " (compile the bundle again with tm_model_compile_bundle)");
-  return FromC(s);
-}
-
 Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback progress,
                                 void *user) {
-  if (!bundle_dir_.empty())
+  if (source_->is_bundle())
     return InvalidArgument("tm_model_compile_bundle: this model runs from a bundle already");
   // Every (T, L) Forward can ask for: prompts and no-KV-cache steps of any length n run in
   // T = NextPowerOfTwo(n) against L = CacheRows(n) rows; decode steps in T = 1 against any L.
-  std::vector<Key> keys;
+  std::vector<ProgramKey> keys;
   keys.emplace_back(static_cast<int>(ProgramKind::kHead), 1, 0);
   for (int64_t t = 1;; t *= 2) {
     keys.emplace_back(static_cast<int>(ProgramKind::kEmbed), t, 0);
@@ -496,21 +358,7 @@ Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback pro
     if (t >= config_.n_ctx) break;
   }
   TM_RETURN_IF_ERROR(EnsurePrograms(keys, progress, user));
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    return IoError(dir + ": cannot create: " + std::strerror(errno));
-  std::string manifest = kBundleHeader + BundleDimensions(config_) + "programs\n";
-  for (const Key &key : keys) {
-    const std::string name = BundleFileName(key);
-    if (manifest.find("\n" + name + "\n") != std::string::npos) continue;
-    TM_RETURN_IF_ERROR(FromC(tm_program_export(programs_.at(key), (dir + "/" + name).c_str())));
-    manifest += name + "\n";
-  }
-  const std::string path = dir + "/manifest.txt";
-  FILE *f = std::fopen(path.c_str(), "wb");
-  const bool written = f && std::fwrite(manifest.data(), 1, manifest.size(), f) == manifest.size();
-  if (f && std::fclose(f) != 0) return IoError(path + ": cannot write");
-  if (!written) return IoError(path + ": cannot write");
-  return Status::Ok();
+  return WriteBundle(dir, config_, keys, programs_);
 }
 
 }  // namespace tinymlir::gpt2

@@ -3,7 +3,7 @@
 // Sequence lengths are bucketed so that a whole generation compiles O(log n_ctx) programs:
 // a chunk of n new tokens runs in a program for T = next power of two >= n (padded rows are
 // masked out and never written to the cache), attending to L = next power of two >= the
-// positions filled so far (at least 16, at most n_ctx) rows of the cache.
+// positions filled so far (at least MinCacheRows, at most n_ctx) rows of the cache.
 #pragma once
 
 #include <atomic>
@@ -15,6 +15,7 @@
 
 #include "gpt2/src/bpe_tokenizer.h"
 #include "gpt2/src/checkpoint.h"
+#include "gpt2/src/program_source.h"
 #include "gpt2/src/programs.h"
 #include "gpt2/src/sampler.h"
 #include "gpt2/src/status.h"
@@ -34,11 +35,14 @@ struct GenerateRequest {
   void *progress_user = nullptr;
 };
 
+// The fewest cache rows an attention program reads (a power of two, at least 16).
+int64_t MinCacheRows(const Gpt2Config &config);
+
 class Gpt2Model {
  public:
-  // Loads config, weights and (when both files exist) the tokenizer from `dir`. The model
-  // keeps a reference to ctx.
-  // With a non-empty `bundle_dir`, programs are loaded from that bundle instead of compiled.
+  // Loads config, weights and (when both files exist) the tokenizer from `dir`. Programs
+  // come from the bundle in `bundle_dir` when it is not empty (ctx unused), else from the
+  // compiler over ctx (the model keeps a reference).
   static Status Load(tm_context *ctx, const std::string &dir, tm_target target,
                      const std::string &bundle_dir, std::unique_ptr<Gpt2Model> *out);
   Gpt2Model(const Gpt2Model &) = delete;
@@ -82,29 +86,21 @@ class Gpt2Model {
   // position's logits.
   Status Forward(const int32_t *ids, size_t n, int64_t pos, float *logits);
   Status GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program **out);
-  // Adds a program's origin and phase times to the stats.
-  void Count(tm_program *program);
   // Cache rows the attention reads once `filled` positions are in the cache.
   int64_t CacheRows(int64_t filled) const;
-  using Key = std::tuple<int, int64_t, int64_t>;  // (ProgramKind, T, L)
   // Compiles (or finds) every program a generation of this shape will run.
   Status Prepare(size_t n_prompt, const GenerateRequest &request);
-  // Makes the programs of `keys` ready: compiled in parallel (one thread per usable CPU),
-  // or loaded from the bundle; reports progress.
-  Status EnsurePrograms(const std::vector<Key> &keys, tm_progress_callback progress, void *user);
-  // Loads one program from the bundle.
-  Status LoadFromBundle(const Key &key, ProgramHandle *out);
-  // Checks the bundle's manifest against this model's configuration.
-  Status CheckBundle() const;
+  // Makes the programs of `keys` that the model does not hold yet (ProgramSource::Make).
+  Status EnsurePrograms(const std::vector<ProgramKey> &keys, tm_progress_callback progress,
+                        void *user);
 
-  ContextHandle ctx_;  // one reference, taken at load
-  std::string bundle_dir_;  // "" = compile
-  tm_target target_ = TM_TARGET_CPU;
+  std::unique_ptr<ProgramSource> source_;
   Gpt2Config config_;
   Gpt2Weights weights_;
   std::unique_ptr<BpeTokenizer> tokenizer_;
-  std::map<Key, ProgramHandle> programs_;
+  std::map<ProgramKey, ProgramHandle> programs_;
   std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer: (n_ctx, d)
+  int64_t min_cache_rows_ = 16;  // MinCacheRows(config_)
   int64_t cache_dirty_end_ = 0;  // rows at and above are zero in every layer's cache
   std::vector<float> x_, x_next_, q_, k_, v_, mask_;    // scratch
   tm_model_stats stats_{};

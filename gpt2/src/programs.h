@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <tuple>
 
 #include "gpt2/src/checkpoint.h"
 #include "gpt2/src/status.h"
@@ -27,7 +28,18 @@ enum class ProgramKind { kEmbed, kQkv, kAttnMlp, kHead };
 // attn_mlp's input holding the (T, L) additive attention mask.
 inline constexpr int kAttnMlpMaskInput = 4;
 
-const char *ProgramName(ProgramKind kind);  // "gpt2_embed", ...
+// One program of a model: (ProgramKind, T, L), L = 0 except for kAttnMlp.
+using ProgramKey = std::tuple<int, int64_t, int64_t>;
+
+inline const char *ProgramName(ProgramKind kind) {
+  switch (kind) {
+    case ProgramKind::kEmbed: return "gpt2_embed";
+    case ProgramKind::kQkv: return "gpt2_qkv";
+    case ProgramKind::kAttnMlp: return "gpt2_attn_mlp";
+    case ProgramKind::kHead: return "gpt2_head";
+  }
+  return "gpt2";
+}
 
 // Traces one program kind for lengths (t, l) (l only for kAttnMlp) into `tracer`, which
 // then holds the ended trace (or the first failure).

@@ -4,11 +4,15 @@
  *  - without, linked to libtinymlir_runtime.so only (no LLVM in the process): loads each
  *    program file, invokes it on the same inputs and requires the same bytes out, then
  *    checks the error paths.
- * Usage: runtime_test DIR. Prints "N passed, N failed". */
+ * Both also handle a GPT-2 model: the writer compiles the bundle of MODEL_DIR into
+ * DIR/bundle; the runtime loads the model from it (no context) and must generate the
+ * golden greedy tokens, and without a bundle must say it has no compiler.
+ * Usage: runtime_test DIR MODEL_DIR (tests/data/tiny-a). Prints "N passed, N failed". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tinymlir/gpt2.h"
 #include "tinymlir/tinymlir.h"
 #include "c_expect.h"
 
@@ -47,12 +51,41 @@ static int read_bytes(const char *path, void *data, size_t n) {
   return ok;
 }
 
+/* tiny-a's greedy continuation of the ids 1 2 3 (Hugging Face golden). */
+static const int32_t kTinyPrompt[3] = {1, 2, 3};
+static const int32_t kTinyGolden[5] = {19, 407, 371, 380, 25};
+
+/* The model from the bundle in `bundle`, with no context: the golden tokens. */
+static void check_model_from_bundle(const char *model_dir, const char *bundle) {
+  tm_model_options o;
+  tm_model_options_init(&o);
+  o.bundle_dir = bundle;
+  tm_model *model = NULL;
+  EXPECT(tm_model_load(NULL, model_dir, &o, &model) == TM_OK, "loading the bundle: %s",
+         tm_last_error());
+  if (!model) return;
+  tm_generate_options g;
+  tm_generate_options_init(&g);
+  g.max_new_tokens = 5;
+  int32_t out[5] = {0};
+  size_t n = 0;
+  EXPECT(tm_generate(model, kTinyPrompt, 3, &g, NULL, NULL, out, 5, &n) == TM_OK && n == 5,
+         "generating from the bundle: %s", tm_last_error());
+  EXPECT(memcmp(out, kTinyGolden, sizeof out) == 0, "bundle tokens %d %d %d %d %d", out[0],
+         out[1], out[2], out[3], out[4]);
+  EXPECT(tm_model_compile_bundle(model, bundle, NULL, NULL) == TM_ERROR_INVALID_ARGUMENT &&
+             strstr(tm_last_error(), "from a bundle already") != NULL,
+         "compiling a bundle from a bundle gave '%s'", tm_last_error());
+  tm_model_destroy(model);
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s DIR\n", argv[0]);
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s DIR MODEL_DIR\n", argv[0]);
     return 2;
   }
-  const char *dir = argv[1];
+  const char *dir = argv[1], *model_dir = argv[2];
+  char *bundle = path_of(dir, "bundle", "d");
   for (int k = 0; k < N_PROGRAMS; ++k) {
     const int64_t m = kShapes[k][0], kk = kShapes[k][1], n = kShapes[k][2];
     const int64_t xs[2] = {m, kk}, ws[2] = {kk, n}, ys[2] = {m, n};
@@ -113,7 +146,29 @@ int main(int argc, char **argv) {
     free(in_path);
     free(out_path);
   }
-#ifndef WRITE_PROGRAMS
+#ifdef WRITE_PROGRAMS
+  {
+    tm_context *ctx = NULL;
+    tm_model *model = NULL;
+    EXPECT(tm_model_load(NULL, model_dir, NULL, &model) == TM_ERROR_INVALID_ARGUMENT &&
+               strstr(tm_last_error(), "ctx is NULL") != NULL,
+           "no context and no bundle gave '%s'", tm_last_error());
+    EXPECT(tm_context_create(&ctx) == TM_OK && tm_model_load(ctx, model_dir, NULL, &model) == TM_OK,
+           "loading %s: %s", model_dir, tm_last_error());
+    EXPECT(model && tm_model_compile_bundle(model, bundle, NULL, NULL) == TM_OK,
+           "compiling the bundle: %s", tm_last_error());
+    tm_model_destroy(model);
+    tm_context_destroy(ctx);
+    check_model_from_bundle(model_dir, bundle); /* the same, in the compiler's library */
+  }
+#else
+  check_model_from_bundle(model_dir, bundle);
+  {
+    tm_model *model = NULL;
+    EXPECT(tm_model_load(NULL, model_dir, NULL, &model) == TM_ERROR_UNSUPPORTED && !model &&
+               strstr(tm_last_error(), "runs compiled bundles only") != NULL,
+           "a model without a bundle gave '%s'", tm_last_error());
+  }
   tm_program *p = NULL;
   EXPECT(tm_program_load("/nonexistent/x.tmp", &p) == TM_ERROR_IO && p == NULL &&
              strstr(tm_last_error(), "/nonexistent/x.tmp") != NULL,
@@ -121,6 +176,7 @@ int main(int argc, char **argv) {
   EXPECT(strcmp(tm_status_string(TM_ERROR_IO), "") != 0 && strlen(tm_version()) > 0,
          "status strings and version");
 #endif
+  free(bundle);
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 && passed > 0 ? 0 : 1;
 }

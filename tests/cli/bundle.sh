@@ -1,12 +1,14 @@
 #!/bin/sh
 # Bundles through the main job: `tinymlir compile` writes every program of the embedded
-# model; `tinymlir generate --bundle` then compiles nothing (no disk cache either) and
-# prints the golden greedy tokens, with and without the KV cache; a bundle made for
-# another model is refused with a message.
-# Usage: bundle.sh path/to/tinymlir path/to/tests/data/tiny-a
+# model; `tinymlir-run generate --bundle`, a process with neither libtinymlir.so nor LLVM
+# loaded, then prints the golden greedy tokens with and without the KV cache, as does
+# `tinymlir generate --bundle` (which compiles nothing: no disk cache either); a bundle made
+# for another model is refused with a message, and tinymlir-run without a bundle says why.
+# Usage: bundle.sh path/to/tinymlir path/to/tinymlir-run path/to/tests/data/tiny-a
 set -eu
 cli="$1"
-other_model="$2"
+run_cli="$2"
+other_model="$3"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export TINYMLIR_CACHE_DIR=off
@@ -15,18 +17,30 @@ golden="In the beginning of the first year of Darius the son of Darius, the son 
 "$cli" compile --out "$work/bundle" 2>"$work/compile.err"
 test -f "$work/bundle/manifest.txt"
 
-"$cli" generate --greedy --tokens 32 --bundle "$work/bundle" "In the beginning" \
-  >"$work/kv.out" 2>"$work/kv.err"
-grep -q "$golden" "$work/kv.out" || { echo "wrong tokens:" >&2; cat "$work/kv.out" >&2; exit 1; }
-grep -Eq "\(0 programs compiled, [1-9][0-9]* loaded from the bundle\)" "$work/kv.err" ||
-  { echo "compiled despite the bundle:" >&2; cat "$work/kv.err" >&2; exit 1; }
+if ldd "$run_cli" | grep -E 'libtinymlir\.so|LLVM|MLIR'; then
+  echo "tinymlir-run loads the compiler" >&2
+  exit 1
+fi
+for c in "$run_cli" "$cli"; do
+  "$c" generate --greedy --tokens 32 --bundle "$work/bundle" "In the beginning" \
+    >"$work/kv.out" 2>"$work/kv.err"
+  grep -q "$golden" "$work/kv.out" || { echo "$c: wrong tokens:" >&2; cat "$work/kv.out" >&2; exit 1; }
+  grep -Eq "\(0 programs compiled, [1-9][0-9]* loaded from the bundle\)" "$work/kv.err" ||
+    { echo "$c compiled despite the bundle:" >&2; cat "$work/kv.err" >&2; exit 1; }
 
-"$cli" generate --greedy --tokens 12 --no-kv-cache --bundle "$work/bundle" "In the beginning" \
-  >"$work/nokv.out" 2>"$work/nokv.err"
-grep -q "In the beginning of the first year of Darius" "$work/nokv.out" ||
-  { echo "wrong tokens without the KV cache:" >&2; cat "$work/nokv.out" "$work/nokv.err" >&2; exit 1; }
+  "$c" generate --greedy --tokens 12 --no-kv-cache --bundle "$work/bundle" "In the beginning" \
+    >"$work/nokv.out" 2>"$work/nokv.err"
+  grep -q "In the beginning of the first year of Darius" "$work/nokv.out" ||
+    { echo "$c: wrong tokens without the KV cache:" >&2; cat "$work/nokv.out" "$work/nokv.err" >&2; exit 1; }
+done
 
-if "$cli" generate --model "$other_model" --ids --bundle "$work/bundle" "1 2 3" \
+if "$run_cli" generate "In the beginning" >/dev/null 2>"$work/nobundle.err"; then
+  echo "tinymlir-run ran without a bundle" >&2
+  exit 1
+fi
+grep -q "runs bundles only: pass --bundle" "$work/nobundle.err" || { cat "$work/nobundle.err" >&2; exit 1; }
+
+if "$run_cli" generate --model "$other_model" --ids --bundle "$work/bundle" "1 2 3" \
   >/dev/null 2>"$work/other.err"; then
   echo "a bundle of another model was accepted" >&2
   exit 1

@@ -54,11 +54,16 @@ TM_API void tm_model_options_init(tm_model_options *options);
  * checkpoint's layers are checked against the config before anything is sized from it.
  * options may be NULL (defaults). Programs are compiled
  * through ctx's cache as they are first needed; the model keeps a reference to ctx, so the
- * caller may destroy its own first. *out receives a model to release with
+ * caller may destroy its own first. With options.bundle_dir the programs come from the
+ * bundle and ctx is not used (it may be NULL). *out receives a model to release with
  * tm_model_destroy.
+ * libtinymlir_runtime.so has the functions of this header too, without a compiler: there a
+ * model needs options.bundle_dir (ctx NULL), and tm_model_compile_bundle is
+ * TM_ERROR_INVALID_ARGUMENT like any model loaded from a bundle.
  * Errors: TM_ERROR_INVALID_ARGUMENT (null, bad options), TM_ERROR_IO (missing or malformed
- * file, wrong tensor name/shape/dtype; the message names it), TM_ERROR_UNSUPPORTED (a
- * configuration this implementation does not run, e.g. another activation or target). */
+ * file, wrong tensor name/shape/dtype, a bundle for other dimensions; the message names
+ * it), TM_ERROR_UNSUPPORTED (a configuration this implementation does not run, e.g. another
+ * activation or target; no bundle in the runtime library). */
 TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, const tm_model_options *options,
                                tm_model **out);
 

@@ -1,0 +1,106 @@
+// GPT-2 bundles: one exported program file per (kind, T, L) and a manifest.txt naming the
+// model dimensions the programs are specialised to. Loading uses only tm_program_load, so
+// this file is part of libtinymlir_runtime.so as well.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "gpt2/src/program_source.h"
+
+namespace tinymlir::gpt2 {
+namespace {
+
+constexpr const char *kBundleHeader = "tinymlir gpt2 bundle 1\n";
+
+std::string BundleFileName(const ProgramKey &key) {
+  const auto &[kind, t, l] = key;
+  return std::string(ProgramName(static_cast<ProgramKind>(kind))) + "_t" + std::to_string(t) +
+         "_l" + std::to_string(l) + ".tmp";
+}
+
+// The dimensions a bundle's programs are specialised to, as manifest.txt lines.
+std::string BundleDimensions(const Gpt2Config &c) {
+  char eps[64];
+  std::snprintf(eps, sizeof eps, "%.9g", c.layer_norm_epsilon);
+  return "n_embd " + std::to_string(c.n_embd) + "\nn_head " + std::to_string(c.n_head) +
+         "\nn_inner " + std::to_string(c.n_inner) + "\nvocab_size " +
+         std::to_string(c.vocab_size) + "\nn_ctx " + std::to_string(c.n_ctx) +
+         "\nlayer_norm_epsilon " + eps + "\n";
+}
+
+class BundleSource : public ProgramSource {
+ public:
+  explicit BundleSource(std::string dir) : dir_(std::move(dir)) {}
+
+  Status Make(const std::vector<ProgramKey> &keys, tm_progress_callback progress, void *user,
+              std::vector<ProgramHandle> *out, tm_model_stats *stats) override {
+    out->clear();
+    out->resize(keys.size());
+    const int32_t total = static_cast<int32_t>(keys.size());
+    for (int32_t i = 0; i < total; ++i) {  // loading is quick: no threads
+      TM_RETURN_IF_ERROR(Load(keys[i], &(*out)[i]));
+      stats->programs_from_disk += 1;
+      if (progress) progress(user, i + 1, total);
+    }
+    return Status::Ok();
+  }
+
+  bool is_bundle() const override { return true; }
+
+ private:
+  Status Load(const ProgramKey &key, ProgramHandle *out) const {
+    const std::string path = dir_ + "/" + BundleFileName(key);
+    tm_status s = tm_program_load(path.c_str(), out->out());
+    if (s == TM_ERROR_IO && access(path.c_str(), F_OK) != 0)
+      return IoError("the bundle " + dir_ + " has no " + BundleFileName(key) +
+                     " (compile the bundle again with tm_model_compile_bundle)");
+    return FromC(s);
+  }
+
+  std::string dir_;
+};
+
+}  // namespace
+
+Status OpenBundle(const std::string &dir, const Gpt2Config &config,
+                  std::unique_ptr<ProgramSource> *out) {
+  const std::string path = dir + "/manifest.txt";
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) return IoError(path + ": cannot open (is " + dir + " a bundle?)");
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (1 << 20);)
+    text.append(buf, n);
+  std::fclose(f);
+  const std::string want = kBundleHeader + BundleDimensions(config);
+  if (text.compare(0, want.size(), want) != 0)
+    return IoError(path + ": the bundle was compiled for another model or format; this "
+                   "model needs:\n" + want);
+  *out = std::make_unique<BundleSource>(dir);
+  return Status::Ok();
+}
+
+Status WriteBundle(const std::string &dir, const Gpt2Config &config,
+                   const std::vector<ProgramKey> &keys,
+                   const std::map<ProgramKey, ProgramHandle> &programs) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return IoError(dir + ": cannot create: " + std::strerror(errno));
+  std::string manifest = kBundleHeader + BundleDimensions(config) + "programs\n";
+  for (const ProgramKey &key : keys) {
+    const std::string name = BundleFileName(key);
+    if (manifest.find("\n" + name + "\n") != std::string::npos) continue;
+    TM_RETURN_IF_ERROR(FromC(tm_program_export(programs.at(key), (dir + "/" + name).c_str())));
+    manifest += name + "\n";
+  }
+  const std::string path = dir + "/manifest.txt";
+  FILE *f = std::fopen(path.c_str(), "wb");
+  const bool written = f && std::fwrite(manifest.data(), 1, manifest.size(), f) == manifest.size();
+  if (f && std::fclose(f) != 0) return IoError(path + ": cannot write");
+  if (!written) return IoError(path + ": cannot write");
+  return Status::Ok();
+}
+
+}  // namespace tinymlir::gpt2

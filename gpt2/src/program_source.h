@@ -1,0 +1,49 @@
+// Where a model's programs come from: the compiler, through a context and its caches (in
+// libtinymlir.so), or a bundle of exported programs (in both libraries). The model asks for
+// programs by key and never knows which; libtinymlir_runtime.so links the bundle alone, so
+// the GPT-2 application runs there without LLVM.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpt2/src/checkpoint.h"
+#include "gpt2/src/programs.h"
+#include "gpt2/src/status.h"
+#include "tinymlir/gpt2.h"
+#include "tinymlir/tinymlir.hpp"
+
+namespace tinymlir::gpt2 {
+
+class ProgramSource {
+ public:
+  virtual ~ProgramSource() = default;
+
+  // Makes the programs of `keys` (distinct): (*out)[i] is keys[i]'s. Adds where each came
+  // from (compiled, memory cache, disk cache, bundle) and the compile phases to *stats, and
+  // reports progress (ready, total) as programs become ready.
+  virtual Status Make(const std::vector<ProgramKey> &keys, tm_progress_callback progress,
+                      void *user, std::vector<ProgramHandle> *out, tm_model_stats *stats) = 0;
+
+  // Whether programs come from a bundle (a bundle is not compiled into another one).
+  virtual bool is_bundle() const = 0;
+};
+
+// The compiler over ctx's caches, for `target`; keeps a reference to ctx. In
+// libtinymlir_runtime.so (gpt2/src/no_compiler.cpp) it fails with TM_ERROR_UNSUPPORTED.
+Status NewCompilerSource(tm_context *ctx, const Gpt2Config &config, tm_target target,
+                         std::unique_ptr<ProgramSource> *out);
+
+// The programs of the bundle in `dir`, once its manifest matches `config`.
+Status OpenBundle(const std::string &dir, const Gpt2Config &config,
+                  std::unique_ptr<ProgramSource> *out);
+
+// Exports programs[key] for each of `keys` into `dir` (created if absent), with the
+// manifest OpenBundle checks.
+Status WriteBundle(const std::string &dir, const Gpt2Config &config,
+                   const std::vector<ProgramKey> &keys,
+                   const std::map<ProgramKey, ProgramHandle> &programs);
+
+}  // namespace tinymlir::gpt2
