@@ -7,7 +7,9 @@
 //   tinymlir generate [--model DIR] [--bundle DIR] [--tokens N] [--greedy | --temperature T
 //                     --top-k K --top-p P --seed S] [--no-kv-cache] [--stop-at-eos] [--ids]
 //                     [--verbose] "prompt"
-//   tinymlir compile [--model DIR] --out DIR     every program of the model, as a bundle
+//   tinymlir compile [--model DIR] --out DIR [--emit-ir IRDIR]
+//                                                every program of the model, as a bundle;
+//                                                --emit-ir writes each one's stages as text
 //
 // The continuation streams to stdout as tokens are produced; a short report (load, compile,
 // prefill, decode speed) goes to stderr. Without --model the embedded default model
@@ -17,6 +19,7 @@
 // model decoded greedily repeats itself), as llama.cpp does, but with a fixed seed so a run
 // can be repeated; --greedy is the exact mode the golden tests use. The library's own
 // default (tm_generate_options_init) stays greedy.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -50,11 +53,12 @@ constexpr uint64_t kDefaultSeed = 42;
 // The usage text; %d is the library's default token count (tm_generate_options_init).
 const char kUsage[] =
     "usage: %s generate [options] \"prompt\"\n"
-    "       tinymlir compile [--model DIR] --out DIR\n"
+    "       tinymlir compile [--model DIR] --out DIR [--emit-ir IRDIR]\n"
     "  (tinymlir-run has no compiler and needs --bundle; tinymlir compiles as needed)\n"
     "  --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
     "  --bundle DIR       run the programs of a bundle (tinymlir compile) instead of compiling\n"
     "  --out DIR          (compile) where to write the bundle\n"
+    "  --emit-ir IRDIR    (compile) also write every stage of every program, as text\n"
     "  --tokens N         tokens to generate (default %d)\n"
     "  --greedy           always the most likely token (exact; what the golden tests use)\n"
     "  --temperature T    sampling temperature (default 0.8; 0 = greedy)\n"
@@ -71,6 +75,7 @@ struct Args {
   std::string model;
   std::string bundle;
   std::string out;
+  std::string emit_ir;
   std::string prompt;
   bool have_prompt = false;
   tm_generate_options options;
@@ -128,6 +133,7 @@ Args ParseArgs(int argc, char **argv) {
     if (arg == "--model") a.model = value();
     else if (arg == "--bundle") a.bundle = value();
     else if (arg == "--out") a.out = value();
+    else if (arg == "--emit-ir") a.emit_ir = value();
     else if (arg == "--tokens") a.options.max_new_tokens = static_cast<int32_t>(ParseNumber("--tokens", value(), 0, INT32_MAX));
     else if (arg == "--temperature") a.options.temperature = static_cast<float>(ParseNumber("--temperature", value(), 0, 1e6));
     else if (arg == "--top-k") a.options.top_k = static_cast<int32_t>(ParseNumber("--top-k", value(), 0, INT32_MAX));
@@ -153,6 +159,7 @@ Args ParseArgs(int argc, char **argv) {
     if (a.have_prompt) Die("compile takes no prompt");
     return a;
   }
+  if (!a.emit_ir.empty()) Die("--emit-ir goes with compile");
   if (!a.have_prompt) Die("no prompt given\n" + Usage());
   return a;
 }
@@ -245,6 +252,44 @@ struct Progress {
   }
 };
 
+// Writes every stage of every program in the bundle `bundle` (as its manifest lists them)
+// to `dir`: <program>.<n>-<stage>.{mlir,ll,s}. The stage texts travel in the program
+// files, so this reads the bundle back rather than asking the compiler again.
+void EmitIr(const std::string &bundle, const std::string &dir) {
+  static const struct { tm_stage stage; const char *name; } kStages[] = {
+      {TM_STAGE_TRACED, "0-traced.mlir"},       {TM_STAGE_OPTIMIZED, "1-optimized.mlir"},
+      {TM_STAGE_BUFFERIZED, "2-bufferized.mlir"}, {TM_STAGE_LOWERED, "3-lowered.mlir"},
+      {TM_STAGE_LLVM_IR, "4-llvm.ll"},          {TM_STAGE_ASSEMBLY, "5-assembly.s"}};
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    Die("--emit-ir: cannot create " + dir + ": " + std::strerror(errno));
+  FILE *manifest = std::fopen((bundle + "/manifest.txt").c_str(), "r");
+  if (!manifest) Die("--emit-ir: cannot read " + bundle + "/manifest.txt");
+  char line[512];
+  bool listed = false;
+  size_t files = 0;
+  while (std::fgets(line, sizeof line, manifest)) {
+    std::string name(line);
+    while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+    if (!listed) { listed = name == "programs"; continue; }
+    tinymlir::ProgramHandle program;
+    Check(tm_program_load((bundle + "/" + name).c_str(), program.out()), "--emit-ir");
+    const std::string base = dir + "/" + name.substr(0, name.rfind('.')) + ".";
+    for (const auto &s : kStages) {
+      char *text = nullptr;
+      if (tm_program_ir(program, s.stage, &text) != TM_OK) continue;  // not kept
+      const std::string path = base + s.name;
+      FILE *f = std::fopen(path.c_str(), "wb");
+      const size_t n = std::strlen(text);
+      const bool ok = f && std::fwrite(text, 1, n, f) == n;
+      tm_free(text);
+      if (!f || std::fclose(f) != 0 || !ok) Die("--emit-ir: cannot write " + path);
+      ++files;
+    }
+  }
+  std::fclose(manifest);
+  std::fprintf(stderr, "[tinymlir] wrote %zu stage files to %s\n", files, dir.c_str());
+}
+
 void PrintCompileBreakdown(const tm_model_stats &st, tm_context *ctx) {
   static const char *const kPhases[TM_NUM_COMPILE_PHASES] = {
       "build", "optimize", "bufferize", "lower", "llvm-opt", "codegen", "link", "disk-read"};
@@ -309,6 +354,7 @@ int main(int argc, char **argv) {
                  static_cast<unsigned long long>(st.programs_from_disk),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (args.verbose) PrintCompileBreakdown(st, ctx);
+    if (!args.emit_ir.empty()) EmitIr(args.out, args.emit_ir);
     return 0;
   }
 

@@ -8,11 +8,33 @@
 #include "capi/src/errors.h"
 #include "capi/src/program_handle.h"
 #include "core/engine/program_loader.h"
+#ifdef TINYMLIR_WITH_COMPILER
+#include "core/target/cpu/native_object.h"
+#endif
 
 using tm_capi::Fail;
 using tm_capi::Guard;
 
 namespace {
+
+// The text of `stage`. A program loaded from a file keeps no assembly, and
+// libtinymlir_runtime.so has no code generator to print it; libtinymlir.so
+// (TINYMLIR_WITH_COMPILER) prints it from the program's LLVM IR stage, at the codegen level
+// its manifest names.
+tinymlir::Status StageText(tinymlir::Program &program, tm_stage stage, std::string *out) {
+  tinymlir::Status status = program.StageText(tm_capi::ToCore(stage), out);
+#ifdef TINYMLIR_WITH_COMPILER
+  std::string llvm_ir;
+  if (!status.ok() && stage == TM_STAGE_ASSEMBLY &&
+      program.StageText(tinymlir::Stage::kLlvmIr, &llvm_ir).ok()) {
+    const size_t at = program.manifest.find("opt_level=");
+    const char level = at == std::string::npos ? '3' : program.manifest[at + 10];
+    return tinymlir::AssemblyFromLlvmIr(llvm_ir, level >= '0' && level <= '3' ? level - '0' : 3,
+                                        out);
+  }
+#endif
+  return status;
+}
 
 tm_status TypeOf(const tm_program *p, int32_t i, bool input, tm_dtype *dtype, int32_t *rank,
                  int64_t *shape) {
@@ -87,7 +109,7 @@ TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text)
   if (!text) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_program_ir: text is NULL");
   return Guard("tm_program_ir", [&] {
     std::string s;
-    TM_RETURN_IF_ERROR(program->impl->StageText(tm_capi::ToCore(stage), &s));
+    TM_RETURN_IF_ERROR(StageText(*program->impl, stage, &s));
     char *copy = static_cast<char *>(std::malloc(s.size() + 1));
     if (!copy) return tinymlir::OutOfMemory("cannot allocate the stage text");
     std::memcpy(copy, s.c_str(), s.size() + 1);

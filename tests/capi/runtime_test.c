@@ -110,6 +110,16 @@ int main(int argc, char **argv) {
     ok = ok && tm_invoke(program, tin, 2, &tout, 1) == TM_OK &&
          tm_program_export(program, file) == TM_OK;
     EXPECT(ok, "%s: %s", kNames[k], tm_last_error());
+    {  /* the compiler's library prints a loaded program's assembly from its LLVM IR */
+      tm_program *loaded = NULL;
+      char *text = NULL;
+      EXPECT(ok && tm_program_load(file, &loaded) == TM_OK &&
+                 tm_program_ir(loaded, TM_STAGE_ASSEMBLY, &text) == TM_OK &&
+                 strstr(text, "tm_packed_entry") != NULL,
+             "%s: the assembly of the loaded program: %s", kNames[k], text ? "" : tm_last_error());
+      tm_free(text);
+      tm_program_release(loaded);
+    }
     EXPECT(write_bytes(in_path, in, (nx + nw) * sizeof(float)) &&
                write_bytes(out_path, y, ny * sizeof(float)),
            "%s: cannot write the data files", kNames[k]);
@@ -130,6 +140,15 @@ int main(int argc, char **argv) {
       EXPECT(tm_invoke(program, tin, 2, &tout, 1) == TM_OK, "%s: %s", kNames[k], tm_last_error());
       EXPECT(memcmp(y, want, ny * sizeof(float)) == 0, "%s: results differ from the JIT's",
              kNames[k]);
+      char *text = NULL;
+      EXPECT(tm_program_ir(program, TM_STAGE_LLVM_IR, &text) == TM_OK, "%s: LLVM IR: %s",
+             kNames[k], tm_last_error());
+      tm_free(text);
+      text = NULL;
+      EXPECT(tm_program_ir(program, TM_STAGE_ASSEMBLY, &text) == TM_ERROR_UNSUPPORTED &&
+                 strstr(tm_last_error(), "keeps no assembly") != NULL,
+             "%s: assembly without a code generator gave '%s'", kNames[k], tm_last_error());
+      tm_free(text);
       /* The runtime checks what the compiler's library checks. */
       const int64_t wrong[2] = {m + 1, kk};
       tm_tensor bad[2] = {{in, TM_F32, 2, wrong, NULL}, {in + nx, TM_F32, 2, ws, NULL}};

@@ -14,8 +14,15 @@ trap 'rm -rf "$work"' EXIT
 export TINYMLIR_CACHE_DIR=off
 golden="In the beginning of the first year of Darius the son of Darius, the son of Darius"
 
-"$cli" compile --out "$work/bundle" 2>"$work/compile.err"
+"$cli" compile --out "$work/bundle" --emit-ir "$work/ir" 2>"$work/compile.err"
 test -f "$work/bundle/manifest.txt"
+# --emit-ir: the six stages of every program in the manifest.
+programs=$(sed '1,/^programs$/d' "$work/bundle/manifest.txt" | wc -l)
+test "$(ls "$work/ir" | wc -l)" -eq $((programs * 6)) ||
+  { echo "--emit-ir: $(ls "$work/ir" | wc -l) files for $programs programs" >&2; exit 1; }
+grep -q "linalg.matmul" "$work/ir/gpt2_attn_mlp_t1_l64.0-traced.mlir"
+grep -q "define.*tm_packed_entry" "$work/ir/gpt2_attn_mlp_t1_l64.4-llvm.ll"
+grep -q "tm_packed_entry:" "$work/ir/gpt2_attn_mlp_t1_l64.5-assembly.s"
 
 if ldd "$run_cli" | grep -E 'libtinymlir\.so|LLVM|MLIR'; then
   echo "tinymlir-run loads the compiler" >&2

@@ -51,27 +51,31 @@ class NativeCode : public CompiledCode {
     if (llvm_ir.empty())
       return Unsupported("the program's LLVM IR was not kept (large constants, or the "
                          "program was read from the disk cache without it)");
-    llvm::LLVMContext ctx;
-    llvm::SMDiagnostic diag;
-    auto buffer = llvm::MemoryBuffer::getMemBuffer(llvm_ir, "kernel", false);
-    std::unique_ptr<llvm::Module> m = llvm::parseIR(*buffer, diag, ctx);
-    if (!m) return CompileError("assembly: cannot re-read LLVM IR: " + diag.getMessage().str());
-    std::string error;
-    auto tm = HostTargetMachine(opt_level, &error);
-    if (!tm) return CompileError("assembly: no host target: " + error);
-    m->setDataLayout(tm->createDataLayout());
-    llvm::SmallString<0> text;
-    llvm::raw_svector_ostream os(text);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-      return CompileError("assembly: the host target cannot emit assembly");
-    pm.run(*m);
-    *out = text.str().str();
-    return Status::Ok();
+    return AssemblyFromLlvmIr(llvm_ir, opt_level, out);
   }
 };
 
 }  // namespace
+
+Status AssemblyFromLlvmIr(const std::string &llvm_ir, int opt_level, std::string *out) {
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic diag;
+  auto buffer = llvm::MemoryBuffer::getMemBuffer(llvm_ir, "kernel", false);
+  std::unique_ptr<llvm::Module> m = llvm::parseIR(*buffer, diag, ctx);
+  if (!m) return CompileError("assembly: cannot re-read LLVM IR: " + diag.getMessage().str());
+  std::string error;
+  auto tm = HostTargetMachine(opt_level, &error);
+  if (!tm) return CompileError("assembly: no host target: " + error);
+  m->setDataLayout(tm->createDataLayout());
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream os(text);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    return CompileError("assembly: the host target cannot emit assembly");
+  pm.run(*m);
+  *out = text.str().str();
+  return Status::Ok();
+}
 
 std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::string *error) {
   InitializeNativeTargetOnce();

@@ -35,6 +35,9 @@ Status EmitObject(llvm::Module &module, llvm::TargetMachine &target, std::string
 // linker (BLAS, GEMV kernels, the guarded allocator, libm) or one the process exports.
 bool CanResolveSymbol(const std::string &symbol);
 
+// The host assembly of an optimised LLVM IR module (its text), at codegen level opt_level.
+Status AssemblyFromLlvmIr(const std::string &llvm_ir, int opt_level, std::string *out);
+
 // Links `object` into this process and returns its owner and packed entry. `llvm_ir` (may be
 // empty) is kept to print assembly on request, at `opt_level`.
 Status LoadNativeObject(const std::string &object, std::string llvm_ir, int opt_level,
