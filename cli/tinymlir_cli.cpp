@@ -57,6 +57,7 @@ const char kUsage[] =
     "  (tinymlir-run has no compiler and needs --bundle; tinymlir compiles as needed)\n"
     "  --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
     "  --bundle DIR       run the programs of a bundle (tinymlir compile) instead of compiling\n"
+    "  --target cpu|gpu   where the programs run (default cpu; gpu: NVIDIA, CUDA driver)\n"
     "  --out DIR          (compile) where to write the bundle\n"
     "  --emit-ir IRDIR    (compile) also write every stage of every program, as text\n"
     "  --tokens N         tokens to generate (default %d)\n"
@@ -76,6 +77,7 @@ struct Args {
   std::string bundle;
   std::string out;
   std::string emit_ir;
+  tm_target target = TM_TARGET_CPU;
   std::string prompt;
   bool have_prompt = false;
   tm_generate_options options;
@@ -134,6 +136,11 @@ Args ParseArgs(int argc, char **argv) {
     else if (arg == "--bundle") a.bundle = value();
     else if (arg == "--out") a.out = value();
     else if (arg == "--emit-ir") a.emit_ir = value();
+    else if (arg == "--target") {
+      const std::string t = value();
+      if (t != "cpu" && t != "gpu") Die("--target expects cpu or gpu, got '" + t + "'");
+      a.target = t == "gpu" ? TM_TARGET_GPU : TM_TARGET_CPU;
+    }
     else if (arg == "--tokens") a.options.max_new_tokens = static_cast<int32_t>(ParseNumber("--tokens", value(), 0, INT32_MAX));
     else if (arg == "--temperature") a.options.temperature = static_cast<float>(ParseNumber("--temperature", value(), 0, 1e6));
     else if (arg == "--top-k") a.options.top_k = static_cast<int32_t>(ParseNumber("--top-k", value(), 0, INT32_MAX));
@@ -336,6 +343,7 @@ int main(int argc, char **argv) {
   tm_model_options model_options;
   tm_model_options_init(&model_options);
   if (!args.bundle.empty()) model_options.bundle_dir = args.bundle.c_str();
+  model_options.target = args.target;
   Check(tm_model_load(ctx, dir.c_str(), &model_options, model.out()), "loading the model");
 
   if (args.compile) {

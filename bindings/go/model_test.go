@@ -2,6 +2,7 @@ package tinymlir
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -282,7 +283,22 @@ func TestModelOptionsPassTheTarget(t *testing.T) {
 	if DefaultModelOptions().Target != CPU {
 		t.Errorf("default target %v", DefaultModelOptions().Target)
 	}
-	wantStatus(t, errOf(LoadModel(ctx, tinyA(), &ModelOptions{Target: GPU})), StatusUnsupported)
+	// The GPU target loads everywhere; generating needs a CUDA driver and a GPU, and says so
+	// clearly where there is none (CI).
+	gpu := must[*Model](t)(LoadModel(ctx, tinyA(), &ModelOptions{Target: GPU}))
+	opts := DefaultGenerateOptions()
+	opts.MaxNewTokens = 4
+	if ids, err := gpu.Generate([]int32{1, 2, 3}, &opts, nil); err == nil {
+		if fmt.Sprint(ids) != "[19 407 371 380]" {
+			t.Errorf("GPU tokens %v", ids)
+		}
+	} else {
+		wantStatus(t, err, StatusUnsupported)
+		if !strings.Contains(err.Error(), "CUDA") {
+			t.Errorf("the error does not name CUDA: %v", err)
+		}
+	}
+	check(t, gpu.Close())
 	model := must[*Model](t)(LoadModel(ctx, tinyA(), &ModelOptions{Target: CPU}))
 	check(t, model.Close())
 }

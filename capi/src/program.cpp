@@ -30,6 +30,9 @@ tinymlir::Status ReadCompileOptions(const tm_compile_options *in, tinymlir::Comp
   out->optimize = o.optimize != 0;
   out->use_blas = o.use_blas != 0;
   out->opt_level = o.opt_level;
+  out->gpu_sm = o.gpu_sm;
+  out->gpu_matmul_tile = o.gpu_matmul_tile;
+  out->gpu_cubin = o.gpu_cubin != 0;
   return tinymlir::Status::Ok();
 }
 
@@ -45,6 +48,9 @@ TM_API void tm_compile_options_init(tm_compile_options *options) {
   options->optimize = 1;
   options->use_blas = 1;
   options->opt_level = 3;
+  options->gpu_sm = 90;
+  options->gpu_matmul_tile = 16;
+  options->gpu_cubin = 0;
 }
 
 TM_API tm_status tm_compile(tm_context *ctx, const tm_trace *trace,

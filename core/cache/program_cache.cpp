@@ -45,7 +45,8 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
   const std::string fingerprint = trace.Fingerprint();
   std::string key = fingerprint;
   const int32_t opts[] = {static_cast<int32_t>(options.target), options.optimize,
-                          options.use_blas, options.opt_level};
+                          options.use_blas, options.opt_level, options.gpu_sm,
+                          options.gpu_matmul_tile, options.gpu_cubin};
   key.append(reinterpret_cast<const char *>(opts), sizeof opts);
 
   std::promise<Result> promise;

@@ -68,7 +68,7 @@ class Reader {
   size_t pos_ = 0;
 };
 
-constexpr uint64_t kFormat = 1;
+constexpr uint64_t kFormat = 2;  // 2: the device flag (GPU programs)
 constexpr char kMagic[8] = {'T', 'M', 'C', 'A', 'C', 'H', 'E', '1'};
 
 constexpr uint64_t kMaxTensors = 1 << 20;
@@ -78,6 +78,7 @@ constexpr uint64_t kMaxTensors = 1 << 20;
 std::string SerializeProgram(const Program &program) {
   Writer w;
   w.U64(kFormat);
+  w.U64(program.gpu ? 1 : 0);
   w.U64(program.inputs.size());
   for (const TensorType &t : program.inputs) w.Type(t);
   w.U64(program.outputs.size());
@@ -88,9 +89,11 @@ std::string SerializeProgram(const Program &program) {
     w.I64(g.table_rows);
   }
   w.U64(program.temporary_bytes);
-  // Every stage but the assembly, which is printed on request.
+  // Every stage but the CPU's assembly, which is printed on request (a GPU program's is its
+  // device code, kept as compiled).
   for (int s = 0; s < kNumStages; ++s)
-    w.Text(s == static_cast<int>(Stage::kAssembly) ? std::string() : program.stages[s]);
+    w.Text(s == static_cast<int>(Stage::kAssembly) && !program.gpu ? std::string()
+                                                                    : program.stages[s]);
   w.Text(program.object_code);
   return w.Take();
 }
@@ -131,8 +134,9 @@ Status DecodeEntry(const std::string &bytes, std::string *manifest, std::string 
 
 Status DeserializeProgram(const std::string &bytes, Program *program) {
   Reader r(bytes);
-  uint64_t format, n;
-  bool ok = r.U64(&format) && format == kFormat;
+  uint64_t format, n, gpu = 0;
+  bool ok = r.U64(&format) && format == kFormat && r.U64(&gpu) && gpu <= 1;
+  program->gpu = gpu == 1;
   ok = ok && r.Count(kMaxTensors, &n);
   if (ok) program->inputs.resize(n);
   for (size_t i = 0; ok && i < program->inputs.size(); ++i) ok = r.Type(&program->inputs[i]);

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -29,6 +30,7 @@ void WriteStub(uint8_t *at, uint64_t target) {
 }  // namespace
 
 ElfImage::~ElfImage() {
+  for (void (*f)() : finalizers_) f();
   if (base_) munmap(base_, size_);
 }
 
@@ -262,6 +264,27 @@ Status LoadElfObject(const std::string &object,
 
   if (mprotect(base, text_bytes, PROT_READ | PROT_EXEC) != 0)
     return RuntimeError("cannot make the native code executable");
+  // Constructors and destructors: arrays of function pointers, relocated above, that must
+  // point into the code.
+  std::vector<void (*)()> initializers, finalizers;
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const Elf64_Shdr &s = sections[i];
+    if ((s.sh_type != SHT_INIT_ARRAY && s.sh_type != SHT_FINI_ARRAY) || placed[i] == SIZE_MAX)
+      continue;
+    if (s.sh_size % sizeof(uint64_t) != 0) return Malformed("a constructor array of odd size");
+    for (size_t at = 0; at < s.sh_size; at += sizeof(uint64_t)) {
+      uint64_t target;
+      std::memcpy(&target, address_of_section(i) + at, sizeof target);
+      if (target < reinterpret_cast<uint64_t>(mem) ||
+          target >= reinterpret_cast<uint64_t>(mem) + text_bytes)
+        return Malformed("a constructor or destructor outside the code");
+      auto f = reinterpret_cast<void (*)()>(target);
+      (s.sh_type == SHT_INIT_ARRAY ? initializers : finalizers).push_back(f);
+    }
+  }
+  // Registered only now: an object refused above never runs its destructors.
+  image->finalizers_.assign(finalizers.rbegin(), finalizers.rend());
+  for (void (*f)() : initializers) f();
   *out = std::move(image);
   return Status::Ok();
 }

@@ -8,6 +8,8 @@
 // mapping, so the object may call any address in the process.
 // Objects with thread-local storage, common symbols or relocations other than the ones
 // position-independent x86-64 code uses are refused with a message naming what was found.
+// Constructors (.init_array: a GPU program's host code loads its device modules there) run
+// once the code is executable; destructors (.fini_array) run before it is unmapped.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/support/status.h"
 
@@ -35,6 +38,7 @@ class ElfImage {
   friend Status LoadElfObject(const std::string &, const std::function<void *(const std::string &)> &,
                               std::unique_ptr<ElfImage> *);
   ElfImage() = default;
+  std::vector<void (*)()> finalizers_;  // in the order to run them
   void *base_ = nullptr;
   size_t size_ = 0;
   std::unordered_map<std::string, void *> symbols_;

@@ -7,15 +7,27 @@
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tinymlir {
 namespace {
 
+// A resource another runtime handed to the program, with the function that releases it.
+struct Resource {
+  void *handle;
+  void (*release)(void *);
+};
+
 struct Guard {
   std::jmp_buf env;
-  std::vector<void *> live;  // blocks the current call holds
-  size_t failed_bytes = 0;
+  // malloc'd blocks the current call holds. Kept apart from `resources` so that the CPU
+  // allocator's hot path (push, scan from the back, free) is what it was before runtimes
+  // with release functions existed.
+  std::vector<void *> live;
+  std::vector<Resource> resources;  // released in reverse order on unwind
+  size_t failed_bytes = 0;          // the allocation that failed, when `failure` is OK
+  Status failure;                   // set by FailGuardedCall
 };
 
 thread_local Guard *current = nullptr;
@@ -55,9 +67,46 @@ Status CallGuarded(void (*entry)(void **), void **args) {
   const int failed = RunEntry(&guard, entry, args);
   current = outer;
   if (!failed) return Status::Ok();
+  // Last acquired first: a stream goes before the memory its work used.
+  for (size_t i = guard.resources.size(); i-- > 0;)
+    guard.resources[i].release(guard.resources[i].handle);
   for (void *block : guard.live) std::free(block);
+  if (!guard.failure.ok()) return std::move(guard.failure);
   return OutOfMemory("the program's native code could not allocate " +
                      std::to_string(guard.failed_bytes) + " bytes of temporary memory");
+}
+
+bool InGuardedCall() { return current != nullptr; }
+
+void FailGuardedCall(Status status) {
+  Guard *guard = current;
+  if (!guard) std::abort();  // a caller that did not check InGuardedCall(): a bug
+  guard->failure = status.ok() ? RuntimeError("the program's native code failed without a "
+                                              "reason (a runtime reported an OK status)")
+                               : std::move(status);
+  std::longjmp(guard->env, 1);
+}
+
+void TrackGuardedResource(void *resource, void (*release)(void *)) {
+  Guard *guard = current;
+  if (!guard) return;
+  try {
+    guard->resources.push_back(Resource{resource, release});
+  } catch (const std::bad_alloc &) {
+    release(resource);
+    Unwind(guard, sizeof(Resource));
+  }
+}
+
+void UntrackGuardedResource(void *resource) {
+  Guard *guard = current;
+  if (!guard) return;
+  auto &resources = guard->resources;
+  for (size_t i = resources.size(); i-- > 0;)
+    if (resources[i].handle == resource) {
+      resources.erase(resources.begin() + static_cast<std::ptrdiff_t>(i));  // keeps the order
+      return;
+    }
 }
 
 uint64_t PhysicalMemoryBytes() {

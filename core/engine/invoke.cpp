@@ -8,6 +8,7 @@
 
 #include "core/engine/guarded_call.h"
 #include "core/engine/program.h"
+#include "core/target/gpu/cuda_driver.h"
 
 namespace tinymlir {
 namespace {
@@ -200,6 +201,40 @@ std::vector<int64_t> Descriptor(const View &v) {
   return d;
 }
 
+// The device-reachable copies of a GPU program's tensors: the caller's buffers are ordinary
+// host memory, which a kernel cannot read, so every input is copied into managed memory
+// before the call and every output copied back after it. Freed on every path.
+class DeviceStaging {
+ public:
+  ~DeviceStaging() {
+    for (void *block : blocks_) gpu::ManagedFree(block);
+  }
+  // Checks that the device can hold `bytes` more (what the call needs in all).
+  static Status CheckRoom(uint64_t bytes) {
+    uint64_t free_bytes = 0;
+    TM_RETURN_IF_ERROR(gpu::FreeDeviceBytes(&free_bytes));
+    if (bytes > free_bytes)
+      return OutOfMemory("the program needs " + std::to_string(bytes) +
+                         " bytes of GPU memory (its tensors and temporaries), the device has " +
+                         std::to_string(free_bytes) + " free");
+    return Status::Ok();
+  }
+  // Replaces v's data by a managed copy (of its contents when `copy_in`).
+  Status Stage(View *v, bool copy_in) {
+    const size_t bytes = static_cast<size_t>(NumElements(v->shape)) * v->elem;
+    if (bytes == 0) return Status::Ok();
+    void *block = nullptr;
+    TM_RETURN_IF_ERROR(gpu::ManagedAlloc(bytes, &block));
+    blocks_.push_back(block);
+    if (copy_in) std::memcpy(block, v->data, bytes);
+    v->data = static_cast<uint8_t *>(block);
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<void *> blocks_;
+};
+
 }  // namespace
 
 Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out,
@@ -252,6 +287,19 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   for (View &v : ins) if (!v.data) v.data = empty_storage;
   for (View &v : results) if (!v.data) v.data = empty_storage;
 
+  // A GPU program works on managed copies (see DeviceStaging), written back after the call.
+  DeviceStaging staging;
+  std::vector<View> host_results = results;
+  if (gpu) {
+    TM_RETURN_IF_ERROR(gpu::MakeContextCurrent());
+    uint64_t bytes = temporary_bytes;
+    for (const View &v : ins) bytes += static_cast<uint64_t>(NumElements(v.shape)) * v.elem;
+    for (const View &v : results) bytes += static_cast<uint64_t>(NumElements(v.shape)) * v.elem;
+    TM_RETURN_IF_ERROR(DeviceStaging::CheckRoom(bytes));
+    for (View &v : ins) TM_RETURN_IF_ERROR(staging.Stage(&v, /*copy_in=*/true));
+    for (View &v : results) TM_RETURN_IF_ERROR(staging.Stage(&v, /*copy_in=*/false));
+  }
+
   std::vector<std::vector<int64_t>> descriptors;
   for (const View &v : ins) descriptors.push_back(Descriptor(v));
   for (const View &v : results) descriptors.push_back(Descriptor(v));
@@ -262,6 +310,14 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
     args[i] = &pointers[i];
   }
   TM_RETURN_IF_ERROR(CallGuarded(entry, args.data()));
+  if (gpu) {
+    TM_RETURN_IF_ERROR(gpu::Synchronize());  // a kernel's asynchronous failure shows here
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i].data != host_results[i].data)
+        std::memcpy(host_results[i].data, results[i].data,
+                    static_cast<size_t>(NumElements(results[i].shape)) * results[i].elem);
+    results = host_results;
+  }
 
   for (int i = 0; i < n_out; ++i)
     if (!outs[i].contiguous)

@@ -84,6 +84,10 @@ class Program {
   // The relocatable object `entry` was linked from (what the disk cache stores).
   std::string object_code;
   bool read_from_disk = false;  // linked from a disk cache entry rather than compiled
+  // The host code launches CUDA kernels (the GPU target): its buffers must be reachable
+  // from the device, so Invoke stages the caller's tensors through managed memory and the
+  // object's allocations resolve to the managed allocator (core/target/gpu/gpu_symbols.h).
+  bool gpu = false;
   // The cache key and its readable manifest (core/cache/program_cache.cpp); a program file
   // (tm_program_export) carries both.
   std::string cache_key;

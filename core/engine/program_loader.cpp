@@ -13,6 +13,7 @@
 #include "core/engine/elf_object.h"
 #include "core/support/file_io.h"
 #include "core/target/cpu/runtime_symbols.h"
+#include "core/target/gpu/gpu_symbols.h"
 
 #ifndef TINYMLIR_VERSION_STRING
 #error "TINYMLIR_VERSION_STRING must be defined by the build"
@@ -69,8 +70,15 @@ Status CheckHost(const std::string &manifest) {
                        version.substr(0, version.find(' ')) + "; this is tinymlir " + ours);
   std::istringstream target(ManifestLine(manifest, "target "));
   std::string kind, triple, cpu, features;
-  target >> kind >> triple >> cpu >> features;
-  if (kind != "cpu") return Unsupported("the program is not for the CPU target ('" + kind + "')");
+  target >> kind;
+  if (kind == "gpu") {  // "gpu sm_90 tile 16 ptx host <the host's triple, cpu, features>"
+    std::string word;
+    while (target >> word && word != "host") {
+    }
+  } else if (kind != "cpu") {
+    return Unsupported("the program is for an unknown target ('" + kind + "')");
+  }
+  target >> triple >> cpu >> features;
   if (triple.compare(0, 7, "x86_64-") != 0)
     return Unsupported("the program was compiled for " + triple + "; this is x86-64");
   std::string missing;
@@ -85,6 +93,23 @@ Status CheckHost(const std::string &manifest) {
 }
 
 }  // namespace
+
+Status LinkProgramObject(Program *program) {
+  const auto &symbols = program->gpu ? GpuRuntimeSymbols() : RuntimeSymbols();
+  std::unique_ptr<ElfImage> image;
+  TM_RETURN_IF_ERROR(LoadElfObject(
+      program->object_code,
+      [&symbols](const std::string &name) -> void * {
+        auto it = symbols.find(name);
+        return it == symbols.end() ? nullptr : it->second;
+      },
+      &image));
+  program->entry = reinterpret_cast<Program::Entry>(image->Symbol(kPackedEntryName));
+  if (!program->entry)
+    return IoError(std::string("the native object has no ") + kPackedEntryName);
+  program->code = std::make_unique<ElfCode>(std::move(image));
+  return Status::Ok();
+}
 
 Status WriteProgramFile(const Program &program, const std::string &path) {
   if (program.object_code.empty() || program.manifest.empty())
@@ -119,18 +144,8 @@ Status ReadProgramFile(const std::string &path, std::unique_ptr<Program> *out) {
   auto program = std::make_unique<Program>();
   status = DeserializeProgram(payload, program.get());
   if (!status.ok()) return IoError(path + ": " + status.message());
-  std::unique_ptr<ElfImage> image;
-  status = LoadElfObject(
-      program->object_code,
-      [](const std::string &name) -> void * {
-        auto it = RuntimeSymbols().find(name);
-        return it == RuntimeSymbols().end() ? nullptr : it->second;
-      },
-      &image);
+  status = LinkProgramObject(program.get());
   if (!status.ok()) return {status.code(), path + ": " + status.message()};
-  program->entry = reinterpret_cast<Program::Entry>(image->Symbol(kPackedEntryName));
-  if (!program->entry) return IoError(path + ": the native object has no " + kPackedEntryName);
-  program->code = std::make_unique<ElfCode>(std::move(image));
   program->cache_key = std::move(key);
   program->manifest = std::move(manifest);
   *out = std::move(program);

@@ -54,6 +54,18 @@ std::vector<llvm::StringRef> TopLevelElements(llvm::StringRef pipeline) {
 
 }  // namespace
 
+std::string GpuLowerPipeline(const std::string &chip, const std::string &cuda_toolkit,
+                             bool cubin) {
+  return "nvvm-attach-target{chip=" + chip + "},"
+         "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm),"
+         "expand-strided-metadata,lower-affine,gpu-to-llvm,convert-scf-to-cf,"
+         "tm-approximate-math,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
+         "convert-arith-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"
+         "convert-func-to-llvm,reconcile-unrealized-casts,"
+         "gpu-module-to-binary{format=" + std::string(cubin ? "bin" : "isa") +
+         " toolkit=" + cuda_toolkit + "}";
+}
+
 Status RunPipeline(mlir::ModuleOp module, const char *stage, const std::string &pipeline) {
   RegisterUpstreamPassesOnce();
   DiagnosticCollector diagnostics(module.getContext());

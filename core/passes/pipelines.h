@@ -39,6 +39,23 @@ inline constexpr const char *kLowerToLLVMPipeline =
     "convert-func-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"
     "reconcile-unrealized-casts";
 
+// 3'. (GPU) After core/passes/gpu_matmul.h's kernels: linalg to parallel loops, tiled 16 x
+//     16 (no min/max bounds: the tiles' inner loops keep constant bounds and guard the edge
+//     with an scf.if, which convert-parallel-loops-to-gpu requires), mapped to blocks and
+//     threads, turned into gpu.launch and outlined into gpu.modules.
+inline constexpr const char *kGpuMapPipeline =
+    "func.func(convert-linalg-to-parallel-loops,"
+    "scf-parallel-loop-tiling{parallel-loop-tile-sizes=16,16 no-min-max-bounds=true},"
+    "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
+    "lower-affine,gpu-kernel-outlining,canonicalize,cse";
+
+// 4'. (GPU) Device code to NVVM with the chip attached, the host lowered as in 4 with
+//     gpu-to-llvm for the launches, then gpu-module-to-binary: PTX ("isa"), or cubin
+//     ("bin", through the toolkit's ptxas); libdevice (math functions) comes from the CUDA
+//     toolkit at `cuda_toolkit`.
+std::string GpuLowerPipeline(const std::string &chip, const std::string &cuda_toolkit,
+                             bool cubin);
+
 // Parses `pipeline` (a comma-separated list of passes, anchored on builtin.module) and runs
 // it on the module with the verifier on. Diagnostics go into the returned Status, which
 // names `stage`.

@@ -16,6 +16,12 @@ struct CompileOptions {
   bool optimize = true;
   bool use_blas = true;
   int opt_level = 3;
+  // GPU target: compute capability (90 = sm_90), the matmul kernel's tile edge, and
+  // whether device code is embedded as cubin (assembled by ptxas at compile time) rather
+  // than PTX (assembled by the driver when the program is linked).
+  int gpu_sm = 90;
+  int gpu_matmul_tile = 16;
+  bool gpu_cubin = false;
 };
 
 // Compiles `trace` (which must have ended) for options.target. Fails with a message
@@ -24,7 +30,8 @@ Status Compile(const Trace &trace, const CompileOptions &options,
                std::unique_ptr<Program> *program);
 
 // What native code for options.target depends on besides the program: for the CPU, the
-// host's triple, CPU and features. Part of the disk cache's key.
+// host's triple, CPU and features; for the GPU, the chip and the device code format (and
+// the host, which runs the launching code). Part of the disk cache's key.
 std::string TargetDescription(const CompileOptions &options);
 
 // Links a program read back from the disk cache (its data and object filled in) for

@@ -284,7 +284,11 @@ TEST_F(Errors, CompileChecksTraceAndOptions) {
   TM_EXPECT_STATUS(tm_compile(ctx, t, &o, p.out()), TM_ERROR_INVALID_ARGUMENT);
   o = Options();
   o.target = TM_TARGET_GPU;
-  TM_EXPECT_STATUS(tm_compile(ctx, t, &o, p.out()), TM_ERROR_UNSUPPORTED);
+  o.gpu_sm = 12;  // no such compute capability
+  TM_EXPECT_STATUS(tm_compile(ctx, t, &o, p.out()), TM_ERROR_INVALID_ARGUMENT);
+  o.gpu_sm = 90;
+  o.gpu_matmul_tile = 64;  // 4096 threads per block: more than any GPU runs
+  TM_EXPECT_STATUS(tm_compile(ctx, t, &o, p.out()), TM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(p.get(), nullptr);
   uint64_t entries = 9;
   TM_ASSERT_OK(tm_cache_stats(ctx, nullptr, nullptr, &entries));

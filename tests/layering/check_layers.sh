@@ -28,9 +28,11 @@ engine="core/trace core/engine core/cache/program_file.h core/cache/program_file
   core/target/cpu/worker_pool.cpp core/target/cpu/runtime_symbols.h
   core/target/cpu/runtime_symbols.cpp core/support/status.h core/support/build_id.h
   core/support/build_id.cpp
-  core/support/file_io.h core/support/file_io.cpp core/support/fnv.h"
+  core/support/file_io.h core/support/file_io.cpp core/support/fnv.h
+  core/target/gpu/cuda_driver.h core/target/gpu/cuda_driver.cpp core/target/gpu/gpu_runtime.h
+  core/target/gpu/gpu_runtime.cpp core/target/gpu/gpu_symbols.h core/target/gpu/gpu_symbols.cpp"
 # shellcheck disable=SC2086
-violations 'llvm/|mlir/|core/builder|core/passes|core/target/compile|core/target/cpu/(cpu_compiler|native_object)|core/cache/(program_cache|disk_cache)' \
+violations 'llvm/|mlir/|core/builder|core/passes|core/target/compile|core/target/native_compiler|core/target/gpu/gpu_lowering|core/target/cpu/native_object|core/cache/(program_cache|disk_cache)' \
   "the engine (libtinymlir_runtime.so) includes LLVM, MLIR or the compiler" $engine
 violations 'capi/src/handles|core/target/compile|core/cache/program_cache' \
   "capi/src/program_run.cpp (in the runtime library) includes the compiler" capi/src/program_run.cpp

@@ -435,16 +435,24 @@ TM_API tm_status tm_op_causal_mask(tm_trace *trace, int64_t rows, int64_t cols, 
 
 /* ---- Compilation -------------------------------------------------------------------- */
 
-/* First published layout: struct_size 20 (all fields below). */
+/* First published layout: struct_size 20 (target .. opt_level); the gpu_* fields from 32. */
 typedef struct tm_compile_options {
   uint32_t struct_size; /* sizeof(tm_compile_options); set by tm_compile_options_init */
-  tm_target target;     /* TM_TARGET_CPU (default) */
+  tm_target target;     /* TM_TARGET_CPU (default) or TM_TARGET_GPU */
   int32_t optimize;     /* run canonicalize/cse/elementwise fusion (default 1) */
-  int32_t use_blas;     /* matmuls become cblas_sgemm/dgemm calls (default 1) */
+  int32_t use_blas;     /* matmuls become cblas_sgemm/dgemm calls (default 1; CPU only) */
   int32_t opt_level;    /* LLVM optimisation level 0..3 (default 3) */
+  /* TM_TARGET_GPU (NVIDIA, through the CUDA driver found at run time): */
+  int32_t gpu_sm;          /* compute capability, 10 * major + minor (default 90: sm_90) */
+  int32_t gpu_matmul_tile; /* edge of the matmul kernel's shared-memory tiles, 1..32
+                              (default 16: 16 x 16 threads per block) */
+  int32_t gpu_cubin;       /* 1: embed cubin, assembled at compile time by the CUDA
+                              toolkit's ptxas; 0 (default): embed PTX, which the driver
+                              assembles when the program is linked */
 } tm_compile_options;
 
-/* Fills options with the defaults: CPU, optimize on, BLAS on, opt level 3. */
+/* Fills options with the defaults: CPU, optimize on, BLAS on, opt level 3, sm_90, tile 16,
+ * PTX. */
 TM_API void tm_compile_options_init(tm_compile_options *options);
 
 /* Compiles an ended trace, or finds the program compiled earlier for an equal trace

@@ -20,6 +20,8 @@ const FIRST_STATS: u32 = 64;
 /// disk cache count and the compile phases.
 const CURRENT_GENERATE: u32 = 56;
 const CURRENT_STATS: u32 = 136;
+/// tm_compile_options gained the GPU fields (gpu_sm, gpu_matmul_tile, gpu_cubin).
+const CURRENT_COMPILE: u32 = 32;
 /// tm_model_options gained bundle_dir.
 const CURRENT_MODEL: u32 = 16;
 
@@ -163,7 +165,7 @@ fn options_structs_of_other_sizes() {
         sys::tm_context_destroy(ctx);
     }
     // Today's layouts.
-    assert_eq!(size_of::<sys::tm_compile_options>() as u32, FIRST_COMPILE);
+    assert_eq!(size_of::<sys::tm_compile_options>() as u32, CURRENT_COMPILE);
     assert_eq!(size_of::<sys::tm_generate_options>() as u32, CURRENT_GENERATE);
     assert_eq!(size_of::<sys::tm_model_options>() as u32, CURRENT_MODEL);
     assert_eq!(size_of::<sys::tm_model_stats>() as u32, CURRENT_STATS);

@@ -1,5 +1,4 @@
-#include "core/target/cpu/cpu_compiler.h"
-
+#include "core/target/native_compiler.h"
 
 #include <chrono>
 #include <cmath>
@@ -12,8 +11,12 @@
 #include "core/builder/build_module.h"
 #include "core/passes/blas_rewrite.h"
 #include "core/passes/pipelines.h"
+#include "core/engine/program_loader.h"
 #include "core/support/diagnostics.h"
 #include "core/target/cpu/native_object.h"
+#include "core/target/gpu/gpu_lowering.h"
+#include "core/target/gpu/gpu_symbols.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -23,8 +26,11 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -48,6 +54,11 @@ const mlir::DialectRegistry &Registry() {
     mlir::registerAllExtensions(*registry);
     mlir::registerBuiltinDialectTranslation(*registry);
     mlir::registerLLVMDialectTranslation(*registry);
+    // The GPU target: compiling to NVVM/PTX, and translating gpu.binary / launch_func.
+    mlir::NVVM::registerNVVMTargetInterfaceExternalModels(*registry);
+    mlir::registerNVVMDialectTranslation(*registry);
+    mlir::registerGPUDialectTranslation(*registry);
+    mlir::gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(*registry);
   });
   return *registry;
 }
@@ -99,12 +110,13 @@ std::string Print(const llvm::Module &module) {
 
 // Every external function the lowered module declares must be one we can resolve; a
 // missing one is a compile error here, not a JIT error printed to stderr later.
-Status CheckExternals(mlir::ModuleOp module) {
+Status CheckExternals(mlir::ModuleOp module, bool gpu) {
   std::string missing;
   module.walk([&](mlir::LLVM::LLVMFuncOp f) {
     if (!f.isExternal()) return;
+    if (mlir::isa<mlir::gpu::GPUModuleOp>(f->getParentOp())) return;  // device code
     std::string name = f.getName().str();
-    if (CanResolveSymbol(name)) return;
+    if (gpu ? GpuRuntimeSymbols().count(name) > 0 : CanResolveSymbol(name)) return;
     missing += (missing.empty() ? "" : ", ") + name;
   });
   if (!missing.empty())
@@ -131,9 +143,11 @@ class PhaseClock {
 
 }  // namespace
 
-Status CompileForCpu(const Trace &trace, const CompileOptions &options,
+Status CompileNative(const Trace &trace, const CompileOptions &options,
                      std::unique_ptr<Program> *out) {
   auto program = std::make_unique<Program>();
+  const bool gpu = options.target == Target::kGpu;
+  program->gpu = gpu;
   PhaseClock clock(program.get());
   for (ValueId in : trace.inputs()) program->inputs.push_back(trace.node(in).type);
   for (ValueId o : trace.outputs()) program->outputs.push_back(trace.node(o).type);
@@ -168,11 +182,16 @@ Status CompileForCpu(const Trace &trace, const CompileOptions &options,
   program->temporary_bytes = TemporaryBytes(module);
   clock.Done(CompilePhase::kBufferize);
 
-  if (options.use_blas) RewriteMatmulsToBlas(module);
-  TM_RETURN_IF_ERROR(VerifyModule(module, "blas rewrite"));
-  TM_RETURN_IF_ERROR(RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline));
+  std::string device_code;
+  if (gpu) {
+    TM_RETURN_IF_ERROR(LowerForGpu(module, options, &device_code));
+  } else {
+    if (options.use_blas) RewriteMatmulsToBlas(module);
+    TM_RETURN_IF_ERROR(VerifyModule(module, "blas rewrite"));
+    TM_RETURN_IF_ERROR(RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline));
+  }
   program->stage(Stage::kLowered) = Print(module);
-  TM_RETURN_IF_ERROR(CheckExternals(module));
+  TM_RETURN_IF_ERROR(CheckExternals(module, gpu));
   clock.Done(CompilePhase::kLower);
 
   std::string error;
@@ -195,10 +214,17 @@ Status CompileForCpu(const Trace &trace, const CompileOptions &options,
   std::string object;
   TM_RETURN_IF_ERROR(EmitObject(*llvm_module, *target, &object));
   clock.Done(CompilePhase::kCodegen);
-  TM_RETURN_IF_ERROR(
-      LoadNativeObject(object, llvm_ir, options.opt_level, &program->code, &program->entry));
-  clock.Done(CompilePhase::kLink);
   program->object_code = std::move(object);
+  if (gpu) {
+    // The engine's linker runs the object's constructors (device module loading), and is
+    // what loads the same object from a program file where there is no LLVM.
+    program->stage(Stage::kAssembly) = std::move(device_code);
+    TM_RETURN_IF_ERROR(LinkProgramObject(program.get()));
+  } else {
+    TM_RETURN_IF_ERROR(LoadNativeObject(program->object_code, llvm_ir, options.opt_level,
+                                        &program->code, &program->entry));
+  }
+  clock.Done(CompilePhase::kLink);
   program->stage(Stage::kLlvmIr) = std::move(llvm_ir);
   *out = std::move(program);
   return Status::Ok();

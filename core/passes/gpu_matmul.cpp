@@ -1,0 +1,144 @@
+#include "core/passes/gpu_matmul.h"
+
+#include <vector>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace tinymlir {
+namespace {
+
+using mlir::Value;
+
+// C (+)= A @ B for one matmul (batch = false: 2-D operands) or batch matmul (3-D).
+void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
+                     bool batch, int64_t tile) {
+  auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
+  auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
+  mlir::Type elem = c_type.getElementType();
+  const int r = batch ? 1 : 0;  // index of the M dimension
+  const int64_t m = c_type.getDimSize(r), n = c_type.getDimSize(r + 1);
+  const int64_t k = a_type.getDimSize(r + 1), batches = batch ? c_type.getDimSize(0) : 1;
+  auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  const Value t = index(tile), one = index(1);
+  auto ceil_div = [&](int64_t x) { return index((x + tile - 1) / tile); };
+
+  auto shared = mlir::MemRefType::get(
+      {tile, tile}, elem, mlir::MemRefLayoutAttrInterface(),
+      mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup));
+  auto launch = mlir::gpu::LaunchOp::create(b, loc, ceil_div(n), ceil_div(m), index(batches), t,
+                                            t, one, /*dynamicSharedMemorySize=*/nullptr,
+                                            /*asyncTokenType=*/nullptr, mlir::ValueRange{},
+                                            mlir::TypeRange{shared, shared});
+  mlir::OpBuilder::InsertionGuard guard(b);
+  mlir::Block &body = launch.getBody().front();
+  b.setInsertionPointToStart(&body);
+  Value tile_a = launch.getWorkgroupAttributions()[0];
+  Value tile_b = launch.getWorkgroupAttributions()[1];
+  const Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
+  const Value z = launch.getBlockIds().z;
+  const Value row = mlir::arith::AddIOp::create(
+      b, loc, mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().y, t), ty);
+  const Value col = mlir::arith::AddIOp::create(
+      b, loc, mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().x, t), tx);
+  const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+  auto less = [&](Value x, int64_t bound) {
+    return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult, x, index(bound))
+        .getResult();
+  };
+  auto indices = [&](Value i, Value j) {
+    return batch ? std::vector<Value>{z, i, j} : std::vector<Value>{i, j};
+  };
+  // matrix[i, j] where both are in bounds, else 0.
+  auto load_or_zero = [&](Value matrix, Value i, int64_t rows, Value j, int64_t cols) {
+    Value inside = mlir::arith::AndIOp::create(b, loc, less(i, rows), less(j, cols));
+    auto if_op = mlir::scf::IfOp::create(b, loc, elem, inside, /*withElseRegion=*/true);
+    {
+      mlir::OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&if_op.getThenRegion().front());
+      Value v = mlir::memref::LoadOp::create(b, loc, matrix, indices(i, j));
+      mlir::scf::YieldOp::create(b, loc, v);
+      b.setInsertionPointToStart(&if_op.getElseRegion().front());
+      mlir::scf::YieldOp::create(b, loc, zero);
+    }
+    return if_op.getResult(0);
+  };
+
+  auto steps = mlir::scf::ForOp::create(b, loc, index(0), index(k), t, mlir::ValueRange{zero});
+  {
+    mlir::OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(steps.getBody());
+    const Value k0 = steps.getInductionVar();
+    const Value acc = steps.getRegionIterArgs()[0];
+    Value a_col = mlir::arith::AddIOp::create(b, loc, k0, tx);
+    Value b_row = mlir::arith::AddIOp::create(b, loc, k0, ty);
+    mlir::memref::StoreOp::create(b, loc, load_or_zero(a, row, m, a_col, k), tile_a,
+                                  mlir::ValueRange{ty, tx});
+    mlir::memref::StoreOp::create(b, loc, load_or_zero(bm, b_row, k, col, n), tile_b,
+                                  mlir::ValueRange{ty, tx});
+    mlir::gpu::BarrierOp::create(b, loc);
+    auto inner = mlir::scf::ForOp::create(b, loc, index(0), t, one, mlir::ValueRange{acc});
+    {
+      mlir::OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(inner.getBody());
+      const Value kk = inner.getInductionVar();
+      Value x = mlir::memref::LoadOp::create(b, loc, tile_a, mlir::ValueRange{ty, kk});
+      Value y = mlir::memref::LoadOp::create(b, loc, tile_b, mlir::ValueRange{kk, tx});
+      Value sum = mlir::arith::AddFOp::create(b, loc, inner.getRegionIterArgs()[0],
+                                              mlir::arith::MulFOp::create(b, loc, x, y));
+      mlir::scf::YieldOp::create(b, loc, sum);
+    }
+    mlir::gpu::BarrierOp::create(b, loc);
+    mlir::scf::YieldOp::create(b, loc, inner.getResult(0));
+  }
+  Value inside = mlir::arith::AndIOp::create(b, loc, less(row, m), less(col, n));
+  auto store = mlir::scf::IfOp::create(b, loc, mlir::TypeRange{}, inside, /*withElseRegion=*/false);
+  {
+    mlir::OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&store.getThenRegion().front());
+    Value old = mlir::memref::LoadOp::create(b, loc, c, indices(row, col));
+    Value sum = mlir::arith::AddFOp::create(b, loc, old, steps.getResult(0));
+    mlir::memref::StoreOp::create(b, loc, sum, c, indices(row, col));
+  }
+  mlir::gpu::TerminatorOp::create(b, loc);
+}
+
+bool Supported(mlir::linalg::LinalgOp op) {
+  for (Value v : op->getOperands()) {
+    auto type = mlir::dyn_cast<mlir::MemRefType>(v.getType());
+    if (!type || !type.hasStaticShape() || !(type.getElementType().isF32() || type.getElementType().isF64()))
+      return false;
+    if (type.getElementType() != mlir::cast<mlir::MemRefType>(op->getOperand(0).getType()).getElementType())
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
+  // The dialects of the kernel, which the traced module did not need.
+  module.getContext()->loadDialect<mlir::gpu::GPUDialect, mlir::scf::SCFDialect,
+                                   mlir::arith::ArithDialect, mlir::memref::MemRefDialect>();
+  std::vector<mlir::Operation *> matmuls;
+  module.walk([&](mlir::linalg::MatmulOp op) {
+    if (!op.hasUserDefinedMaps() && Supported(op)) matmuls.push_back(op);
+  });
+  module.walk([&](mlir::linalg::BatchMatmulOp op) {
+    if (!op.hasUserDefinedMaps() && Supported(op)) matmuls.push_back(op);
+  });
+  for (mlir::Operation *op : matmuls) {
+    mlir::OpBuilder b(op);
+    auto linalg = mlir::cast<mlir::linalg::LinalgOp>(op);
+    EmitTiledKernel(b, op->getLoc(), linalg.getDpsInputs()[0], linalg.getDpsInputs()[1],
+                    linalg.getDpsInits()[0], mlir::isa<mlir::linalg::BatchMatmulOp>(op), tile);
+    op->erase();
+  }
+  return static_cast<int>(matmuls.size());
+}
+
+}  // namespace tinymlir

@@ -1,0 +1,29 @@
+// The GPU target's matmul step: every linalg.matmul / linalg.batch_matmul on f32 or f64
+// memrefs becomes a tiled shared-memory kernel (a gpu.launch, outlined later with the rest).
+//
+// One block computes a tile x tile block of C with tile x tile threads, one output element
+// each. For every step of `tile` along K, each thread stages one element of A's tile and
+// one of B's into workgroup (shared) memory (zero outside the matrix, so sizes that are not
+// multiples of the tile need no special case), the block meets at a gpu.barrier, every
+// thread accumulates its row of the A tile times its column of the B tile from shared
+// memory, and meets again before the tiles are overwritten. Each element of A and B is
+// read from global memory K/tile times fewer than by the naive loop nest. A batch matmul
+// puts the batch on the grid's z dimension. linalg.matmul accumulates into C, so the kernel
+// adds its sum to C's element.
+//
+// Matmuls with user-defined indexing maps or other element types are left alone and become
+// plain parallel loops like any other linalg op.
+#pragma once
+
+#include <cstdint>
+
+namespace mlir {
+class ModuleOp;
+}
+
+namespace tinymlir {
+
+// Returns the number of matmuls rewritten.
+int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile);
+
+}  // namespace tinymlir

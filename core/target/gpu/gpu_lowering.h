@@ -1,0 +1,33 @@
+// The GPU target step (NVIDIA): from the bufferized module to the LLVM dialect with the
+// device code embedded, ready for translation like the CPU's.
+//
+//   1. matmuls become tiled shared-memory kernels (core/passes/gpu_matmul.h), and
+//      memref.copy becomes linalg.copy, so that copies between device buffers run on the
+//      device too;
+//   2. every other linalg op becomes parallel loops (reductions stay sequential inside one
+//      thread, so no two threads write one element), tiled and mapped to blocks and threads,
+//      then to gpu.launch, and every launch is outlined into a gpu.module;
+//   3. nvvm-attach-target (the chip), convert-gpu-to-nvvm (libdevice for math), the host
+//      lowered as on the CPU with gpu-to-llvm, and gpu-module-to-binary: PTX (the driver
+//      assembles it when the program is linked) or cubin (ptxas, at compile time).
+//
+// The host code calls MLIR's mgpu* runtime functions, which tinymlir implements over the
+// CUDA driver (core/target/gpu/gpu_runtime.h); its own buffers come from managed memory.
+#pragma once
+
+#include <string>
+
+#include "core/support/status.h"
+#include "core/target/compile.h"
+
+namespace mlir {
+class ModuleOp;
+}
+
+namespace tinymlir {
+
+// Runs steps 1-3. *device_code receives the text of every kernel module's PTX (for the
+// assembly stage), each preceded by a comment naming its module.
+Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::string *device_code);
+
+}  // namespace tinymlir

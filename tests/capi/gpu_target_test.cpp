@@ -1,0 +1,202 @@
+// The GPU target on a machine without a GPU (CI has none): every op kind compiles to host
+// code that launches kernels, the device code is PTX that the CUDA toolkit's ptxas accepts
+// for the chosen chip, matmuls use shared-memory tiles with barriers, programs export and
+// load like CPU ones, and running one where there is no CUDA driver is a clear error.
+// scripts/gpu-check.sh runs the same programs on a GPU and compares them with the CPU.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace tmtest {
+namespace {
+
+tm_compile_options GpuOptions(int sm = 90) {
+  tm_compile_options o = Options();
+  o.target = TM_TARGET_GPU;
+  o.gpu_sm = sm;
+  return o;
+}
+
+struct Case {
+  const char *name;
+  std::vector<std::vector<int64_t>> in_shapes;
+  std::vector<tm_dtype> dtypes;
+  std::function<std::vector<tm_value>(tm_trace *, const std::vector<tm_value> &)> build;
+};
+
+// The op kinds the seed chapter names: elementwise, reductions, softmax, layer norm, gelu,
+// matmul with sizes that are not multiples of the tile, batch matmul, gather.
+std::vector<Case> Cases() {
+  return {
+      {"elementwise", {{5, 7}, {7}}, {TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_tanh, t, Op(tm_op_mul, t, v[0], v[1]))};
+       }},
+      {"reductions", {{6, 33}}, {TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_reduce_sum, t, v[0], 1, 0),
+                                      Op(tm_op_reduce_max, t, v[0], 0, 1)};
+       }},
+      {"softmax_layer_norm_gelu", {{4, 50}, {50}, {50}}, {TM_F32, TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{
+             Op(tm_op_softmax, t, v[0], -1),
+             Op(tm_op_gelu_tanh, t, Op(tm_op_layer_norm, t, v[0], v[1], v[2], 1e-5))};
+       }},
+      {"matmul_odd_sizes", {{37, 19}, {19, 23}}, {TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
+       }},
+      {"batch_matmul_f64", {{3, 5, 17}, {3, 17, 9}}, {TM_F64, TM_F64},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
+       }},
+      {"gather", {{9, 8}, {4}}, {TM_F32, TM_I32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_gather, t, v[0], v[1])};
+       }},
+  };
+}
+
+Program CompileCase(tm_context *ctx, const Case &c, const tm_compile_options &o) {
+  Trace t = NewTrace(ctx, c.name);
+  std::vector<tm_value> in;
+  for (size_t i = 0; i < c.in_shapes.size(); ++i) in.push_back(Input(t, c.dtypes[i], c.in_shapes[i]));
+  End(t, c.build(t, in));
+  Program p;
+  EXPECT_EQ(tm_compile(ctx, t, &o, p.out()), TM_OK) << c.name << ": " << tm_last_error();
+  return p;
+}
+
+std::string TempDir() {
+  const char *tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/tinymlir-gpu-test-" +
+                    std::to_string(getpid());
+  std::string cmd = "mkdir -p '" + dir + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  return dir;
+}
+
+// The CUDA toolkit's ptxas (the machines this project builds on have it).
+std::string Ptxas() {
+  const char *home = std::getenv("CUDA_HOME");
+  return std::string(home && *home ? home : "/usr/local/cuda") + "/bin/ptxas";
+}
+
+// Runs ptxas on every module of a program's device code; "" when all are accepted.
+std::string PtxasErrors(const std::string &device_code, const std::string &arch,
+                        const std::string &dir) {
+  std::vector<std::string> modules;
+  std::istringstream lines(device_code);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("// ---- gpu module", 0) == 0) modules.emplace_back();
+    if (!modules.empty()) modules.back() += line + "\n";
+  }
+  if (modules.empty()) return "no device code";
+  std::string errors;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const std::string ptx = dir + "/m" + std::to_string(i) + ".ptx", log = ptx + ".log";
+    WriteFile(ptx, modules[i]);
+    const std::string cmd = "'" + Ptxas() + "' -arch=" + arch + " '" + ptx + "' -o /dev/null > '" +
+                            log + "' 2>&1";
+    if (std::system(cmd.c_str()) != 0) errors += "module " + std::to_string(i) + ": " + ReadFile(log);
+  }
+  return errors;
+}
+
+TEST(GpuTarget, EveryOpKindCompilesToKernelLaunchesAndPtxasAcceptsThePtx) {
+  ASSERT_EQ(access(Ptxas().c_str(), X_OK), 0)
+      << Ptxas() << " is missing: the CUDA toolkit belongs at /usr/local/cuda (or $CUDA_HOME)";
+  Context ctx = NewContext();
+  const std::string dir = TempDir();
+  for (const Case &c : Cases()) {
+    SCOPED_TRACE(c.name);
+    Program p = CompileCase(ctx, c, GpuOptions());
+    ASSERT_NE(p.get(), nullptr);
+    const std::string host = StageText(p, TM_STAGE_LOWERED);
+    EXPECT_NE(host.find("gpu.launch_func"), std::string::npos);
+    EXPECT_EQ(host.find("linalg."), std::string::npos) << "linalg left in the host code";
+    EXPECT_EQ(host.find("scf."), std::string::npos) << "scf left in the host code";
+    const std::string ptx = StageText(p, TM_STAGE_ASSEMBLY);
+    EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
+    EXPECT_EQ(PtxasErrors(ptx, "sm_90", dir), "");
+  }
+}
+
+TEST(GpuTarget, MatmulKernelsStageTilesInSharedMemoryWithBarriers) {
+  Context ctx = NewContext();
+  for (const Case &c : Cases()) {
+    if (std::string(c.name).find("matmul") == std::string::npos) continue;
+    SCOPED_TRACE(c.name);
+    Program p = CompileCase(ctx, c, GpuOptions());
+    const std::string ptx = StageText(p, TM_STAGE_ASSEMBLY);
+    EXPECT_NE(ptx.find(".shared"), std::string::npos);
+    EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
+  }
+}
+
+TEST(GpuTarget, TheChipOptionChangesTheTarget) {
+  Context ctx = NewContext();
+  Program p = CompileCase(ctx, Cases()[0], GpuOptions(80));
+  const std::string ptx = StageText(p, TM_STAGE_ASSEMBLY);
+  EXPECT_NE(ptx.find(".target sm_80"), std::string::npos);
+  EXPECT_EQ(ptx.find("sm_90"), std::string::npos);
+  EXPECT_EQ(PtxasErrors(ptx, "sm_80", TempDir()), "");
+  tm_compile_options bad = GpuOptions(7);
+  Trace t = NewTrace(ctx);
+  End(t, {Op(tm_op_neg, t, Input(t, TM_F32, {2}))});
+  Program q;
+  TM_EXPECT_STATUS(tm_compile(ctx, t, &bad, q.out()), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("gpu_sm"), std::string::npos) << tm_last_error();
+}
+
+TEST(GpuTarget, CubinIsAssembledAtCompileTime) {
+  Context ctx = NewContext();
+  tm_compile_options o = GpuOptions();
+  o.gpu_cubin = 1;
+  Program p = CompileCase(ctx, Cases()[3], o);
+  ASSERT_NE(p.get(), nullptr);
+  EXPECT_NE(StageText(p, TM_STAGE_ASSEMBLY).find("(cubin, "), std::string::npos);
+}
+
+// Without a GPU (or with one: then it must run), an invoke either works or fails with a
+// status naming the CUDA driver; nothing crashes and nothing is printed.
+TEST(GpuTarget, InvokingWithoutAGpuIsAClearError) {
+  Context ctx = NewContext();
+  const std::vector<Case> cases = Cases();
+  const Case &c = cases[0];
+  Program p = CompileCase(ctx, c, GpuOptions());
+  std::vector<float> x(35, 0.5f), w(7, 2.0f), y(35, 0.0f);
+  tm_tensor in[] = {View(x.data(), c.in_shapes[0]), View(w.data(), c.in_shapes[1])};
+  const std::vector<int64_t> out_shape = {5, 7};
+  tm_tensor out = View(y.data(), out_shape);
+  const tm_status s = tm_invoke(p, in, 2, &out, 1);
+  if (s == TM_OK) {
+    for (float v : y) EXPECT_NEAR(v, std::tanh(1.0f), 1e-6);
+  } else {
+    EXPECT_EQ(s, TM_ERROR_UNSUPPORTED);
+    const std::string msg = tm_last_error();
+    EXPECT_EQ(msg.rfind("tm_invoke: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find("CUDA"), std::string::npos) << msg;
+  }
+}
+
+TEST(GpuTarget, ProgramFilesCarryTheDeviceCode) {
+  Context ctx = NewContext();
+  Program p = CompileCase(ctx, Cases()[3], GpuOptions());
+  const std::string path = TempDir() + "/matmul.tmp";
+  TM_ASSERT_OK(tm_program_export(p, path.c_str()));
+  Program loaded;
+  TM_ASSERT_OK(tm_program_load(path.c_str(), loaded.out()));
+  EXPECT_EQ(StageText(loaded, TM_STAGE_ASSEMBLY), StageText(p, TM_STAGE_ASSEMBLY));
+  EXPECT_EQ(tm_program_num_inputs(loaded), 2);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace tmtest
