@@ -8,6 +8,7 @@
 #include "capi/src/errors.h"
 #include "capi/src/program_handle.h"
 #include "core/engine/program_loader.h"
+#include "core/target/gpu/cuda_driver.h"
 #ifdef TINYMLIR_WITH_COMPILER
 #include "core/target/cpu/native_object.h"
 #endif
@@ -161,5 +162,13 @@ TM_API tm_status tm_program_load(const char *path, tm_program **out) {
     return tinymlir::Status::Ok();
   });
 }
+
+TM_API tm_status tm_managed_alloc(size_t bytes, void **out) {
+  if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_managed_alloc: out is NULL");
+  *out = nullptr;
+  return Guard("tm_managed_alloc", [&] { return tinymlir::gpu::ManagedAlloc(bytes, out); });
+}
+
+TM_API void tm_managed_free(void *block) { tinymlir::gpu::ManagedFree(block); }
 
 }  // extern "C"

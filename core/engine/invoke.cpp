@@ -219,10 +219,11 @@ class DeviceStaging {
                          std::to_string(free_bytes) + " free");
     return Status::Ok();
   }
-  // Replaces v's data by a managed copy (of its contents when `copy_in`).
+  // Replaces v's data by a managed copy (of its contents when `copy_in`), unless it is in
+  // managed memory already (tm_managed_alloc: weights kept on the device across calls).
   Status Stage(View *v, bool copy_in) {
     const size_t bytes = static_cast<size_t>(NumElements(v->shape)) * v->elem;
-    if (bytes == 0) return Status::Ok();
+    if (bytes == 0 || gpu::IsManaged(v->data)) return Status::Ok();
     void *block = nullptr;
     TM_RETURN_IF_ERROR(gpu::ManagedAlloc(bytes, &block));
     blocks_.push_back(block);
@@ -293,8 +294,10 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   if (gpu) {
     TM_RETURN_IF_ERROR(gpu::MakeContextCurrent());
     uint64_t bytes = temporary_bytes;
-    for (const View &v : ins) bytes += static_cast<uint64_t>(NumElements(v.shape)) * v.elem;
-    for (const View &v : results) bytes += static_cast<uint64_t>(NumElements(v.shape)) * v.elem;
+    for (const View &v : ins)
+      if (!gpu::IsManaged(v.data)) bytes += static_cast<uint64_t>(NumElements(v.shape)) * v.elem;
+    for (const View &v : results)
+      if (!gpu::IsManaged(v.data)) bytes += static_cast<uint64_t>(NumElements(v.shape)) * v.elem;
     TM_RETURN_IF_ERROR(DeviceStaging::CheckRoom(bytes));
     for (View &v : ins) TM_RETURN_IF_ERROR(staging.Stage(&v, /*copy_in=*/true));
     for (View &v : results) TM_RETURN_IF_ERROR(staging.Stage(&v, /*copy_in=*/false));

@@ -33,7 +33,7 @@ std::string BundleDimensions(const Gpt2Config &c) {
 
 class BundleSource : public ProgramSource {
  public:
-  explicit BundleSource(std::string dir) : dir_(std::move(dir)) {}
+  BundleSource(std::string dir, tm_target target) : dir_(std::move(dir)), target_(target) {}
 
   Status Make(const std::vector<ProgramKey> &keys, tm_progress_callback progress, void *user,
               std::vector<ProgramHandle> *out, tm_model_stats *stats) override {
@@ -49,6 +49,7 @@ class BundleSource : public ProgramSource {
   }
 
   bool is_bundle() const override { return true; }
+  tm_target target() const override { return target_; }
 
  private:
   Status Load(const ProgramKey &key, ProgramHandle *out) const {
@@ -61,6 +62,7 @@ class BundleSource : public ProgramSource {
   }
 
   std::string dir_;
+  tm_target target_;
 };
 
 }  // namespace
@@ -79,16 +81,19 @@ Status OpenBundle(const std::string &dir, const Gpt2Config &config,
   if (text.compare(0, want.size(), want) != 0)
     return IoError(path + ": the bundle was compiled for another model or format; this "
                    "model needs:\n" + want);
-  *out = std::make_unique<BundleSource>(dir);
+  const tm_target target =
+      text.find("\ntarget gpu\n") != std::string::npos ? TM_TARGET_GPU : TM_TARGET_CPU;
+  *out = std::make_unique<BundleSource>(dir, target);
   return Status::Ok();
 }
 
-Status WriteBundle(const std::string &dir, const Gpt2Config &config,
+Status WriteBundle(const std::string &dir, const Gpt2Config &config, tm_target target,
                    const std::vector<ProgramKey> &keys,
                    const std::map<ProgramKey, ProgramHandle> &programs) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return IoError(dir + ": cannot create: " + std::strerror(errno));
-  std::string manifest = kBundleHeader + BundleDimensions(config) + "programs\n";
+  std::string manifest = kBundleHeader + BundleDimensions(config) + "target " +
+                         (target == TM_TARGET_GPU ? "gpu" : "cpu") + "\nprograms\n";
   for (const ProgramKey &key : keys) {
     const std::string name = BundleFileName(key);
     if (manifest.find("\n" + name + "\n") != std::string::npos) continue;

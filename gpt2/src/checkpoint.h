@@ -50,6 +50,10 @@ Status ParseGpt2Config(const std::string &name, std::string_view text, Gpt2Confi
 struct Weight {
   std::vector<int64_t> shape;
   std::vector<float> data;
+  // A copy in GPU-reachable memory (tm_managed_alloc) when the model's programs run on the
+  // GPU: passed to them in place, so the weights are uploaded once. Owned by the model.
+  float *device = nullptr;
+  const float *for_programs() const { return device ? device : data.data(); }
 };
 
 struct Gpt2Layer {

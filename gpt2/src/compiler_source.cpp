@@ -82,6 +82,7 @@ class CompilerSource : public ProgramSource {
   }
 
   bool is_bundle() const override { return false; }
+  tm_target target() const override { return target_; }
 
  private:
   // Adds a program's origin and compile phases to the stats.

@@ -42,7 +42,7 @@ class Tensors {
                         static_cast<int32_t>(shapes_.back().size()), shapes_.back().data(),
                         nullptr});
   }
-  void Add(const Weight &w) { Add(w.data.data(), w.shape); }
+  void Add(const Weight &w) { Add(w.for_programs(), w.shape); }
   const tm_tensor *data() const { return tensors_.data(); }
   int32_t size() const { return static_cast<int32_t>(tensors_.size()); }
 
@@ -86,9 +86,34 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
     TM_RETURN_IF_ERROR(NewCompilerSource(ctx, m->config_, target, &m->source_));
   else
     TM_RETURN_IF_ERROR(OpenBundle(bundle_dir, m->config_, &m->source_));
+  if (m->source_->target() == TM_TARGET_GPU) TM_RETURN_IF_ERROR(m->UploadWeights());
   m->stats_.struct_size = sizeof(tm_model_stats);
   m->stats_.load_seconds = Seconds(start);
   *out = std::move(m);
+  return Status::Ok();
+}
+
+Gpt2Model::~Gpt2Model() {
+  for (float *block : device_blocks_) tm_managed_free(block);
+}
+
+Status Gpt2Model::UploadWeights() {
+  std::vector<Weight *> all = {&weights_.wte, &weights_.wpe, &weights_.ln_f_g, &weights_.ln_f_b};
+  for (Gpt2Layer &l : weights_.layers)
+    for (Weight *w : {&l.ln_1_g, &l.ln_1_b, &l.attn_w, &l.attn_b, &l.attn_proj_w, &l.attn_proj_b,
+                      &l.ln_2_g, &l.ln_2_b, &l.fc_w, &l.fc_b, &l.mlp_proj_w, &l.mlp_proj_b})
+      all.push_back(w);
+  for (Weight *w : all) {
+    void *block = nullptr;
+    const tm_status s = tm_managed_alloc(w->data.size() * sizeof(float), &block);
+    // Where there is no GPU, the weights stay on the host: every program call then fails
+    // with the same message, and a model can still be loaded, inspected and tokenized.
+    if (s == TM_ERROR_UNSUPPORTED) return Status::Ok();
+    TM_RETURN_IF_ERROR(FromC(s));
+    device_blocks_.push_back(static_cast<float *>(block));
+    std::memcpy(block, w->data.data(), w->data.size() * sizeof(float));
+    w->device = static_cast<float *>(block);
+  }
   return Status::Ok();
 }
 
@@ -358,7 +383,7 @@ Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback pro
     if (t >= config_.n_ctx) break;
   }
   TM_RETURN_IF_ERROR(EnsurePrograms(keys, progress, user));
-  return WriteBundle(dir, config_, keys, programs_);
+  return WriteBundle(dir, config_, source_->target(), keys, programs_);
 }
 
 }  // namespace tinymlir::gpt2

@@ -45,6 +45,7 @@ class Gpt2Model {
   // compiler over ctx (the model keeps a reference).
   static Status Load(tm_context *ctx, const std::string &dir, tm_target target,
                      const std::string &bundle_dir, std::unique_ptr<Gpt2Model> *out);
+  ~Gpt2Model();
   Gpt2Model(const Gpt2Model &) = delete;
   Gpt2Model &operator=(const Gpt2Model &) = delete;
 
@@ -94,7 +95,11 @@ class Gpt2Model {
   Status EnsurePrograms(const std::vector<ProgramKey> &keys, tm_progress_callback progress,
                         void *user);
 
+  // GPU programs: copies the weights to managed memory once (Weight::device).
+  Status UploadWeights();
+
   std::unique_ptr<ProgramSource> source_;
+  std::vector<float *> device_blocks_;  // tm_managed_alloc'ed, freed with the model
   Gpt2Config config_;
   Gpt2Weights weights_;
   std::unique_ptr<BpeTokenizer> tokenizer_;

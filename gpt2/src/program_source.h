@@ -29,6 +29,9 @@ class ProgramSource {
 
   // Whether programs come from a bundle (a bundle is not compiled into another one).
   virtual bool is_bundle() const = 0;
+
+  // Where the programs run (a bundle's manifest says).
+  virtual tm_target target() const = 0;
 };
 
 // The compiler over ctx's caches, for `target`; keeps a reference to ctx. In
@@ -41,8 +44,8 @@ Status OpenBundle(const std::string &dir, const Gpt2Config &config,
                   std::unique_ptr<ProgramSource> *out);
 
 // Exports programs[key] for each of `keys` into `dir` (created if absent), with the
-// manifest OpenBundle checks.
-Status WriteBundle(const std::string &dir, const Gpt2Config &config,
+// manifest OpenBundle checks (and the target the programs run on).
+Status WriteBundle(const std::string &dir, const Gpt2Config &config, tm_target target,
                    const std::vector<ProgramKey> &keys,
                    const std::map<ProgramKey, ProgramHandle> &programs);
 

@@ -56,6 +56,13 @@ std::vector<Case> Cases() {
        [](tm_trace *t, const std::vector<tm_value> &v) {
          return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
        }},
+      {"constant_tensor", {{3, 4}}, {TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         static const float kTable[4] = {1, 2, 3, 4};
+         static const int64_t kShape[1] = {4};
+         const tm_tensor table = {const_cast<float *>(kTable), TM_F32, 1, kShape, nullptr};
+         return std::vector<tm_value>{Op(tm_op_mul, t, v[0], Op(tm_op_constant, t, &table))};
+       }},
       {"gather", {{9, 8}, {4}}, {TM_F32, TM_I32},
        [](tm_trace *t, const std::vector<tm_value> &v) {
          return std::vector<tm_value>{Op(tm_op_gather, t, v[0], v[1])};
@@ -184,6 +191,23 @@ TEST(GpuTarget, InvokingWithoutAGpuIsAClearError) {
     EXPECT_EQ(msg.rfind("tm_invoke: ", 0), 0u) << msg;
     EXPECT_NE(msg.find("CUDA"), std::string::npos) << msg;
   }
+}
+
+// Managed memory (weights kept on the device) needs a driver; without one the status says so.
+TEST(GpuTarget, ManagedMemoryNeedsTheDriver) {
+  TM_EXPECT_STATUS(tm_managed_alloc(16, nullptr), TM_ERROR_INVALID_ARGUMENT);
+  void *block = reinterpret_cast<void *>(1);
+  const tm_status s = tm_managed_alloc(1024, &block);
+  if (s == TM_OK) {
+    ASSERT_NE(block, nullptr);
+    static_cast<char *>(block)[1023] = 7;  // host-reachable
+  } else {
+    EXPECT_EQ(s, TM_ERROR_UNSUPPORTED);
+    EXPECT_EQ(block, nullptr);
+    EXPECT_NE(std::string(tm_last_error()).find("CUDA"), std::string::npos) << tm_last_error();
+  }
+  tm_managed_free(block);
+  tm_managed_free(nullptr);
 }
 
 TEST(GpuTarget, ProgramFilesCarryTheDeviceCode) {

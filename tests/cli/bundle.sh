@@ -3,7 +3,8 @@
 # model; `tinymlir-run generate --bundle`, a process with neither libtinymlir.so nor LLVM
 # loaded, then prints the golden greedy tokens with and without the KV cache, as does
 # `tinymlir generate --bundle` (which compiles nothing: no disk cache either); a bundle made
-# for another model is refused with a message, and tinymlir-run without a bundle says why.
+# for another model is refused with a message, and tinymlir-run without a bundle says why;
+# a GPU bundle compiles and, without a GPU, fails cleanly.
 # Usage: bundle.sh path/to/tinymlir path/to/tinymlir-run path/to/tests/data/tiny-a
 set -eu
 cli="$1"
@@ -53,4 +54,15 @@ if "$run_cli" generate --model "$other_model" --ids --bundle "$work/bundle" "1 2
   exit 1
 fi
 grep -q "compiled for another model" "$work/other.err" || { cat "$work/other.err" >&2; exit 1; }
+# The GPU target: the bundle compiles here (no GPU), says so in its manifest, and running
+# it where there is no CUDA driver is one clear line, not a crash.
+"$cli" compile --target gpu --out "$work/gpu-bundle" 2>"$work/gpu-compile.err" ||
+  { cat "$work/gpu-compile.err" >&2; exit 1; }
+grep -qx "target gpu" "$work/gpu-bundle/manifest.txt"
+if "$run_cli" generate --greedy --tokens 4 --bundle "$work/gpu-bundle" "In the beginning" \
+  >/dev/null 2>"$work/gpu-run.err"; then
+  echo "note: a GPU is present; the GPU bundle ran" >&2
+else
+  grep -q "tm_invoke: no CUDA driver" "$work/gpu-run.err" || { cat "$work/gpu-run.err" >&2; exit 1; }
+fi
 echo "ok: $(grep -o 'wrote .*' "$work/compile.err")"

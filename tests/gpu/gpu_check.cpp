@@ -35,6 +35,7 @@ const Case kCases[] = {
     {"matmul_f64", {{45, 33}, {33, 17}}, {TM_F64, TM_F64}},
     {"batch_matmul", {{12, 7, 64}, {12, 64, 19}}, {TM_F32, TM_F32}},
     {"gather", {{1000, 64}, {37}}, {TM_F32, TM_I32}},
+    {"constant_tensor", {{300, 4}}, {TM_F32}},
 };
 
 size_t DtypeBytes(tm_dtype d) { return d == TM_F64 || d == TM_I64 ? 8 : d == TM_BOOL ? 1 : 4; }
@@ -112,6 +113,12 @@ tm_value Trace(tm_trace *t, const Case &c, const std::vector<tm_value> &v, tm_va
     tm_op_gelu_tanh(t, a, &r);
   } else if (name == "gather") {
     tm_op_gather(t, v[0], v[1], &r);
+  } else if (name == "constant_tensor") {  // read from the program's own data
+    static const float kTable[4] = {0.5f, -2.0f, 3.0f, 0.25f};
+    static const int64_t kShape[1] = {4};
+    const tm_tensor table = {const_cast<float *>(kTable), TM_F32, 1, kShape, nullptr};
+    tm_op_constant(t, &table, &a);
+    tm_op_mul(t, v[0], a, &r);
   } else {
     tm_op_matmul(t, v[0], v[1], &r);
   }

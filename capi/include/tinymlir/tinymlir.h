@@ -526,6 +526,20 @@ TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text)
 TM_API tm_status tm_invoke(tm_program *program, const tm_tensor *inputs, int32_t n_inputs,
                            const tm_tensor *outputs, int32_t n_outputs);
 
+/* ---- GPU memory --------------------------------------------------------------------- */
+
+/* A GPU program (TM_TARGET_GPU) reads and writes the caller's tensors through copies in
+ * CUDA managed memory, made for each tm_invoke. A tensor whose data is managed memory
+ * already is used in place: allocate tensors that many calls share (model weights) here to
+ * keep them on the device across calls (uploaded once). The block is reachable from the
+ * host too (write it like any memory, between calls). Zero bytes gives *out = NULL.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL out), TM_ERROR_UNSUPPORTED (no CUDA driver or
+ * GPU; the message says which), TM_ERROR_OUT_OF_MEMORY. */
+TM_API tm_status tm_managed_alloc(size_t bytes, void **out);
+
+/* Frees a block from tm_managed_alloc; NULL is a no-op. */
+TM_API void tm_managed_free(void *block);
+
 /* ---- Program files ------------------------------------------------------------------ */
 
 /* Writes a compiled program to `path` as one self-contained file: its native object

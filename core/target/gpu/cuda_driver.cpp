@@ -91,6 +91,7 @@ Status ResolveAll(void *library, CudaDriver *d) {
       !Resolve(library, "cuMemAlloc_v2", &d->cuMemAlloc, &status) ||
       !Resolve(library, "cuMemAllocManaged", &d->cuMemAllocManaged, &status) ||
       !Resolve(library, "cuMemFree_v2", &d->cuMemFree, &status) ||
+      !Resolve(library, "cuPointerGetAttribute", &d->cuPointerGetAttribute, &status) ||
       !Resolve(library, "cuMemcpyAsync", &d->cuMemcpyAsync, &status) ||
       !Resolve(library, "cuMemsetD32Async", &d->cuMemsetD32Async, &status) ||
       !Resolve(library, "cuMemsetD16Async", &d->cuMemsetD16Async, &status) ||
@@ -220,6 +221,17 @@ void ManagedFree(void *block) {
   const CudaDriver *d = nullptr;
   if (!MakeContextCurrent().ok() || !Driver(&d).ok()) return;
   (void)d->cuMemFree(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(block)));
+}
+
+bool IsManaged(const void *p) {
+  const CudaDriver *d = nullptr;
+  if (!p || !Driver(&d).ok() || !MakeContextCurrent().ok()) return false;
+  unsigned managed = 0;
+  // Host memory the driver never saw answers CUDA_ERROR_INVALID_VALUE: not managed.
+  return d->cuPointerGetAttribute(&managed, kCuPointerAttributeIsManaged,
+                                  static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p))) ==
+             kCudaSuccess &&
+         managed != 0;
 }
 
 Status FreeDeviceBytes(uint64_t *free_bytes) {

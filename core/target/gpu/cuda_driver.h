@@ -43,6 +43,7 @@ inline constexpr unsigned kCuEventDisableTiming = 0x2;            // CU_EVENT_DI
 inline constexpr CUjit_option kCuJitErrorLogBuffer = 5;           // CU_JIT_ERROR_LOG_BUFFER
 inline constexpr CUjit_option kCuJitErrorLogBufferSizeBytes = 6;  // ..._SIZE_BYTES
 inline constexpr CUjit_option kCuJitOptimizationLevel = 7;        // CU_JIT_OPTIMIZATION_LEVEL
+inline constexpr int kCuPointerAttributeIsManaged = 8;  // CU_POINTER_ATTRIBUTE_IS_MANAGED
 inline constexpr int kCuDeviceAttributeComputeCapabilityMajor = 75;
 inline constexpr int kCuDeviceAttributeComputeCapabilityMinor = 76;
 
@@ -63,6 +64,7 @@ struct CudaDriver {
   CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);             // _v2
   CUresult (*cuMemAllocManaged)(CUdeviceptr *ptr, size_t bytes, unsigned flags);
   CUresult (*cuMemFree)(CUdeviceptr ptr);  // _v2
+  CUresult (*cuPointerGetAttribute)(void *data, int attribute, CUdeviceptr ptr);
   CUresult (*cuMemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned value, size_t count, CUstream stream);
   CUresult (*cuMemsetD16Async)(CUdeviceptr dst, unsigned short value, size_t count,
@@ -116,6 +118,10 @@ Status ManagedAlloc(uint64_t bytes, void **out);
 // also the release function of an unwinding call, after a failure that may have left the
 // context unusable, when there is nobody left to tell.
 void ManagedFree(void *block);
+
+// Whether `p` points into managed memory (ManagedAlloc, tm_managed_alloc): such a tensor is
+// passed to a GPU program in place instead of being copied. False without a driver.
+bool IsManaged(const void *p);
 
 // Device memory currently free (cuMemGetInfo).
 Status FreeDeviceBytes(uint64_t *free_bytes);

@@ -5,6 +5,7 @@
 
 #include "core/passes/gpu_matmul.h"
 #include "core/passes/pipelines.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -25,6 +26,28 @@ void CopiesToLinalg(mlir::ModuleOp module) {
   }
 }
 
+// Constant tensors live in the host object's read-only data, which a kernel cannot read:
+// each use of one (memref.get_global) is replaced by a managed copy made on the host when
+// the function starts and freed when it returns.
+void GlobalsToDeviceMemory(mlir::ModuleOp module) {
+  std::vector<mlir::memref::GetGlobalOp> uses;
+  module.walk([&](mlir::memref::GetGlobalOp op) { uses.push_back(op); });
+  for (mlir::memref::GetGlobalOp op : uses) {
+    mlir::OpBuilder b(op);
+    b.setInsertionPointAfter(op);
+    auto type = mlir::cast<mlir::MemRefType>(op.getType());
+    auto copy = mlir::memref::AllocOp::create(
+        b, op.getLoc(), mlir::MemRefType::get(type.getShape(), type.getElementType()));
+    op.getResult().replaceAllUsesWith(copy.getResult());
+    mlir::memref::CopyOp::create(b, op.getLoc(), op.getResult(), copy.getResult());
+    // Freed before every return of the function.
+    op->getParentOfType<mlir::func::FuncOp>().walk([&](mlir::func::ReturnOp ret) {
+      mlir::OpBuilder at(ret);
+      mlir::memref::DeallocOp::create(at, ret.getLoc(), copy.getResult());
+    });
+  }
+}
+
 // The CUDA toolkit ptxas and libdevice come from: $CUDA_HOME, $CUDA_PATH, else /usr/local/cuda.
 std::string CudaToolkit() {
   for (const char *name : {"CUDA_HOME", "CUDA_PATH"})
@@ -37,6 +60,7 @@ std::string CudaToolkit() {
 Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::string *device_code) {
   RewriteMatmulsToGpuKernels(module, options.gpu_matmul_tile);
   CopiesToLinalg(module);
+  GlobalsToDeviceMemory(module);  // after CopiesToLinalg: these copies run on the host
   TM_RETURN_IF_ERROR(VerifyModule(module, "gpu matmul kernels"));
   TM_RETURN_IF_ERROR(RunPipeline(module, "map to the GPU", kGpuMapPipeline));
   const std::string chip = "sm_" + std::to_string(options.gpu_sm);

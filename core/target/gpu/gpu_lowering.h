@@ -3,7 +3,7 @@
 //
 //   1. matmuls become tiled shared-memory kernels (core/passes/gpu_matmul.h), and
 //      memref.copy becomes linalg.copy, so that copies between device buffers run on the
-//      device too;
+//      device too; constant tensors (host read-only data) are copied to managed memory;
 //   2. every other linalg op becomes parallel loops (reductions stay sequential inside one
 //      thread, so no two threads write one element), tiled and mapped to blocks and threads,
 //      then to gpu.launch, and every launch is outlined into a gpu.module;

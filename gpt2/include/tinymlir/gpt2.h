@@ -34,7 +34,10 @@ typedef void (*tm_progress_callback)(void *user, int32_t done, int32_t total);
 /* First published layout: struct_size 8 (target); bundle_dir from 16. */
 typedef struct tm_model_options {
   uint32_t struct_size; /* sizeof(tm_model_options); set by tm_model_options_init */
-  tm_target target;     /* TM_TARGET_CPU (default) */
+  tm_target target;     /* TM_TARGET_CPU (default) or TM_TARGET_GPU: programs compile for
+                           the GPU and the weights are copied to GPU memory once, at load
+                           (tm_managed_alloc; where there is no GPU they stay on the host
+                           and generating fails with the driver's message) */
   /* NULL (default): programs are compiled through the context's cache as needed. A folder
    * written by tm_model_compile_bundle: programs are loaded from it (tm_program_load, no
    * compiler involved) and a program it lacks is an error. */

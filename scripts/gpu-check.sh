@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The GPU target on a real GPU, in two steps, because the GPU machine has no LLVM or MLIR:
+#
+#   scripts/gpu-check.sh prepare [KIT]   here: builds, and writes into KIT (default gpu-kit/,
+#                                        ignored by git) everything the GPU machine runs: the
+#                                        runtime library and the libraries it needs, the
+#                                        gpu_check and tinymlir-run programs, the op cases
+#                                        (GPU programs + the CPU's results) and GPU bundles
+#                                        of kjv-tiny and of a GPT-2 124M-shaped model.
+#   scripts/gpu-check.sh run [KIT]       there (or here, where it stops at "no GPU"):
+#                                        1. every op case on the GPU = the CPU within 1e-5
+#                                           relative (tests/gpu/gpu_check.cpp);
+#                                        2. kjv-tiny's greedy tokens from its GPU bundle =
+#                                           the Hugging Face golden (models/kjv-tiny);
+#                                        3. decode tokens/s of kjv-tiny and of GPT-2 124M
+#                                           shapes (random weights), next to PyTorch on the
+#                                           same GPU, eager and with a static KV cache
+#                                           (bench/torch_gpu_decode.py).
+# With the device tool: prepare here, then run
+#   scripts/gpu-check.sh run gpu-kit 2>&1 | tee $OUT/gpu-check.log
+# carrying gpu-kit (about 30 MB; the 124M checkpoint is generated there from its seed).
+# Exit status of run: 0 all equal, 1 a difference or an error, 2 no GPU.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STEP="${1:-}"
+KIT="${2:-$ROOT/gpu-kit}"
+case "$KIT" in /*) ;; *) KIT="$PWD/$KIT" ;; esac
+BUILD="${TINYMLIR_BUILD_DIR:-$ROOT/build}"
+PROMPT_IDS="818 262 3726"  # "In the beginning", the first golden case of kjv-tiny
+
+prepare() {
+  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+  [[ -f "$BUILD/build.ninja" ]] || "$ROOT/scripts/build.sh" "$BUILD"
+  ninja -C "$BUILD" tinymlir tinymlir_runtime tinymlir-cli tinymlir-run-cli gpu_check \
+    gpu_check_writer >&2
+  rm -rf "$KIT" && mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/cases"
+  export TINYMLIR_CACHE_DIR=off
+  "$BUILD/tests/gpu_check_writer" "$KIT/cases"
+  "$BUILD/bin/tinymlir" compile --target gpu --out "$KIT/kjv-tiny-gpu" 2>&1 | tail -1
+  # GPT-2 124M shapes: the bench's random checkpoint (generated here once, regenerated
+  # there from the same seed); every program of the model.
+  local ckpt="${TINYMLIR_BENCH_CACHE:-/tmp/tinymlir-bench}/gpt2-124m-random"
+  /usr/bin/python3 -c "import sys; sys.path.insert(0, '$ROOT/bench'); import checkpoint; checkpoint.ensure_checkpoint('$ckpt', 0)"
+  "$BUILD/bin/tinymlir" compile --target gpu --model "$ckpt" --out "$KIT/gpt2-124m-gpu" 2>&1 |
+    tail -1
+  strip -o "$KIT/bin/tinymlir-run" "$BUILD/bin/tinymlir-run"
+  strip -o "$KIT/bin/gpu_check" "$BUILD/tests/gpu_check"
+  strip -o "$KIT/lib/libtinymlir_runtime.so.0" "$BUILD/capi/libtinymlir_runtime.so.0"
+  # The shared libraries it needs beyond the C/C++ runtime, which the GPU machine has.
+  ldd "$BUILD/capi/libtinymlir_runtime.so.0" | awk '/=>/ {print $3}' |
+    grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux)[.-]' |
+    tar -cJf "$KIT/lib/deps.tar.xz" --transform 's|.*/||' -h -P -T -
+  du -sh "$KIT"
+}
+
+run() {
+  [[ -d "$KIT/bin" ]] || { echo "gpu-check: no kit at $KIT (run prepare first)" >&2; exit 1; }
+  tar -xJf "$KIT/lib/deps.tar.xz" -C "$KIT/lib"
+  export LD_LIBRARY_PATH="$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export TINYMLIR_CACHE_DIR=off
+  date -u +"gpu-check %Y-%m-%d %H:%M UTC"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null ||
+    echo "(no nvidia-smi)"
+  if ldd "$KIT/bin/tinymlir-run" | grep "not found"; then
+    echo "gpu-check: libraries missing on this machine (above)" >&2
+    exit 1
+  fi
+  local status=0
+  echo "== 1. op cases: GPU vs CPU"
+  "$KIT/bin/gpu_check" "$KIT/cases" || status=$?
+  [[ $status -eq 2 ]] && exit 2
+
+  echo "== 2. kjv-tiny greedy tokens from the GPU bundle"
+  local want got
+  want=$(python3 -c "import json; c = json.load(open('$ROOT/models/kjv-tiny/golden.json'))['cases'][0]; print(' '.join(map(str, c['greedy_ids'])))")
+  got=$("$KIT/bin/tinymlir-run" generate --greedy --ids --tokens "$(echo "$want" | wc -w)" \
+          --model "$ROOT/models/kjv-tiny" --bundle "$KIT/kjv-tiny-gpu" "$PROMPT_IDS" \
+          2>"$KIT/kjv.err" | tr -s ' ' | sed "s/^ *$PROMPT_IDS *//")
+  cat "$KIT/kjv.err"
+  if [[ "$(echo $got)" == "$(echo $want)" ]]; then echo "ok   kjv-tiny tokens = golden"
+  else echo "FAIL kjv-tiny tokens: got $got, want $want"; status=1; fi
+
+  echo "== 3. decode tokens/s (tinymlir GPU bundle; PyTorch on the same GPU)"
+  "$KIT/bin/tinymlir-run" generate --greedy --ids --tokens 64 --model "$ROOT/models/kjv-tiny" \
+    --bundle "$KIT/kjv-tiny-gpu" "$PROMPT_IDS" 2>&1 >/dev/null | grep -o "decode .*" |
+    sed 's/^/tinymlir kjv-tiny: /'
+  local ckpt="$KIT/gpt2-124m-random"
+  python3 -c "import sys; sys.path.insert(0, '$ROOT/bench'); import checkpoint; checkpoint.ensure_checkpoint('$ckpt', 0)" &&
+    "$KIT/bin/tinymlir-run" generate --greedy --ids --tokens 64 --model "$ckpt" \
+      --bundle "$KIT/gpt2-124m-gpu" "464 2068 7586 21831" 2>&1 >/dev/null |
+      grep -o "decode .*" | sed 's/^/tinymlir gpt2-124m: /' || status=1
+  for model in "$ROOT/models/kjv-tiny" "$ckpt"; do
+    python3 "$ROOT/bench/torch_gpu_decode.py" --model "$model" --tokens 64 || status=1
+  done
+  exit $status
+}
+
+case "$STEP" in
+  prepare) prepare ;;
+  run) run ;;
+  *) sed -n '2,24p' "$0" >&2; exit 1 ;;
+esac
