@@ -78,7 +78,6 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
   }
 
   const Gpt2Config &c = m->config_;
-  m->min_cache_rows_ = MinCacheRows(c);
   size_t cache = static_cast<size_t>(c.n_ctx) * c.n_embd;
   m->k_cache_.assign(c.n_layer, std::vector<float>(cache, 0.0f));  // zeros: masked rows stay finite
   m->v_cache_.assign(c.n_layer, std::vector<float>(cache, 0.0f));
@@ -135,18 +134,7 @@ Status Gpt2Model::GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program 
 }
 
 int64_t Gpt2Model::CacheRows(int64_t filled) const {
-  return std::min<int64_t>(std::max<int64_t>(min_cache_rows_, NextPowerOfTwo(filled)),
-                           config_.n_ctx);
-}
-
-int64_t MinCacheRows(const Gpt2Config &c) {
-  // Masked rows cost bytes, never results (their probabilities are exactly 0), while every
-  // bucket is one more program to compile. So the attention reads at least the largest
-  // power of two of rows whose K and V (2 * rows * d floats) stay within 10% of one
-  // layer's weights (12 d^2 floats): rows <= 0.6 d. GPT-2 124M: 256; kjv-tiny: 64.
-  int64_t rows = 16;
-  while (rows * 2 * 10 <= 6 * c.n_embd) rows *= 2;
-  return rows;
+  return std::min<int64_t>(std::max<int64_t>(16, NextPowerOfTwo(filled)), config_.n_ctx);
 }
 
 Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
