@@ -219,11 +219,16 @@ class DeviceStaging {
                          std::to_string(free_bytes) + " free");
     return Status::Ok();
   }
-  // Replaces v's data by a managed copy (of its contents when `copy_in`), unless it is in
-  // managed memory already (tm_managed_alloc: weights kept on the device across calls).
-  Status Stage(View *v, bool copy_in) {
-    const size_t bytes = static_cast<size_t>(NumElements(v->shape)) * v->elem;
-    if (bytes == 0 || gpu::IsManaged(v->data)) return Status::Ok();
+  // Bytes a view needs staged: none when it is in managed memory already (tm_managed_alloc:
+  // weights kept on the device across calls).
+  static uint64_t StagedBytes(const View &v) {
+    const uint64_t bytes = static_cast<uint64_t>(NumElements(v.shape)) * v.elem;
+    return bytes == 0 || gpu::IsManaged(v.data) ? 0 : bytes;
+  }
+  // Replaces v's data by a managed copy of `bytes` (StagedBytes; of its contents when
+  // `copy_in`).
+  Status Stage(View *v, uint64_t bytes, bool copy_in) {
+    if (bytes == 0) return Status::Ok();
     void *block = nullptr;
     TM_RETURN_IF_ERROR(gpu::ManagedAlloc(bytes, &block));
     blocks_.push_back(block);
@@ -293,14 +298,15 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   std::vector<View> host_results = results;
   if (gpu) {
     TM_RETURN_IF_ERROR(gpu::MakeContextCurrent());
+    std::vector<uint64_t> in_bytes, out_bytes;
     uint64_t bytes = temporary_bytes;
-    for (const View &v : ins)
-      if (!gpu::IsManaged(v.data)) bytes += static_cast<uint64_t>(NumElements(v.shape)) * v.elem;
-    for (const View &v : results)
-      if (!gpu::IsManaged(v.data)) bytes += static_cast<uint64_t>(NumElements(v.shape)) * v.elem;
+    for (const View &v : ins) bytes += in_bytes.emplace_back(DeviceStaging::StagedBytes(v));
+    for (const View &v : results) bytes += out_bytes.emplace_back(DeviceStaging::StagedBytes(v));
     TM_RETURN_IF_ERROR(DeviceStaging::CheckRoom(bytes));
-    for (View &v : ins) TM_RETURN_IF_ERROR(staging.Stage(&v, /*copy_in=*/true));
-    for (View &v : results) TM_RETURN_IF_ERROR(staging.Stage(&v, /*copy_in=*/false));
+    for (size_t i = 0; i < ins.size(); ++i)
+      TM_RETURN_IF_ERROR(staging.Stage(&ins[i], in_bytes[i], /*copy_in=*/true));
+    for (size_t i = 0; i < results.size(); ++i)
+      TM_RETURN_IF_ERROR(staging.Stage(&results[i], out_bytes[i], /*copy_in=*/false));
   }
 
   std::vector<std::vector<int64_t>> descriptors;

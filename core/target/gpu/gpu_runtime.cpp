@@ -38,10 +38,13 @@ void RecordLoadError(Status status) {
   error.last = std::move(status);
 }
 
-// Ends the program's call with `status`, or, outside one, records it. The device first
-// finishes what was queued: the call's kernels must not be running when the guard frees the
-// memory they use (errors ignored: after a kernel fault the context reports that fault).
+// A failed `status` ends the program's call, or, outside one, is recorded; an OK one does
+// nothing (so every mgpu* function just reports what its driver call returned). The device
+// first finishes what was queued: the call's kernels must not be running when the guard
+// frees the memory they use (errors ignored: after a kernel fault the context reports that
+// fault).
 void Report(Status status) {
+  if (status.ok()) return;
   if (InGuardedCall()) {
     const CudaDriver *d = nullptr;
     if (Driver(&d).ok()) (void)d->cuCtxSynchronize();
@@ -319,7 +322,7 @@ extern "C" {
 void *mgpuModuleLoad(void *data, size_t size) {
   void *module = nullptr;
   Status status = gpu::LoadModule(data, size, -1, &module);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
   return module;
 }
 
@@ -328,7 +331,7 @@ void *mgpuModuleLoadJIT(void *data, int optLevel) {
   void *module = nullptr;
   Status status = gpu::LoadModule(data, data ? std::strlen(static_cast<const char *>(data)) : 0,
                                   level, &module);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
   return module;
 }
 
@@ -341,27 +344,27 @@ void mgpuModuleUnload(void *) {}
 void *mgpuModuleGetFunction(void *module, const char *name) {
   void *function = nullptr;
   Status status = gpu::GetFunction(module, name, &function);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
   return function;
 }
 
 void *mgpuStreamCreate(void) {
   void *stream = nullptr;
   Status status = gpu::CreateStream(&stream);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
   return stream;
 }
 
 void mgpuStreamDestroy(void *stream) {
   Status status = gpu::DestroyStream(stream);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void mgpuStreamSynchronize(void *stream) {
   Status status = gpu::Call("cuStreamSynchronize", [&](const gpu::CudaDriver &d) {
     return d.cuStreamSynchronize(static_cast<gpu::CUstream>(stream));
   });
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
@@ -369,33 +372,33 @@ void mgpuStreamWaitEvent(void *stream, void *event) {
     return d.cuStreamWaitEvent(static_cast<gpu::CUstream>(stream), static_cast<gpu::CUevent>(event),
                                0);
   });
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void *mgpuEventCreate(void) {
   void *event = nullptr;
   Status status = gpu::CreateEvent(&event);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
   return event;
 }
 
 void mgpuEventDestroy(void *event) {
   Status status = gpu::DestroyEvent(event);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void mgpuEventSynchronize(void *event) {
   Status status = gpu::Call("cuEventSynchronize", [&](const gpu::CudaDriver &d) {
     return d.cuEventSynchronize(static_cast<gpu::CUevent>(event));
   });
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void mgpuEventRecord(void *event, void *stream) {
   Status status = gpu::Call("cuEventRecord", [&](const gpu::CudaDriver &d) {
     return d.cuEventRecord(static_cast<gpu::CUevent>(event), static_cast<gpu::CUstream>(stream));
   });
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t gridZ,
@@ -404,19 +407,19 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   const intptr_t grid[3] = {gridX, gridY, gridZ};
   const intptr_t block[3] = {blockX, blockY, blockZ};
   Status status = gpu::Launch(function, grid, block, smem, stream, params, extra);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
   void *ptr = nullptr;
   Status status = gpu::DeviceAlloc(sizeBytes, isHostShared, &ptr);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
   return ptr;
 }
 
 void mgpuMemFree(void *ptr, void * /*stream*/) {
   Status status = gpu::DeviceFree(ptr);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
@@ -424,21 +427,21 @@ void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
     return d.cuMemcpyAsync(gpu::Address(dst), gpu::Address(src), sizeBytes,
                            static_cast<gpu::CUstream>(stream));
   });
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
   Status status = gpu::Call("cuMemsetD32Async", [&](const gpu::CudaDriver &d) {
     return d.cuMemsetD32Async(gpu::Address(dst), value, count, static_cast<gpu::CUstream>(stream));
   });
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
   Status status = gpu::Call("cuMemsetD16Async", [&](const gpu::CudaDriver &d) {
     return d.cuMemsetD16Async(gpu::Address(dst), value, count, static_cast<gpu::CUstream>(stream));
   });
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
 }
 
 void mgpuSetDefaultDevice(int32_t device) {
@@ -451,14 +454,14 @@ void mgpuSetDefaultDevice(int32_t device) {
 void *tm_rt_gpu_malloc(size_t bytes) {
   void *block = nullptr;
   Status status = gpu::HostAlloc(1, bytes, &block);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
   return block;
 }
 
 void *tm_rt_gpu_aligned_alloc(size_t alignment, size_t bytes) {
   void *block = nullptr;
   Status status = gpu::HostAlloc(alignment, bytes, &block);
-  if (!status.ok()) gpu::Report(std::move(status));
+  gpu::Report(std::move(status));
   return block;
 }
 
