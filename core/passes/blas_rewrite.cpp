@@ -1,11 +1,14 @@
 #include "core/passes/blas_rewrite.h"
 
+#include <algorithm>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/AffineMap.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -21,24 +24,154 @@ constexpr int kRowMajor = 101;
 constexpr int kNoTrans = 111;
 constexpr int kTrans = 112;
 
+
+// How BLAS can read a matrix operand (the last two dimensions of a memref): row-major
+// (unit inner stride; the leading dimension is the row stride) or transposed (unit stride
+// along the rows, as a transposed view of a row-major matrix; the leading dimension is the
+// column stride). Strides and sizes must be static and fit BLAS's int.
+enum class Layout { kUnsupported, kRowMajor, kTransposed };
+
+Layout MatrixLayout(mlir::MemRefType type) {
+  llvm::SmallVector<int64_t> strides;
+  int64_t offset;
+  if (mlir::failed(type.getStridesAndOffset(strides, offset)) || strides.size() < 2)
+    return Layout::kUnsupported;
+  for (int64_t s : strides)
+    if (mlir::ShapedType::isDynamic(s) || s > INT32_MAX) return Layout::kUnsupported;
+  for (int64_t d : type.getShape())
+    if (mlir::ShapedType::isDynamic(d) || d > INT32_MAX) return Layout::kUnsupported;
+  const size_t rank = strides.size();
+  const int64_t rows = type.getShape()[rank - 2], cols = type.getShape()[rank - 1];
+  // BLAS needs the leading dimension >= the extent it spans.
+  if (strides[rank - 1] == 1 && strides[rank - 2] >= std::max<int64_t>(cols, 1))
+    return Layout::kRowMajor;
+  if (strides[rank - 2] == 1 && strides[rank - 1] >= std::max<int64_t>(rows, 1))
+    return Layout::kTransposed;
+  return Layout::kUnsupported;
+}
+
+// The leading dimension BLAS is given for a matrix of `layout`.
+int64_t LeadingDimension(mlir::MemRefType type, Layout layout) {
+  llvm::SmallVector<int64_t> strides;
+  int64_t offset;
+  (void)type.getStridesAndOffset(strides, offset);
+  return strides[strides.size() - (layout == Layout::kRowMajor ? 2 : 1)];
+}
+
 // A matrix operand as BLAS sees it: address of its first element and its row stride.
 struct Matrix {
-  Value ptr;       // !llvm.ptr
-  Value row_stride;    // index: the leading dimension
+  Value ptr;           // !llvm.ptr
+  Layout layout = Layout::kRowMajor;
+  int64_t ld = 0;      // the leading dimension (see Layout)
   Value batch_stride;  // index; only for 3-D operands
 };
 
-bool HasUnitInnerStride(mlir::MemRefType type) {
-  llvm::SmallVector<int64_t> strides;
-  int64_t offset;
-  if (mlir::failed(type.getStridesAndOffset(strides, offset))) return false;
-  if (strides.empty() || strides.back() != 1) return false;
-  // Leading dimensions must fit BLAS's int.
-  for (int64_t s : strides)
-    if (mlir::ShapedType::isDynamic(s) || s > INT32_MAX) return false;
-  for (int64_t d : type.getShape())
-    if (mlir::ShapedType::isDynamic(d) || d > INT32_MAX) return false;
+// --- Transposes read in place ---------------------------------------------------------
+//
+// The attention transposes its K and V cache rows, (L, h, hd) -> (h, hd, L) and (h, L, hd),
+// before the batched products; bufferized, each is an allocation plus a copy of L x d
+// floats, every decode step and every layer. When such a copy only feeds matmul operands,
+// the matmuls can read the source through a transposed view instead (BLAS takes the
+// leading dimension and the transpose flag), and the copy disappears.
+
+// The memref a view chain (expand/collapse_shape, subview, transpose, cast) starts from.
+Value ViewRoot(Value v) {
+  while (mlir::Operation *def = v.getDefiningOp()) {
+    if (!mlir::isa<mlir::memref::ExpandShapeOp, mlir::memref::CollapseShapeOp,
+                   mlir::memref::SubViewOp, mlir::memref::TransposeOp, mlir::memref::CastOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+// True when nothing in the function writes `buffer` or a view of it: every user is a view
+// (checked recursively) or an op that only reads it (a linalg input, a load).
+bool IsReadOnly(Value buffer) {
+  for (mlir::OpOperand &use : buffer.getUses()) {
+    mlir::Operation *user = use.getOwner();
+    if (mlir::isa<mlir::memref::ExpandShapeOp, mlir::memref::CollapseShapeOp,
+                  mlir::memref::SubViewOp, mlir::memref::TransposeOp, mlir::memref::CastOp>(user)) {
+      if (!IsReadOnly(user->getResult(0))) return false;
+    } else if (auto linalg_op = mlir::dyn_cast<mlir::linalg::LinalgOp>(user)) {
+      if (linalg_op.isDpsInit(&use)) return false;
+    } else if (!mlir::isa<mlir::memref::LoadOp>(user)) {
+      return false;
+    }
+  }
   return true;
+}
+
+// A linalg op (linalg.transpose, or a linalg.generic after fusion) that copies its one
+// input into its output through a permutation: the input map a permutation, the output map
+// the identity, the body yielding the input. Returns the input map, or a null map.
+mlir::AffineMap PermutationCopy(mlir::linalg::LinalgOp op) {
+  if (!mlir::isa<mlir::linalg::GenericOp, mlir::linalg::TransposeOp>(op.getOperation()) ||
+      op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
+      op.getNumReductionLoops() != 0)
+    return {};
+  auto maps = op.getIndexingMapsArray();
+  if (!maps[0].isPermutation() || !maps[1].isIdentity()) return {};
+  mlir::Block *body = op.getBlock();
+  auto yield = mlir::dyn_cast<mlir::linalg::YieldOp>(body->getTerminator());
+  if (!yield || body->getOperations().size() != 1 || yield.getNumOperands() != 1 ||
+      yield.getOperand(0) != body->getArgument(0))
+    return {};
+  return maps[0];
+}
+
+// Replaces permutation copies whose only readers are matmul operands with transposed views
+// of their (read-only) sources. Returns the number of copies removed.
+int ReadTransposesInPlace(mlir::ModuleOp module, mlir::RewriterBase &rewriter) {
+  llvm::SmallVector<mlir::linalg::LinalgOp> candidates;
+  module.walk([&](mlir::linalg::LinalgOp op) { candidates.push_back(op); });
+  int removed = 0;
+  for (mlir::linalg::LinalgOp copy : candidates) {
+    mlir::AffineMap map = PermutationCopy(copy);
+    if (!map) continue;
+    Value source = copy.getDpsInputOperand(0)->get();
+    Value dest = copy.getDpsInitOperand(0)->get();
+    auto alloc = dest.getDefiningOp<mlir::memref::AllocOp>();
+    if (!alloc || alloc->getBlock() != copy->getBlock()) continue;
+    Value root = ViewRoot(source);
+    if (!mlir::isa<mlir::BlockArgument>(root) || !IsReadOnly(root)) continue;
+    bool only_matmul_reads = true, any_matmul = false;
+    llvm::SmallVector<mlir::Operation *> deallocs;
+    for (mlir::OpOperand &use : dest.getUses()) {
+      mlir::Operation *user = use.getOwner();
+      if (user == copy) continue;
+      if (mlir::isa<mlir::memref::DeallocOp>(user)) {
+        deallocs.push_back(user);
+      } else if (mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(user) &&
+                 !mlir::cast<mlir::linalg::LinalgOp>(user).isDpsInit(&use) &&
+                 user->getBlock() == copy->getBlock() && copy->isBeforeInBlock(user)) {
+        any_matmul = true;
+      } else {
+        only_matmul_reads = false;
+      }
+    }
+    if (!only_matmul_reads || !any_matmul) continue;
+    rewriter.setInsertionPoint(copy);
+    // memref.transpose puts source dimension perm(i) at position i: the inverse of the
+    // generic's input map, which says where each output dimension reads from.
+    Value view = mlir::memref::TransposeOp::create(
+        rewriter, copy.getLoc(), source,
+        mlir::AffineMapAttr::get(mlir::inversePermutation(map)));
+    if (mlir::cast<mlir::MemRefType>(view.getType()).getShape() !=
+        mlir::cast<mlir::MemRefType>(dest.getType()).getShape()) {
+      rewriter.eraseOp(view.getDefiningOp());
+      continue;
+    }
+    rewriter.replaceUsesWithIf(dest, view, [&](mlir::OpOperand &use) {
+      return use.getOwner() != copy.getOperation() &&
+             !mlir::isa<mlir::memref::DeallocOp>(use.getOwner());
+    });
+    rewriter.eraseOp(copy);
+    for (mlir::Operation *d : deallocs) rewriter.eraseOp(d);
+    rewriter.eraseOp(alloc);
+    ++removed;
+  }
+  return removed;
 }
 
 class BlasEmitter {
@@ -70,13 +203,14 @@ class BlasEmitter {
   }
 
   Matrix Describe(Location loc, Value memref, Type elem) {
+    auto type = mlir::cast<mlir::MemRefType>(memref.getType());
     auto meta = mlir::memref::ExtractStridedMetadataOp::create(b_, loc, memref);
     auto strides = meta.getStrides();
-    size_t rank = strides.size();
     Matrix m;
     m.ptr = Address(loc, meta.getBaseBuffer(), meta.getOffset(), elem);
-    m.row_stride = strides[rank - 2];
-    if (rank == 3) m.batch_stride = strides[0];
+    m.layout = MatrixLayout(type);
+    m.ld = LeadingDimension(type, m.layout);
+    if (strides.size() == 3) m.batch_stride = strides[0];
     return m;
   }
 
@@ -98,40 +232,50 @@ class BlasEmitter {
     return f;
   }
 
-  // C(m x n) += A(m x k) @ B(k x n), all row-major with the given leading dimensions
-  // (index values).
-  void EmitProduct(Location loc, Type elem, int64_t m, int64_t n, int64_t k, Value a,
-                   Value lda, Value b, Value ldb, Value c, Value ldc) {
-    bool f32 = elem.isF32();
+  // C(m x n) += A(m x k) @ B(k x n): C row-major, A and B row-major or transposed views
+  // (pointers already advanced to the batch element).
+  void EmitProduct(Location loc, Type elem, int64_t m, int64_t n, int64_t k, const Matrix &a,
+                   const Matrix &b, const Matrix &c) {
+    const bool f32 = elem.isF32();
+    const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
     Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
     Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
-    if (f32 && (m == 1 || n == 1)) {
+    if (f32 && !ta && (m == 1 || n == 1)) {
       // Decode-shaped f32 products: tinymlir's bandwidth-bound kernels (gemv_kernels.h).
-      if (m == 1) {
-        auto row = Declare("tm_rt_sgemv_row", {i64, i64, ptr, ptr, i64, ptr});
-        mlir::func::CallOp::create(b_, loc, row,
-                                   mlir::ValueRange{I64(loc, k), I64(loc, n), a, b,
-                                                    ToI64(loc, ldb), c});
-      } else {
-        auto col = Declare("tm_rt_sgemv_col", {i64, i64, ptr, i64, ptr, i64, ptr, i64});
-        mlir::func::CallOp::create(b_, loc, col,
-                                   mlir::ValueRange{I64(loc, m), I64(loc, k), a, ToI64(loc, lda),
-                                                    b, ToI64(loc, ldb), c, ToI64(loc, ldc)});
+      auto row = [&] { return Declare("tm_rt_sgemv_row", {i64, i64, ptr, ptr, i64, ptr}); };
+      auto col = [&] {
+        return Declare("tm_rt_sgemv_col", {i64, i64, ptr, i64, ptr, i64, ptr, i64});
+      };
+      if (m == 1 && !tb) {  // c += a B: rows of B scaled by a
+        mlir::func::CallOp::create(b_, loc, row(),
+                                   mlir::ValueRange{I64(loc, k), I64(loc, n), a.ptr, b.ptr,
+                                                    I64(loc, b.ld), c.ptr});
+      } else if (m == 1) {  // B^T stored row-major (n x k): c[j] = B^T row j . a
+        mlir::func::CallOp::create(b_, loc, col(),
+                                   mlir::ValueRange{I64(loc, n), I64(loc, k), b.ptr,
+                                                    I64(loc, b.ld), a.ptr, I64(loc, 1), c.ptr,
+                                                    I64(loc, 1)});
+      } else {  // n == 1: c[i] = A row i . b, b strided by its leading dimension
+        mlir::func::CallOp::create(b_, loc, col(),
+                                   mlir::ValueRange{I64(loc, m), I64(loc, k), a.ptr,
+                                                    I64(loc, a.ld), b.ptr,
+                                                    I64(loc, tb ? 1 : b.ld), c.ptr,
+                                                    I64(loc, c.ld)});
       }
       return;
     }
     Value one = mlir::arith::ConstantOp::create(b_, loc, b_.getFloatAttr(elem, 1.0));
-    if (m == 1 || n == 1) {
+    if (!ta && !tb && (m == 1 || n == 1)) {
       // y = alpha * op(M) x + beta * y
       auto gemv = Declare(f32 ? "cblas_sgemv" : "cblas_dgemv",
                           {i32, i32, i32, i32, elem, ptr, i32, ptr, i32, elem, ptr, i32});
       llvm::SmallVector<Value> args;
       if (m == 1)  // row vector: c = B^T a, B is (k x n)
-        args = {I32(loc, kRowMajor), I32(loc, kTrans), I32(loc, k), I32(loc, n), one, b,
-                ToI32(loc, ldb), a, I32(loc, 1), one, c, I32(loc, 1)};
+        args = {I32(loc, kRowMajor), I32(loc, kTrans), I32(loc, k), I32(loc, n), one, b.ptr,
+                I32(loc, b.ld), a.ptr, I32(loc, 1), one, c.ptr, I32(loc, 1)};
       else  // column vector: c = A b, b strided by ldb, c by ldc
-        args = {I32(loc, kRowMajor), I32(loc, kNoTrans), I32(loc, m), I32(loc, k), one, a,
-                ToI32(loc, lda), b, ToI32(loc, ldb), one, c, ToI32(loc, ldc)};
+        args = {I32(loc, kRowMajor), I32(loc, kNoTrans), I32(loc, m), I32(loc, k), one, a.ptr,
+                I32(loc, a.ld), b.ptr, I32(loc, b.ld), one, c.ptr, I32(loc, c.ld)};
       mlir::func::CallOp::create(b_, loc, gemv, args);
       return;
     }
@@ -139,9 +283,10 @@ class BlasEmitter {
                         {i32, i32, i32, i32, i32, i32, elem, ptr, i32, ptr, i32, elem, ptr, i32});
     mlir::func::CallOp::create(
         b_, loc, gemm,
-        mlir::ValueRange{I32(loc, kRowMajor), I32(loc, kNoTrans), I32(loc, kNoTrans),
-                         I32(loc, m), I32(loc, n), I32(loc, k), one, a, ToI32(loc, lda), b,
-                         ToI32(loc, ldb), one, c, ToI32(loc, ldc)});
+        mlir::ValueRange{I32(loc, kRowMajor), I32(loc, ta ? kTrans : kNoTrans),
+                         I32(loc, tb ? kTrans : kNoTrans), I32(loc, m), I32(loc, n),
+                         I32(loc, k), one, a.ptr, I32(loc, a.ld), b.ptr, I32(loc, b.ld), one,
+                         c.ptr, I32(loc, c.ld)});
   }
 
   bool Rewrite(mlir::linalg::LinalgOp op, bool batched) {
@@ -156,7 +301,8 @@ class BlasEmitter {
     if (!(elem.isF32() || elem.isF64()) || ta.getElementType() != elem ||
         tb.getElementType() != elem)
       return false;
-    if (!HasUnitInnerStride(ta) || !HasUnitInnerStride(tb) || !HasUnitInnerStride(tc))
+    if (MatrixLayout(ta) == Layout::kUnsupported || MatrixLayout(tb) == Layout::kUnsupported ||
+        MatrixLayout(tc) != Layout::kRowMajor)
       return false;
 
     Location loc = op.getLoc();
@@ -171,8 +317,7 @@ class BlasEmitter {
     }
     Matrix ma = Describe(loc, a, elem), mb = Describe(loc, bm, elem), mc = Describe(loc, c, elem);
     if (!batched) {
-      EmitProduct(loc, elem, m, n, k, ma.ptr, ma.row_stride, mb.ptr, mb.row_stride, mc.ptr,
-                  mc.row_stride);
+      EmitProduct(loc, elem, m, n, k, ma, mb, mc);
     } else {
       Value zero = mlir::arith::ConstantIndexOp::create(b_, loc, 0);
       Value step = mlir::arith::ConstantIndexOp::create(b_, loc, 1);
@@ -181,9 +326,11 @@ class BlasEmitter {
       mlir::OpBuilder::InsertionGuard guard(b_);
       b_.setInsertionPointToStart(loop.getBody());
       Value i = loop.getInductionVar();
-      EmitProduct(loc, elem, m, n, k, Advance(loc, ma.ptr, i, ma.batch_stride, elem),
-                  ma.row_stride, Advance(loc, mb.ptr, i, mb.batch_stride, elem), mb.row_stride,
-                  Advance(loc, mc.ptr, i, mc.batch_stride, elem), mc.row_stride);
+      auto at = [&](Matrix x) {
+        x.ptr = Advance(loc, x.ptr, i, x.batch_stride, elem);
+        return x;
+      };
+      EmitProduct(loc, elem, m, n, k, at(ma), at(mb), at(mc));
     }
     b_.eraseOp(op);
     return true;
@@ -209,6 +356,7 @@ int RewriteMatmulsToBlas(mlir::ModuleOp module) {
       ->loadDialect<mlir::LLVM::LLVMDialect, mlir::scf::SCFDialect, mlir::func::FuncDialect,
                     mlir::arith::ArithDialect, mlir::memref::MemRefDialect>();
   mlir::IRRewriter rewriter(module.getContext());
+  ReadTransposesInPlace(module, rewriter);
   BlasEmitter emitter(module, rewriter);
   int rewritten = 0;
   for (auto op : matmuls) rewritten += emitter.Rewrite(op, false);

@@ -186,7 +186,10 @@ Status CompileNative(const Trace &trace, const CompileOptions &options,
   if (gpu) {
     TM_RETURN_IF_ERROR(LowerForGpu(module, options, &device_code));
   } else {
-    if (options.use_blas) RewriteMatmulsToBlas(module);
+    if (options.use_blas) {
+      RewriteMatmulsToBlas(module);
+      program->temporary_bytes = TemporaryBytes(module);  // transposes read in place: fewer
+    }
     TM_RETURN_IF_ERROR(VerifyModule(module, "blas rewrite"));
     TM_RETURN_IF_ERROR(RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline));
   }
