@@ -1,5 +1,6 @@
-"""Runs the GPT-2 124M benchmark side by side: tinymlir, NumPy, PyTorch and the memory-bandwidth
-ceiling, each in its own subprocess, one at a time, with the same thread count.
+"""Runs the GPT-2 124M benchmark side by side: tinymlir, NumPy, PyTorch, the memory-bandwidth
+ceiling and the prefill's GEMM floor, each in its own subprocess, one at a time, with the same
+thread count.
 Prints a table and writes the JSON results. Normally started by bench/run.sh.
 """
 import argparse
@@ -24,6 +25,9 @@ PY = "/usr/bin/python3"  # Debian's python: has numpy and torch
 # quick is a test,") and a deterministic 128-token one.
 PROMPT16 = [464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13, 383, 2068, 318, 257, 1332, 11]
 PROMPT128 = [(1000 + 7919 * i) % 50257 for i in range(128)]
+# --smoke: a small random model and a few tokens, so that CI runs every path of the
+# benchmark in seconds (its figures mean nothing).
+SMOKE = dict(vocab_size=1024, n_positions=256, n_embd=64, n_layer=2, n_head=2)
 RTOL = 1e-3  # cross-check: max |a - b| <= RTOL * max |b|
 
 
@@ -74,7 +78,7 @@ def fmt(x, spec):
 def table(r):
     rows = [r["tinymlir"], r["numpy"]] + ([r["pytorch"]] if r.get("pytorch") else [])
     e, c = r["environment"], r["ceiling"]
-    out = [f"GPT-2 124M, random F32 weights ({r['checkpoint']}), {e['threads']} threads, "
+    out = [f"{r['model']}, random F32 weights ({r['checkpoint']}), {e['threads']} threads, "
            f"median of {r['config']['reps']} runs after 1 warm-up; decode = "
            f"{r['config']['decode_tokens']} tokens after a 16-token prompt",
            f"{'':24}{'prefill-16 ms':>14}{'prefill-128 ms':>16}{'decode tok/s':>14}"
@@ -85,11 +89,11 @@ def table(r):
                    f"{x['peak_rss_mb']:>13.0f}{x['load_seconds']:>8.2f}"
                    f"{fmt(x.get('total_compile_seconds'), '>11.2f')}")
     out += [f"{'bandwidth ceiling':24}{'':30}{c['tokens_per_s']:>14.1f}   "
-            f"(copy {c['copy_gb_per_s']:.1f} GB/s, {e['threads']} threads, best of "
-            f"{len(c['copy_gb_per_s_runs'])} measurements (before and after) / "
+            f"(read {c['read_gb_per_s']:.1f} GB/s, {e['threads']} threads, best of "
+            f"{len(c['read_gb_per_s_runs'])} measurements (before and after) / "
             f"{c['weight_mb_per_token']:.1f} MB per token)",
-            f"{'  (read-only bandwidth)':24}{'':30}{c['tokens_per_s_read_bandwidth']:>14.1f}   "
-            f"(sum over the buffer, {max(c['read_gb_per_s_runs']):.1f} GB/s)"]
+            f"{'  (cross-checks)':24}{'':30}{'':>14}   STREAM triad {max(c['triad_gb_per_s_runs']):.1f} "
+            f"GB/s, copy {max(c['copy_gb_per_s_runs']):.1f} GB/s (read + written)"]
     q = r["ratios"]
     out += ["",
             f"decode  tinymlir / numpy   = {q['decode_tinymlir_over_numpy']:.2f}x"
@@ -99,6 +103,11 @@ def table(r):
             f"bandwidth ceiling (numpy {100 * q['decode_numpy_fraction_of_ceiling']:.0f}%)",
             f"prefill tinymlir / numpy time: 16 tokens {q['prefill16_tinymlir_over_numpy']:.2f}x, "
             f"128 tokens {q['prefill128_tinymlir_over_numpy']:.2f}x (below 1 = tinymlir faster)",
+            f"prefill-128 tinymlir / its GEMM floor = {q['prefill128_tinymlir_over_gemm_floor']:.2f}x "
+            f"(the same products through OpenBLAS alone: {r['gemm_floor']['gemm_floor_ms_median']:.1f} ms); "
+            f"in tinymlir's timed runs: matrix kernels {r['tinymlir']['prefill128_matrix_ms_median']:.1f} ms, "
+            f"the rest {r['tinymlir']['prefill128_other_ms_median']:.1f} ms",
+            breakdown(r["tinymlir"]),
             f"tinymlir cold compile {r['tinymlir']['cold_compile_seconds']:.2f} s "
             f"({r['tinymlir']['cold_programs_compiled']} programs for prefill-16 + decode), "
             f"+{r['tinymlir']['compile_prefill128_seconds']:.2f} s for prefill-128",
@@ -121,6 +130,21 @@ def table(r):
     return "\n".join(out)
 
 
+def breakdown(tm):
+    """One decode token of tinymlir, by part (gpt2_bench's decode_ms_per_token)."""
+    b = tm["decode_ms_per_token"]
+    overhead = b["invokes"] * tm["invoke_overhead_us"] / 1e3
+    return "\n".join([
+        f"tinymlir decode, ms per token (median of timed runs): {b['total']:.2f} =",
+        f"  in programs: embed {b['embed']:.2f}, qkv {b['qkv']:.2f}, attn_mlp {b['attn_mlp']:.2f}, "
+        f"head {b['head']:.2f}; the model's own work between them {b['host']:.2f}",
+        f"  by kernel: GEMV {b['gemv']:.2f} (of which waiting for the other thread "
+        f"{b['gemv_pool_wait']:.2f}), BLAS {b['blas']:.2f}, everything else in the programs "
+        f"(attention glue, softmax, layer norm, GELU, adds) {b['other_in_programs']:.2f}",
+        f"  per-invoke overhead: {tm['invoke_overhead_us']:.2f} us per call (a 4-element add), "
+        f"x {b['invokes']:.0f} calls = {overhead:.3f} ms"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--driver", required=True, help="the gpt2_bench executable")
@@ -135,18 +159,27 @@ def main():
     ap.add_argument("--build", default="", help="build tree: also measure compiled artifacts "
                     "(bench/artifacts.py) on the embedded kjv-tiny")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
+    ap.add_argument("--smoke", action="store_true",
+                    help="a 2-layer d=64 random model, 8 decode tokens, 1 rep, 64 MB bandwidth "
+                    "buffers: checks that every part of the benchmark runs (CI)")
     args = ap.parse_args()
+    config, model_name, name = checkpoint.GPT2_124M, "GPT-2 124M", "gpt2-124m-random"
+    if args.smoke:
+        config, model_name, name = SMOKE, "smoke model (2 layers, d = 64)", "gpt2-smoke-random"
+        args.reps, args.decode_tokens, args.bandwidth_mb = 1, 8, 64
+    prompt16 = [i % config["vocab_size"] for i in PROMPT16]
+    prompt128 = [i % config["vocab_size"] for i in PROMPT128]
 
-    folder = os.path.join(args.cache, "gpt2-124m-random")
+    folder = os.path.join(args.cache, name)
     t0 = time.perf_counter()
-    made = checkpoint.ensure_checkpoint(folder, args.seed)
+    made = checkpoint.ensure_checkpoint(folder, args.seed, config)
     print(f"[bench] checkpoint {folder}: {'generated' if made else 'reused'} "
           f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
     work = os.path.join(args.cache, "run")
     os.makedirs(work, exist_ok=True)
     prompts = os.path.join(work, "prompts.txt")
     with open(prompts, "w") as f:
-        f.write(" ".join(map(str, PROMPT16)) + "\n" + " ".join(map(str, PROMPT128)) + "\n")
+        f.write(" ".join(map(str, prompt16)) + "\n" + " ".join(map(str, prompt128)) + "\n")
 
     n = str(args.threads)
     blas_env = {"OPENBLAS_NUM_THREADS": n, "OMP_NUM_THREADS": n}
@@ -154,9 +187,9 @@ def main():
               "--reps", str(args.reps)]
     logits = {k: os.path.join(work, f"logits_{k}.f32") for k in ("tinymlir", "numpy", "pytorch")}
     bw_cmd = [args.driver, "--bandwidth-mb", str(args.bandwidth_mb), "--threads", n, "--reps", "10"]
-    r = {"checkpoint": folder, "environment": environment(args),
+    r = {"model": model_name, "checkpoint": folder, "environment": environment(args),
          "config": {"reps": args.reps, "decode_tokens": args.decode_tokens, "seed": args.seed,
-                    "prompt16": PROMPT16, "prompt128": PROMPT128}}
+                    "prompt16": prompt16, "prompt128": prompt128}}
     bw = [run_json("bandwidth", bw_cmd, {})]
     # An empty disk cache, so that the cold compile is one; the driver then measures a
     # second context reading it.
@@ -170,28 +203,34 @@ def main():
         r["pytorch"] = run_json("pytorch", [PY, os.path.join(HERE, "torch_gpt2.py"), *common,
                                             "--threads", n, "--logits-out", logits["pytorch"]],
                                 dict(blas_env, OMP_WAIT_POLICY="PASSIVE"))
+    r["gemm_floor"] = run_json("gemm floor", [
+        PY, os.path.join(HERE, "gemm_floor.py"), "--tokens", str(len(prompt128)), "--reps",
+        str(args.reps), "--layers", str(config["n_layer"]), "--d", str(config["n_embd"]),
+        "--heads", str(config["n_head"]), "--vocab", str(config["vocab_size"])], blas_env)
     if args.build:
         print("[bench] compiled artifacts (bench/artifacts.py)", file=sys.stderr, flush=True)
         r["artifacts"] = artifacts.measure(args.build, args.reps)
     bw.append(run_json("bandwidth (again)", bw_cmd, {}))
     r["environment"]["loadavg_end"] = os.getloadavg()
 
-    # Ceiling: the best copy bandwidth of the two measurements over the weight bytes one
-    # decode step must read.
-    per_token = checkpoint.decode_bytes_per_token(checkpoint.GPT2_124M)
-    copy = [x["copy_bytes_per_s"] for x in bw]
-    r["ceiling"] = {"weight_mb_per_token": per_token / 1e6, "copy_gb_per_s": max(copy) / 1e9,
-                    "copy_gb_per_s_runs": [x / 1e9 for x in copy],
-                    "read_gb_per_s_runs": [x["read_bytes_per_s"] / 1e9 for x in bw],
-                    "tokens_per_s": max(copy) / per_token,
-                    "tokens_per_s_read_bandwidth": max(x["read_bytes_per_s"] for x in bw) / per_token,
+    # Ceiling: the best read bandwidth of the two measurements over the weight bytes one
+    # decode step must read (a decode step reads its weights and writes almost nothing).
+    per_token = checkpoint.decode_bytes_per_token(config)
+    read = [x["read_bytes_per_s"] for x in bw]
+    r["ceiling"] = {"weight_mb_per_token": per_token / 1e6, "read_gb_per_s": max(read) / 1e9,
+                    "read_gb_per_s_runs": [x / 1e9 for x in read],
+                    "copy_gb_per_s_runs": [x["copy_bytes_per_s"] / 1e9 for x in bw],
+                    "triad_gb_per_s_runs": [x["triad_bytes_per_s"] / 1e9 for x in bw],
+                    "tokens_per_s": max(read) / per_token,
                     "bandwidth_runs": bw}
     tm, npy, pt = r["tinymlir"], r["numpy"], r.get("pytorch")
     q = {"decode_tinymlir_over_numpy": tm["decode_tokens_per_s_median"] / npy["decode_tokens_per_s_median"],
          "decode_tinymlir_fraction_of_ceiling": tm["decode_tokens_per_s_median"] / r["ceiling"]["tokens_per_s"],
          "decode_numpy_fraction_of_ceiling": npy["decode_tokens_per_s_median"] / r["ceiling"]["tokens_per_s"],
          "prefill16_tinymlir_over_numpy": tm["prefill16_ms_median"] / npy["prefill16_ms_median"],
-         "prefill128_tinymlir_over_numpy": tm["prefill128_ms_median"] / npy["prefill128_ms_median"]}
+         "prefill128_tinymlir_over_numpy": tm["prefill128_ms_median"] / npy["prefill128_ms_median"],
+         "prefill128_tinymlir_over_gemm_floor":
+             tm["prefill128_ms_median"] / r["gemm_floor"]["gemm_floor_ms_median"]}
     if pt:
         q["decode_tinymlir_over_pytorch"] = tm["decode_tokens_per_s_median"] / pt["decode_tokens_per_s_median"]
         q["prefill16_tinymlir_over_pytorch"] = tm["prefill16_ms_median"] / pt["prefill16_ms_median"]

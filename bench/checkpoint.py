@@ -18,7 +18,8 @@ def hf_config(vocab_size, n_positions, n_embd, n_layer, n_head):
     """config.json as transformers writes it for GPT2LMHeadModel."""
     return {
         "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
-        "attn_pdrop": 0.1, "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256,
+        "attn_pdrop": 0.1, "bos_token_id": vocab_size - 1, "embd_pdrop": 0.1,
+        "eos_token_id": vocab_size - 1,
         "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "model_type": "gpt2",
         "n_ctx": n_positions, "n_embd": n_embd, "n_head": n_head, "n_inner": None,
         "n_layer": n_layer, "n_positions": n_positions, "reorder_and_upcast_attn": False,

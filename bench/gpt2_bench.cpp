@@ -8,6 +8,7 @@
 // Prints one JSON object on stdout. Threads: the BLAS calls use OpenBLAS's threads, so the
 // caller sets OPENBLAS_NUM_THREADS; the bandwidth mode uses --threads std::threads.
 #include <tinymlir/gpt2.h>
+#include <tinymlir/tinymlir.h>
 
 #include <sys/resource.h>
 
@@ -18,9 +19,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -113,48 +116,144 @@ std::vector<int32_t> Generate(tm_model *m, const std::vector<int32_t> &prompt, i
 
 typedef float V8 __attribute__((vector_size(32)));  // GCC/Clang vector extension
 
-// Copy bandwidth with `threads` std::threads, each copying its share of a `mb` MB buffer;
-// bytes moved = read + written (STREAM's convention). Also a read-only pass (a sum).
+// The read kernel of the ceiling: sums eight contiguous parts of [p, p + n) in lockstep,
+// one accumulator per part. One sequential stream with four accumulator chains reached
+// 14 GB/s with 2 threads here; eight streams keep more prefetchers and more misses in flight
+// (18-23 GB/s on the same machine, as fast as STREAM's triad). Built for AVX-512, AVX2 and
+// baseline x86-64, picked at run time.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+float ReadStreams(const V8 *p, size_t n) {
+  constexpr size_t kStreams = 8;
+  const size_t per = n / kStreams;
+  V8 acc[kStreams] = {};
+  for (size_t i = 0; i < per; ++i)
+    for (size_t s = 0; s < kStreams; ++s) acc[s] += p[s * per + i];
+  for (size_t i = kStreams * per; i < n; ++i) acc[0] += p[i];
+  V8 t = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  return t[0] + t[7];
+}
+
+// STREAM's triad, a[i] = b[i] + s * c[i]: the cross-check of the read figure.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void Triad(V8 *a, const V8 *b, const V8 *c, size_t n) {
+  const V8 s = V8{} + 3.0f;
+  for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+}
+
+// Memory bandwidth with `threads` std::threads, each working on its share of `mb` MB
+// buffers; the best of `reps` passes of each kind:
+//   read:  the sum above over one buffer (bytes = the buffer): the decode ceiling, since a
+//          decode step reads its weights and writes almost nothing;
+//   copy:  memcpy (bytes = read + written, STREAM's convention);
+//   triad: STREAM's triad over three buffers (bytes = 2 read + 1 written).
 void Bandwidth(int mb, int threads, int reps) {
   const size_t nv = (static_cast<size_t>(mb) << 20) / sizeof(V8), n = nv * sizeof(V8);
-  std::vector<V8> a(nv, V8{} + 1.0f), b(nv);  // aligned; touched before timing
-  auto run = [&](bool copy) {
+  // std::aligned_alloc, not std::vector: a vector_size attribute does not survive as a
+  // template argument, so a std::vector<V8> is only 16-byte aligned.
+  auto buffer = [&](float value) {
+    V8 *p = static_cast<V8 *>(std::aligned_alloc(64, n));
+    if (!p) Die("cannot allocate the bandwidth buffers");
+    for (size_t i = 0; i < nv; ++i) p[i] = V8{} + value;  // touched before timing
+    return std::unique_ptr<V8, void (*)(void *)>(p, std::free);
+  };
+  auto a_buf = buffer(1.0f), b_buf = buffer(2.0f), c_buf = buffer(0.5f);
+  V8 *a = a_buf.get(), *b = b_buf.get(), *c = c_buf.get();
+  enum Kind { kRead, kCopy, kTriad };
+  std::vector<float> sums(threads);
+  auto run = [&](Kind kind) {
     double best = 1e30;
-    std::vector<float> sums(threads);
     for (int r = 0; r < reps; ++r) {
       double t0 = Now();
       std::vector<std::thread> pool;
       for (int t = 0; t < threads; ++t)
         pool.emplace_back([&, t] {
           size_t lo = nv / threads * t, hi = t == threads - 1 ? nv : nv / threads * (t + 1);
-          if (copy) {
-            std::memcpy(&b[lo], &a[lo], (hi - lo) * sizeof(V8));
-          } else {  // four accumulators: one dependency chain does not reach the bandwidth
-            V8 s0 = {}, s1 = {}, s2 = {}, s3 = {};
-            size_t i = lo;
-            for (; i + 4 <= hi; i += 4) {
-              s0 += a[i];
-              s1 += a[i + 1];
-              s2 += a[i + 2];
-              s3 += a[i + 3];
-            }
-            for (; i < hi; ++i) s0 += a[i];
-            V8 s = (s0 + s1) + (s2 + s3);
-            sums[t] = s[0] + s[7];
-          }
+          if (kind == kRead) sums[t] += ReadStreams(&a[lo], hi - lo);
+          else if (kind == kCopy) std::memcpy(&b[lo], &a[lo], (hi - lo) * sizeof(V8));
+          else Triad(&c[lo], &a[lo], &b[lo], hi - lo);
         });
       for (auto &th : pool) th.join();
       best = std::min(best, Now() - t0);
     }
-    float keep = 0;
-    for (float s : sums) keep += s;
-    if (keep == 42.5f) std::fprintf(stderr, " ");  // keeps the read loop alive
-    return (copy ? 2.0 : 1.0) * n / best;
+    return (kind == kRead ? 1.0 : kind == kCopy ? 2.0 : 3.0) * n / best;
   };
-  double copy_bps = run(true), read_bps = run(false);
-  std::printf("{\"threads\": %d, \"buffer_mb\": %d, \"reps\": %d, \"copy_bytes_per_s\": %.6g, "
-              "\"read_bytes_per_s\": %.6g}\n",
-              threads, mb, reps, copy_bps, read_bps);
+  double read_bps = run(kRead), copy_bps = run(kCopy), triad_bps = run(kTriad);
+  float keep = 0;
+  for (float s : sums) keep += s;
+  if (keep == 42.5f) std::fprintf(stderr, " ");  // keeps the read loop alive
+  std::printf("{\"threads\": %d, \"buffer_mb\": %d, \"reps\": %d, \"read_bytes_per_s\": %.6g, "
+              "\"copy_bytes_per_s\": %.6g, \"triad_bytes_per_s\": %.6g}\n",
+              threads, mb, reps, read_bps, copy_bps, triad_bps);
+}
+
+tm_kernel_times KernelTimes() {
+  tm_kernel_times t;
+  std::memset(&t, 0, sizeof t);
+  t.struct_size = sizeof t;
+  Check(tm_kernel_times_get(&t), "tm_kernel_times_get");
+  return t;
+}
+
+// Milliseconds per decode token, by part (names as printed in the JSON).
+using DecodeBreakdown = std::vector<std::pair<std::string, double>>;
+
+DecodeBreakdown Breakdown(const tm_model_stats &s, const tm_kernel_times &k) {
+  const double per_token = 1e3 / static_cast<double>(s.decode_tokens);
+  double in_programs = 0;
+  for (double x : s.decode_invoke_seconds) in_programs += x;
+  const double gemv = k.gemv_seconds, blas = k.blas_seconds, wait = k.pool_wait_seconds;
+  return {
+      {"total", s.decode_seconds * per_token},
+      {"embed", s.decode_invoke_seconds[TM_MODEL_PROGRAM_EMBED] * per_token},
+      {"qkv", s.decode_invoke_seconds[TM_MODEL_PROGRAM_QKV] * per_token},
+      {"attn_mlp", s.decode_invoke_seconds[TM_MODEL_PROGRAM_ATTN_MLP] * per_token},
+      {"head", s.decode_invoke_seconds[TM_MODEL_PROGRAM_HEAD] * per_token},
+      {"host", (s.decode_seconds - in_programs) * per_token},
+      {"gemv", gemv * per_token},
+      {"gemv_pool_wait", wait * per_token},
+      {"blas", blas * per_token},
+      {"other_in_programs", (in_programs - gemv - blas) * per_token},
+      {"invokes", static_cast<double>(s.decode_invokes) / static_cast<double>(s.decode_tokens)},
+  };
+}
+
+DecodeBreakdown MedianBreakdown(const std::vector<DecodeBreakdown> &runs) {
+  DecodeBreakdown out = runs.at(0);
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::vector<double> v;
+    for (const DecodeBreakdown &r : runs) v.push_back(r[i].second);
+    out[i].second = Median(v);
+  }
+  return out;
+}
+
+// The fixed cost of one tm_invoke: a program adding two 4-element f32 vectors, called in
+// batches of 1000; the median batch's time per call, in microseconds.
+double InvokeOverheadMicroseconds(tm_context *ctx) {
+  tm_trace *t = nullptr;
+  Check(tm_trace_begin(ctx, "tiny_add", &t), "tm_trace_begin");
+  const int64_t shape[] = {4};
+  tm_value a, b, sum;
+  Check(tm_op_input(t, TM_F32, 1, shape, &a), "tm_op_input");
+  Check(tm_op_input(t, TM_F32, 1, shape, &b), "tm_op_input");
+  Check(tm_op_add(t, a, b, &sum), "tm_op_add");
+  Check(tm_trace_end(t, &sum, 1), "tm_trace_end");
+  tm_program *p = nullptr;
+  Check(tm_compile(ctx, t, nullptr, &p), "tm_compile");
+  tm_trace_destroy(t);
+  float x[4] = {1, 2, 3, 4}, y[4] = {5, 6, 7, 8}, z[4];
+  const int64_t strides[] = {1};
+  tm_tensor in[2] = {{x, TM_F32, 1, shape, strides}, {y, TM_F32, 1, shape, strides}};
+  tm_tensor out[1] = {{z, TM_F32, 1, shape, strides}};
+  std::vector<double> per_call;
+  for (int batch = 0; batch < 21; ++batch) {
+    double t0 = Now();
+    for (int i = 0; i < 1000; ++i) Check(tm_invoke(p, in, 2, out, 1), "tm_invoke");
+    per_call.push_back((Now() - t0) / 1000 * 1e6);
+  }
+  tm_program_release(p);
+  if (z[3] != 12.0f) Die("tiny_add computed the wrong sum");
+  return Median(per_call);
 }
 
 }  // namespace
@@ -226,6 +325,18 @@ int main(int argc, char **argv) {
   double compile16 = 0, compile128 = 0;
   std::vector<double> prefill16 = prefill(p16, &compile16);
   std::vector<double> prefill128 = prefill(p128, &compile128);
+  // Where prefill-128's time goes: BLAS (its GEMMs) against the rest of its programs.
+  std::vector<double> prefill128_blas_ms, prefill128_other_ms;
+  for (int r = 0; r < reps; ++r) {
+    tm_kernel_timing(1);
+    Generate(m, p128, 1);
+    tm_kernel_times k = KernelTimes();
+    tm_kernel_timing(0);
+    const double total = 1e3 * GetStats(m).prefill_seconds;
+    const double matrix = 1e3 * (k.blas_seconds + k.gemv_seconds);
+    prefill128_blas_ms.push_back(matrix);
+    prefill128_other_ms.push_back(total - matrix);
+  }
 
   // Decode: decode_tokens steps with the KV cache after the 16-token prompt.
   std::vector<double> tps;
@@ -238,6 +349,32 @@ int main(int argc, char **argv) {
     tps.push_back(s.decode_tokens / s.decode_seconds);
   }
   tm_model_stats end = GetStats(m);
+
+  // Where a decode step's time goes, from separate timed runs (kernel timing costs two clock
+  // reads per kernel call, so the runs above are untimed): the model's time inside each
+  // program's tm_invoke (tm_model_stats) and the runtime kernels' time (tm_kernel_times),
+  // counted from the first token's callback on, so the prompt's step is left out.
+  std::vector<DecodeBreakdown> parts;
+  for (int r = 0; r < reps; ++r) {
+    tm_generate_options o;
+    tm_generate_options_init(&o);
+    o.max_new_tokens = decode_tokens + 1;
+    std::vector<int32_t> ids(decode_tokens + 1);
+    size_t n = 0;
+    auto start_timing_once = [](void *started, int32_t) {
+      if (!*static_cast<bool *>(started)) tm_kernel_timing(1);
+      *static_cast<bool *>(started) = true;
+      return 0;
+    };
+    bool started = false;
+    Check(tm_generate(m, p16.data(), p16.size(), &o, start_timing_once, &started, ids.data(),
+                      ids.size(), &n),
+          "tm_generate");
+    tm_kernel_times decode_kernels = KernelTimes();
+    tm_kernel_timing(0);
+    parts.push_back(Breakdown(GetStats(m), decode_kernels));
+  }
+  const double invoke_overhead_us = InvokeOverheadMicroseconds(ctx);
   double rss_end = CurrentRssMb(), peak = PeakRssMb();
 
   // The disk cache: a second context starts with an empty memory cache, as a new process
@@ -273,10 +410,20 @@ int main(int argc, char **argv) {
               JsonList(prefill16).c_str(), Median(prefill16));
   std::printf("  \"prefill128_ms\": %s, \"prefill128_ms_median\": %.6g,\n",
               JsonList(prefill128).c_str(), Median(prefill128));
+  std::printf("  \"prefill128_matrix_ms_median\": %.6g, \"prefill128_other_ms_median\": %.6g,\n",
+              Median(prefill128_blas_ms), Median(prefill128_other_ms));
   std::printf("  \"decode_tokens\": %d, \"decode_tokens_per_s\": %s, "
               "\"decode_tokens_per_s_median\": %.6g,\n",
               decode_tokens, JsonList(tps).c_str(), Median(tps));
   std::printf("  \"generated_ids\": %s,\n", JsonIds(tokens).c_str());
+  std::printf("  \"decode_ms_per_token\": {");
+  const char *sep = "";
+  for (const auto &[name, value] : MedianBreakdown(parts)) {
+    std::printf("%s\"%s\": %.6g", sep, name.c_str(), value);
+    sep = ", ";
+  }
+  std::printf("},\n");
+  std::printf("  \"invoke_overhead_us\": %.6g,\n", invoke_overhead_us);
   std::printf("  \"rss_after_load_mb\": %.1f, \"peak_rss_after_load_mb\": %.1f,\n",
               rss_after_load, peak_after_load);
   std::printf("  \"rss_end_mb\": %.1f, \"peak_rss_mb\": %.1f\n", rss_end, peak);

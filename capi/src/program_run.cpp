@@ -8,6 +8,7 @@
 #include "capi/src/errors.h"
 #include "capi/src/program_handle.h"
 #include "core/engine/program_loader.h"
+#include "core/target/cpu/kernel_times.h"
 #include "core/target/gpu/cuda_driver.h"
 #ifdef TINYMLIR_WITH_COMPILER
 #include "core/target/cpu/native_object.h"
@@ -170,5 +171,27 @@ TM_API tm_status tm_managed_alloc(size_t bytes, void **out) {
 }
 
 TM_API void tm_managed_free(void *block) { tinymlir::gpu::ManagedFree(block); }
+
+TM_API void tm_kernel_timing(int32_t enable) { tinymlir::SetKernelTiming(enable != 0); }
+
+TM_API tm_status tm_kernel_times_get(tm_kernel_times *times) {
+  if (!times) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_kernel_times_get: times is NULL");
+  if (times->struct_size < sizeof(tm_kernel_times))  // one layout so far
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                "tm_kernel_times_get: times->struct_size is " +
+                    std::to_string(times->struct_size) + ", smaller than the first layout (" +
+                    std::to_string(sizeof(tm_kernel_times)) +
+                    " bytes); set it to sizeof(tm_kernel_times)");
+  using tinymlir::KernelClass;
+  const tinymlir::KernelTimes k = tinymlir::ReadKernelTimes();
+  auto at = [](KernelClass c) { return static_cast<int>(c); };
+  times->gemv_calls = k.calls[at(KernelClass::kGemv)];
+  times->gemv_seconds = k.seconds[at(KernelClass::kGemv)];
+  times->blas_calls = k.calls[at(KernelClass::kBlas)];
+  times->blas_seconds = k.seconds[at(KernelClass::kBlas)];
+  times->pool_waits = k.calls[at(KernelClass::kPoolWait)];
+  times->pool_wait_seconds = k.seconds[at(KernelClass::kPoolWait)];
+  return TM_OK;
+}
 
 }  // extern "C"

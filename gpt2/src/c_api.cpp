@@ -20,6 +20,7 @@ namespace {
 constexpr size_t kModelOptionsFirstLayout = 8;
 constexpr size_t kGenerateOptionsFirstLayout = 40;
 constexpr size_t kModelStatsFirstLayout = 64;
+static_assert(sizeof(tm_model_stats) == 176, "gpt2.h names the layout sizes: update it");
 
 // Reports a failed Status the way the compiler's shims do: its code, and its message as
 // the thread's tm_last_error (through the C API, so both layers share one last error).

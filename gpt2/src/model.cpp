@@ -51,6 +51,12 @@ class Tensors {
   std::vector<tm_tensor> tensors_;
 };
 
+static_assert(static_cast<int>(ProgramKind::kEmbed) == TM_MODEL_PROGRAM_EMBED &&
+                  static_cast<int>(ProgramKind::kQkv) == TM_MODEL_PROGRAM_QKV &&
+                  static_cast<int>(ProgramKind::kAttnMlp) == TM_MODEL_PROGRAM_ATTN_MLP &&
+                  static_cast<int>(ProgramKind::kHead) == TM_MODEL_PROGRAM_HEAD,
+              "ProgramKind indexes tm_model_stats.decode_invoke_seconds");
+
 Status Invoke(tm_program *p, const Tensors &in, const Tensors &out) {
   return FromC(tm_invoke(p, in.data(), in.size(), out.data(), out.size()));
 }
@@ -222,6 +228,17 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
     }
   }
   cache_dirty_end_ = end;
+  for (double &seconds : forward_invoke_seconds_) seconds = 0.0;
+  forward_invokes_ = 0;
+  // tm_invoke, timed per program kind (tm_model_stats.decode_invoke_seconds).
+  auto Run = [this](ProgramKind kind, tm_program *program, const Tensors &in,
+                    const Tensors &out) {
+    auto start = Clock::now();
+    Status status = Invoke(program, in, out);
+    forward_invoke_seconds_[static_cast<int>(kind)] += Seconds(start);
+    forward_invokes_ += 1;
+    return status;
+  };
   x_.resize(t * d);
   x_next_.resize(t * d);
   q_.resize(t * d);
@@ -241,7 +258,7 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
     in.Add(weights_.wte);
     in.Add(weights_.wpe);
     out.Add(x_.data(), {t, d});
-    TM_RETURN_IF_ERROR(Invoke(embed, in, out));
+    TM_RETURN_IF_ERROR(Run(ProgramKind::kEmbed, embed, in, out));
   }
   for (int layer = 0; layer < c.n_layer; ++layer) {
     const Gpt2Layer &w = weights_.layers[layer];
@@ -254,7 +271,7 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
     qkv_out.Add(q_.data(), {t, d});
     qkv_out.Add(k_.data(), {t, d});
     qkv_out.Add(v_.data(), {t, d});
-    TM_RETURN_IF_ERROR(Invoke(qkv, qkv_in, qkv_out));
+    TM_RETURN_IF_ERROR(Run(ProgramKind::kQkv, qkv, qkv_in, qkv_out));
     // Only real rows enter the cache.
     std::memcpy(&k_cache_[layer][pos * d], k_.data(), n * d * sizeof(float));
     std::memcpy(&v_cache_[layer][pos * d], v_.data(), n * d * sizeof(float));
@@ -274,7 +291,7 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
     in.Add(w.mlp_proj_w);
     in.Add(w.mlp_proj_b);
     out.Add(x_next_.data(), {t, d});
-    TM_RETURN_IF_ERROR(Invoke(attn_mlp, in, out));
+    TM_RETURN_IF_ERROR(Run(ProgramKind::kAttnMlp, attn_mlp, in, out));
     std::swap(x_, x_next_);
   }
   Tensors in, out;
@@ -283,7 +300,7 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
   in.Add(weights_.ln_f_b);
   in.Add(weights_.wte);
   out.Add(logits, {c.vocab_size});
-  return Invoke(head, in, out);
+  return Run(ProgramKind::kHead, head, in, out);
 }
 
 Status Gpt2Model::Logits(const int32_t *ids, size_t n, float *logits, size_t capacity) {
@@ -309,6 +326,8 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
                       std::to_string(config_.n_ctx) + " tokens");
   stats_.prefill_seconds = stats_.decode_seconds = 0.0;
   stats_.decode_tokens = 0;
+  for (double &seconds : stats_.decode_invoke_seconds) seconds = 0.0;
+  stats_.decode_invokes = 0;
   out->clear();
   if (request.max_new_tokens == 0) return Status::Ok();
 
@@ -336,6 +355,9 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
     } else {
       stats_.decode_seconds += elapsed;
       stats_.decode_tokens += 1;
+      for (int kind = 0; kind < TM_MODEL_NUM_PROGRAM_KINDS; ++kind)
+        stats_.decode_invoke_seconds[kind] += forward_invoke_seconds_[kind];
+      stats_.decode_invokes += forward_invokes_;
     }
     // A NaN or infinite logit (non-finite weights, or an overflow) has no meaningful
     // sample; stop rather than emit whatever the comparison order picks.

@@ -106,6 +106,9 @@ class Gpt2Model {
   std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer: (n_ctx, d)
   int64_t cache_dirty_end_ = 0;  // rows at and above are zero in every layer's cache
   std::vector<float> x_, x_next_, q_, k_, v_, mask_;    // scratch
+  // The last Forward's time inside tm_invoke, per ProgramKind, and its number of calls.
+  double forward_invoke_seconds_[TM_MODEL_NUM_PROGRAM_KINDS] = {};
+  uint64_t forward_invokes_ = 0;
   tm_model_stats stats_{};
   std::atomic<bool> busy_{false};
 };

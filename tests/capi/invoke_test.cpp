@@ -1,5 +1,6 @@
 // tm_invoke on caller buffers: specialisation checks (before any native code runs),
 // gather index checks, aliasing, strided views, rank-0 tensors and concurrent calls.
+#include <cstring>
 #include <thread>
 
 #include "test_util.h"
@@ -237,6 +238,57 @@ TEST(Invoke, TransposedViewIntoBlasMatmul) {
   Host<double> bm({3, 2}, {1, 0, 0, 1, 1, 1}), y({2, 2}, -1.0);
   TM_ASSERT_OK(CompileInvoke(ctx, t, {View(abuf, ashape, &astrides), bm.view()}, {y.view()}));
   EXPECT_TRUE(AllClose(y.data, {4, 5, 10, 11}, 0.0));  // small integers: exact
+}
+
+// ---- Kernel timing ---------------------------------------------------------------------------
+
+// tm_kernel_timing counts the matrix kernels a program calls while it is on, and nothing
+// while it is off. (Counters are process-wide: each CTest entry is its own process.)
+TEST(KernelTiming, CountsTheMatrixKernelsWhileOn) {
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx);
+  tm_value x = Input(t, TM_F32, {1, 64}), w = Input(t, TM_F32, {64, 32});
+  tm_value a = Input(t, TM_F32, {8, 64}), b = Input(t, TM_F32, {64, 16});
+  End(t, {Op(tm_op_matmul, t, x, w), Op(tm_op_matmul, t, a, b)});  // a GEMV and a GEMM
+  Program p;
+  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+  Host<float> xs({1, 64}, 1.0f), ws({64, 32}, 0.5f), as({8, 64}, 1.0f), bs({64, 16}, 0.25f);
+  Host<float> y({1, 32}, 0.0f), z({8, 16}, 0.0f);
+  auto run = [&] { return Invoke(p, {xs.view(), ws.view(), as.view(), bs.view()}, {y.view(), z.view()}); };
+  auto read = [] {
+    tm_kernel_times k;
+    std::memset(&k, 0xff, sizeof k);
+    k.struct_size = sizeof k;
+    EXPECT_EQ(tm_kernel_times_get(&k), TM_OK) << tm_last_error();
+    return k;
+  };
+  tm_kernel_timing(1);
+  for (int i = 0; i < 3; ++i) TM_ASSERT_OK(run());
+  tm_kernel_times on = read();
+  EXPECT_EQ(on.gemv_calls, 3u);
+  EXPECT_EQ(on.blas_calls, 3u);
+  EXPECT_GT(on.gemv_seconds, 0.0);
+  EXPECT_GT(on.blas_seconds, 0.0);
+  EXPECT_GE(on.gemv_seconds, on.pool_wait_seconds);
+  tm_kernel_timing(0);
+  TM_ASSERT_OK(run());
+  tm_kernel_times off = read();
+  EXPECT_EQ(off.gemv_calls, 3u);
+  EXPECT_EQ(off.blas_calls, 3u);
+  tm_kernel_timing(1);  // turning it on again resets the counters
+  EXPECT_EQ(read().gemv_calls, 0u);
+  tm_kernel_timing(0);
+  EXPECT_EQ(y[0], 32.0f);  // 64 * 0.5: exact
+}
+
+TEST(KernelTiming, BadArgumentsAreInvalid) {
+  EXPECT_EQ(tm_kernel_times_get(nullptr), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("times is NULL"), std::string::npos);
+  tm_kernel_times k{};
+  k.struct_size = 4;
+  EXPECT_EQ(tm_kernel_times_get(&k), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("struct_size is 4"), std::string::npos)
+      << tm_last_error();
 }
 
 // ---- Rank-0 tensors -------------------------------------------------------------------------

@@ -526,6 +526,29 @@ TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text)
 TM_API tm_status tm_invoke(tm_program *program, const tm_tensor *inputs, int32_t n_inputs,
                            const tm_tensor *outputs, int32_t n_outputs);
 
+/* ---- Kernel timing ------------------------------------------------------------------ */
+
+/* Process-wide timing of the runtime kernels that compiled CPU programs call, for
+ * profiling: how much of a program's time goes to matrix products, and how long a
+ * parallel kernel's caller waits for the worker threads. Off by default; while off, a
+ * kernel pays one atomic load. bench/ uses it to break a decode step down. */
+typedef struct tm_kernel_times {
+  uint32_t struct_size;      /* set to sizeof(tm_kernel_times) before the call */
+  uint64_t gemv_calls;       /* tinymlir's matrix-vector kernels (products with M or N = 1) */
+  double gemv_seconds;
+  uint64_t blas_calls;       /* OpenBLAS GEMM and GEMV calls */
+  double blas_seconds;
+  uint64_t pool_waits;       /* a parallel kernel's caller waiting for the workers after */
+  double pool_wait_seconds;  /* its own share (included in gemv_seconds) */
+} tm_kernel_times;
+
+/* enable != 0 resets the counters and starts timing; 0 stops it (the counters stay). */
+TM_API void tm_kernel_timing(int32_t enable);
+
+/* Fills the first times->struct_size bytes of *times with the counters.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL, or struct_size smaller than the first layout). */
+TM_API tm_status tm_kernel_times_get(tm_kernel_times *times);
+
 /* ---- GPU memory --------------------------------------------------------------------- */
 
 /* A GPU program (TM_TARGET_GPU) reads and writes the caller's tensors through copies in

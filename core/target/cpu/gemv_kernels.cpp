@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/target/cpu/kernel_times.h"
 #include "core/target/cpu/worker_pool.h"
 
 namespace tinymlir {
@@ -81,6 +82,7 @@ using tinymlir::kRowsPerChunk;
 
 extern "C" void tm_rt_sgemv_row(int64_t k, int64_t n, const float *x, const float *w,
                                 int64_t ldw, float *y) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
   // The summed rows are cut into chunks of a fixed size, whatever the number of threads;
   // each chunk's sum goes to its own partial vector, and the partials are added to y in
   // chunk order. So every y[j] is summed in the same order for any TINYMLIR_NUM_THREADS
@@ -113,6 +115,7 @@ extern "C" void tm_rt_sgemv_row(int64_t k, int64_t n, const float *x, const floa
 
 extern "C" void tm_rt_sgemv_col(int64_t m, int64_t k, const float *a, int64_t lda,
                                 const float *x, int64_t incx, float *y, int64_t incy) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
   float *packed = nullptr;
   if (incx != 1) {  // gather a strided x once; the kernel streams A against it m times
     packed = static_cast<float *>(std::malloc(static_cast<size_t>(k) * sizeof(float)));

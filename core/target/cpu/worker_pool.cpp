@@ -1,5 +1,7 @@
 #include "core/target/cpu/worker_pool.h"
 
+#include "core/target/cpu/kernel_times.h"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -156,6 +158,7 @@ void WorkerPool::ParallelFor(const std::function<void(int)> &task) {
   }
   state_->wake.notify_all();
   task(0);
+  ScopedKernelTimer waiting(KernelClass::kPoolWait);
   while (state_->remaining.load(std::memory_order_acquire) != 0) CpuRelax();
 }
 

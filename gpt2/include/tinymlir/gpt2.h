@@ -156,6 +156,16 @@ TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_pr
                              void *user, int32_t *out_ids, size_t capacity, size_t *n_out);
 
 /* Statistics of the model's work so far. First published layout: struct_size 64. */
+/* The programs a forward pass runs, in order: the embedding, then per layer the attention
+ * projections (layer norm + QKV) and the attention with the MLP, then the LM head. */
+typedef enum tm_model_program {
+  TM_MODEL_PROGRAM_EMBED = 0,
+  TM_MODEL_PROGRAM_QKV = 1,
+  TM_MODEL_PROGRAM_ATTN_MLP = 2,
+  TM_MODEL_PROGRAM_HEAD = 3,
+  TM_MODEL_NUM_PROGRAM_KINDS = 4
+} tm_model_program;
+
 typedef struct tm_model_stats {
   uint32_t struct_size;
   uint64_t programs_compiled; /* programs this model's lookups compiled */
@@ -171,6 +181,12 @@ typedef struct tm_model_stats {
    * model compiled or read from disk; with parallel compiles the sum exceeds
    * compile_seconds, which is wall time. */
   double phase_seconds[TM_NUM_COMPILE_PHASES];
+  /* From struct_size 176: where the last tm_generate's decode steps went. Seconds inside
+   * tm_invoke for each program kind (indexed by tm_model_program) and the number of calls;
+   * decode_seconds minus their sum is the model's own work between the calls (cache rows,
+   * the mask, sampling). */
+  double decode_invoke_seconds[TM_MODEL_NUM_PROGRAM_KINDS];
+  uint64_t decode_invokes;
 } tm_model_stats;
 
 /* Fills the first stats->struct_size bytes of *stats (set struct_size first; any size from

@@ -17,9 +17,9 @@ const FIRST_GENERATE: u32 = 40;
 const FIRST_MODEL: u32 = 8;
 const FIRST_STATS: u32 = 64;
 /// Today's layouts: tm_generate_options gained the progress callback, tm_model_stats the
-/// disk cache count and the compile phases.
+/// disk cache count, the compile phases and the decode time per program kind.
 const CURRENT_GENERATE: u32 = 56;
-const CURRENT_STATS: u32 = 136;
+const CURRENT_STATS: u32 = 176;
 /// tm_compile_options gained the GPU fields (gpu_sm, gpu_matmul_tile, gpu_cubin).
 const CURRENT_COMPILE: u32 = 32;
 /// tm_model_options gained bundle_dir.
