@@ -120,6 +120,10 @@ def table(r):
         out.append(f"cross-check {x['pair']}: max |diff| = {x['max_abs_diff']:.3g} "
                    f"(max |logit| {x['max_abs_ref']:.3g}, relative {x['relative']:.2g}) "
                    f"{'OK' if x['ok'] else 'FAIL'}; same argmax: {x['same_argmax']}")
+    g = r["tinymlir"]["gemv_vs_gemm_row"]
+    out.append(f"KV cache vs recompute, the same row through GEMV (decode) and GEMM (prompt), "
+               f"768 x 2304: {100 * g['fraction_differing']:.0f}% of outputs differ in their bits, "
+               f"by at most {g['max_abs_diff']:.2g} (outputs up to {g['max_abs']:.2g})")
     out.append(f"greedy ids equal to numpy's: tinymlir {r['same_generated_ids']['tinymlir']}"
                + (f", pytorch {r['same_generated_ids']['pytorch']}" if r.get("pytorch") else ""))
     if r.get("artifacts"):
