@@ -95,12 +95,16 @@ def table(r):
             f"{'  (cross-checks)':24}{'':30}{'':>14}   STREAM triad {max(c['triad_gb_per_s_runs']):.1f} "
             f"GB/s, copy {max(c['copy_gb_per_s_runs']):.1f} GB/s (read + written)"]
     q = r["ratios"]
+    npy_nc = r["numpy"]["no_cache_decode_tokens_per_s_median"]
     out += ["",
             f"decode  tinymlir / numpy   = {q['decode_tinymlir_over_numpy']:.2f}x"
             + (f"   tinymlir / pytorch = {q['decode_tinymlir_over_pytorch']:.2f}x"
                if "decode_tinymlir_over_pytorch" in q else ""),
             f"decode  tinymlir = {100 * q['decode_tinymlir_fraction_of_ceiling']:.0f}% of the "
             f"bandwidth ceiling (numpy {100 * q['decode_numpy_fraction_of_ceiling']:.0f}%)",
+            f"decode without the KV cache ({r['tinymlir']['no_cache_decode_tokens']} steps, each "
+            f"recomputing the sequence): tinymlir {r['tinymlir']['no_cache_decode_tokens_per_s_median']:.1f}"
+            f" tok/s, numpy {npy_nc:.1f} tok/s = {q['no_cache_decode_tinymlir_over_numpy']:.2f}x",
             f"prefill tinymlir / numpy time: 16 tokens {q['prefill16_tinymlir_over_numpy']:.2f}x, "
             f"128 tokens {q['prefill128_tinymlir_over_numpy']:.2f}x (below 1 = tinymlir faster)",
             f"prefill-128 tinymlir / its GEMM floor = {q['prefill128_tinymlir_over_gemm_floor']:.2f}x "
@@ -233,6 +237,8 @@ def main():
          "decode_numpy_fraction_of_ceiling": npy["decode_tokens_per_s_median"] / r["ceiling"]["tokens_per_s"],
          "prefill16_tinymlir_over_numpy": tm["prefill16_ms_median"] / npy["prefill16_ms_median"],
          "prefill128_tinymlir_over_numpy": tm["prefill128_ms_median"] / npy["prefill128_ms_median"],
+         "no_cache_decode_tinymlir_over_numpy": tm["no_cache_decode_tokens_per_s_median"]
+             / npy["no_cache_decode_tokens_per_s_median"],
          "prefill128_tinymlir_over_gemm_floor":
              tm["prefill128_ms_median"] / r["gemm_floor"]["gemm_floor_ms_median"]}
     if pt:

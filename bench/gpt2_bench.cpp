@@ -403,6 +403,23 @@ int main(int argc, char **argv) {
   }
   tm_model_stats end = GetStats(m);
 
+  // Decode without the KV cache (the seed's way: every step recomputes the whole sequence),
+  // min(decode_tokens, 16) steps after the 16-token prompt, as numpy_gpt2.py does.
+  const int no_cache_tokens = std::min(decode_tokens, 16);
+  std::vector<double> no_cache_tps;
+  for (int r = 0; r <= reps; ++r) {  // the first run is the warm-up (compiles)
+    tm_generate_options o;
+    tm_generate_options_init(&o);
+    o.max_new_tokens = no_cache_tokens + 1;
+    o.use_kv_cache = 0;
+    std::vector<int32_t> ids(no_cache_tokens + 1);
+    size_t n = 0;
+    Check(tm_generate(m, p16.data(), p16.size(), &o, nullptr, nullptr, ids.data(), ids.size(), &n),
+          "tm_generate");
+    tm_model_stats s = GetStats(m);
+    if (r > 0) no_cache_tps.push_back(s.decode_tokens / s.decode_seconds);
+  }
+
   // Where a decode step's time goes, from separate timed runs (kernel timing costs two clock
   // reads per kernel call, so the runs above are untimed): the model's time inside each
   // program's tm_invoke (tm_model_stats) and the runtime kernels' time (tm_kernel_times),
@@ -469,6 +486,9 @@ int main(int argc, char **argv) {
   std::printf("  \"decode_tokens\": %d, \"decode_tokens_per_s\": %s, "
               "\"decode_tokens_per_s_median\": %.6g,\n",
               decode_tokens, JsonList(tps).c_str(), Median(tps));
+  std::printf("  \"no_cache_decode_tokens\": %d, \"no_cache_decode_tokens_per_s\": %s, "
+              "\"no_cache_decode_tokens_per_s_median\": %.6g,\n",
+              no_cache_tokens, JsonList(no_cache_tps).c_str(), Median(no_cache_tps));
   std::printf("  \"generated_ids\": %s,\n", JsonIds(tokens).c_str());
   std::printf("  \"decode_ms_per_token\": {");
   const char *sep = "";

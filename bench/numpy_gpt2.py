@@ -103,6 +103,22 @@ def generate(model, prompt, new_tokens):
     return out, prefill, steps
 
 
+def generate_recomputing(model, prompt, new_tokens):
+    """Greedy without a KV cache, the seed's way: every step runs the whole sequence again.
+    Returns the per-step seconds."""
+    out, steps = [int(np.argmax(model.forward(np.asarray(prompt), 0)))], []
+    for _ in range(new_tokens - 1):
+        t0 = time.perf_counter()
+        logits = model.forward(np.asarray(list(prompt) + out), 0)
+        steps.append(time.perf_counter() - t0)
+        out.append(int(np.argmax(logits)))
+    return steps
+
+
+# Decode steps timed without the KV cache (each recomputes up to 16 + this many positions).
+NO_CACHE_TOKENS = 16
+
+
 def benchmark(model, p16, p128, decode_tokens, reps):
     """The same protocol as gpt2_bench.cpp: one warm-up, then `reps` timed runs."""
     res = {}
@@ -117,6 +133,14 @@ def benchmark(model, p16, p128, decode_tokens, reps):
         tps.append(len(steps) / sum(steps))
     res.update(decode_tokens=decode_tokens, decode_tokens_per_s=tps,
                decode_tokens_per_s_median=float(np.median(tps)), generated_ids=ids)
+    n = min(decode_tokens, NO_CACHE_TOKENS)
+    generate_recomputing(model, p16, n + 1)
+    no_cache = []
+    for _ in range(reps):
+        steps = generate_recomputing(model, p16, n + 1)
+        no_cache.append(len(steps) / sum(steps))
+    res.update(no_cache_decode_tokens=n, no_cache_decode_tokens_per_s=no_cache,
+               no_cache_decode_tokens_per_s_median=float(np.median(no_cache)))
     return res
 
 
