@@ -43,19 +43,43 @@ void RowsKernel(const float *x, const float *w, int64_t ldw, float *y, int64_t k
   }
 }
 
-// Dot products of rows [i0, i1) of A with a contiguous x.
+// Dot products of `S` rows of A with a contiguous x, in lockstep: each row is its own
+// stream (more prefetch streams in flight than one row after another: GPT-2's LM head,
+// interleaved runs, median 9.4 ms with four against 10.5 ms row by row, on a VM whose
+// figures move 20% between runs). Every row is summed the same way: eight
+// lanes over j, then the lanes in order, then the tail.
+template <int S>
+inline void DotRows(const float *const *row, const float *x, int64_t k, float *out) {
+  float acc[S][8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= k; j += 8)
+    for (int s = 0; s < S; ++s)
+      for (int l = 0; l < 8; ++l) acc[s][l] += row[s][j + l] * x[j + l];
+  for (int s = 0; s < S; ++s) {
+    float sum = 0.0f;
+    for (int l = 0; l < 8; ++l) sum += acc[s][l];
+    for (int64_t jj = j; jj < k; ++jj) sum += row[s][jj] * x[jj];
+    out[s] = sum;
+  }
+}
+
+// y[i * incy] += A row i . x for rows [i0, i1): four quarters of the range side by side.
 __attribute__((target_clones("avx512f", "avx2", "default")))
 void DotsKernel(const float *a, int64_t lda, const float *x, int64_t k, float *y, int64_t incy,
                 int64_t i0, int64_t i1) {
-  for (int64_t i = i0; i < i1; ++i) {
+  constexpr int kStreams = 4;
+  const int64_t quarter = (i1 - i0) / kStreams;
+  for (int64_t r = 0; r < quarter; ++r) {
+    const float *rows[kStreams];
+    for (int s = 0; s < kStreams; ++s) rows[s] = a + (i0 + s * quarter + r) * lda;
+    float sums[kStreams];
+    DotRows<kStreams>(rows, x, k, sums);
+    for (int s = 0; s < kStreams; ++s) y[(i0 + s * quarter + r) * incy] += sums[s];
+  }
+  for (int64_t i = i0 + kStreams * quarter; i < i1; ++i) {
     const float *row = a + i * lda;
-    float acc[16] = {0};
-    int64_t j = 0;
-    for (; j + 16 <= k; j += 16)
-      for (int l = 0; l < 16; ++l) acc[l] += row[j + l] * x[j + l];
-    float sum = 0.0f;
-    for (int l = 0; l < 16; ++l) sum += acc[l];
-    for (; j < k; ++j) sum += row[j] * x[j];
+    float sum;
+    DotRows<1>(&row, x, k, &sum);
     y[i * incy] += sum;
   }
 }
