@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -105,7 +106,11 @@ class Gpt2Model {
   Gpt2Weights weights_;
   std::unique_ptr<BpeTokenizer> tokenizer_;
   std::map<ProgramKey, ProgramHandle> programs_;
-  std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer: (n_ctx, d)
+  struct FreeFloats {
+    void operator()(float *p) const { std::free(p); }
+  };
+  using CacheBlock = std::unique_ptr<float[], FreeFloats>;  // calloc'ed (n_ctx, d) floats
+  std::vector<CacheBlock> k_cache_, v_cache_;               // per layer
   int64_t cache_dirty_end_ = 0;  // rows at and above are zero in every layer's cache
   std::vector<float> x_, x_next_, q_, k_, v_, mask_;    // scratch
   // The last Forward's time inside tm_invoke, per ProgramKind, and its number of calls.
