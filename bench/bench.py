@@ -112,6 +112,7 @@ def table(r):
             f"in tinymlir's timed runs: matrix kernels {r['tinymlir']['prefill128_matrix_ms_median']:.1f} ms, "
             f"the rest {r['tinymlir']['prefill128_other_ms_median']:.1f} ms",
             breakdown(r["tinymlir"]),
+            small_model(r),
             f"tinymlir cold compile {r['tinymlir']['cold_compile_seconds']:.2f} s "
             f"({r['tinymlir']['cold_programs_compiled']} programs for prefill-16 + decode), "
             f"+{r['tinymlir']['compile_prefill128_seconds']:.2f} s for prefill-128",
@@ -136,6 +137,18 @@ def table(r):
     out.append(f"load average at start {la[0][0]:.2f}, at end {la[1][0]:.2f} (counts this run) "
                f"(on {e['cpus']} CPUs; other work on the machine skews every figure)")
     return "\n".join(out)
+
+
+def small_model(r):
+    """kjv-tiny's decode against the same read ceiling."""
+    sm, c = r["small"], r["ceiling"]
+    ceiling = c["read_gb_per_s"] * 1e9 / sm["bytes_per_token"]
+    b = sm["decode_ms_per_token"]
+    return (f"kjv-tiny (the main job's model, {sm['bytes_per_token'] / 1e6:.1f} MB per token): decode "
+            f"{sm['decode_tokens_per_s_median']:.0f} tok/s = {100 * sm['decode_tokens_per_s_median'] / ceiling:.0f}% "
+            f"of its read ceiling ({ceiling:.0f} tok/s); {b['total']:.2f} ms per token, GEMV "
+            f"{b['gemv']:.2f}, everything else in the programs {b['other_in_programs']:.2f}, "
+            f"{b['invokes']:.0f} invokes, model's own work {b['host']:.2f}")
 
 
 def breakdown(tm):
@@ -211,6 +224,18 @@ def main():
         r["pytorch"] = run_json("pytorch", [PY, os.path.join(HERE, "torch_gpt2.py"), *common,
                                             "--threads", n, "--logits-out", logits["pytorch"]],
                                 dict(blas_env, OMP_WAIT_POLICY="PASSIVE"))
+    # The small model: the main job's kjv-tiny (F16 on disk, F32 in memory), same driver,
+    # same prompts (GPT-2's vocabulary), its decode against the same ceiling.
+    small_dir = os.path.join(HERE, "..", "models", "kjv-tiny")
+    r["small"] = run_json("tinymlir kjv-tiny", [
+        args.driver, "--model", small_dir, "--prompts", prompts, "--decode-tokens",
+        str(args.decode_tokens), "--reps", str(args.reps)],
+        dict(blas_env, TINYMLIR_CACHE_DIR=os.path.join(work, "disk-cache-small")))
+    with open(os.path.join(small_dir, "config.json")) as f:
+        c = json.load(f)
+    r["small"]["bytes_per_token"] = checkpoint.decode_bytes_per_token(dict(
+        vocab_size=c["vocab_size"], n_positions=c["n_positions"], n_embd=c["n_embd"],
+        n_layer=c["n_layer"], n_head=c["n_head"]))
     r["gemm_floor"] = run_json("gemm floor", [
         PY, os.path.join(HERE, "gemm_floor.py"), "--tokens", str(len(prompt128)), "--reps",
         str(args.reps), "--layers", str(config["n_layer"]), "--d", str(config["n_embd"]),
