@@ -9,6 +9,7 @@
 // caller sets OPENBLAS_NUM_THREADS; the bandwidth mode uses --threads std::threads.
 #include <tinymlir/gpt2.h>
 #include <tinymlir/tinymlir.h>
+#include <tinymlir/tinymlir.hpp>
 
 #include <sys/resource.h>
 
@@ -233,20 +234,25 @@ DecodeBreakdown MedianBreakdown(const std::vector<DecodeBreakdown> &runs) {
   return out;
 }
 
+// A program of one binary op on two f32 inputs, traced with the public C++ header's Tracer.
+tinymlir::ProgramHandle CompileBinary(tm_context *ctx, const char *name,
+                                      const std::vector<int64_t> &a_shape,
+                                      const std::vector<int64_t> &b_shape,
+                                      tm_status (*op)(tm_trace *, tm_value, tm_value, tm_value *)) {
+  tinymlir::Tracer tr(ctx, name);
+  tm_value a = tr.input(TM_F32, a_shape), b = tr.input(TM_F32, b_shape), y = 0;
+  if (tr.ok()) Check(op(tr.get(), a, b, &y), name);
+  tr.end({y});
+  tinymlir::ProgramHandle p;
+  if (tr.compile(ctx, nullptr, &p) != TM_OK) Die(std::string(name) + ": " + tr.error());
+  return p;
+}
+
 // The fixed cost of one tm_invoke: a program adding two 4-element f32 vectors, called in
 // batches of 1000; the median batch's time per call, in microseconds.
 double InvokeOverheadMicroseconds(tm_context *ctx) {
-  tm_trace *t = nullptr;
-  Check(tm_trace_begin(ctx, "tiny_add", &t), "tm_trace_begin");
   const int64_t shape[] = {4};
-  tm_value a, b, sum;
-  Check(tm_op_input(t, TM_F32, 1, shape, &a), "tm_op_input");
-  Check(tm_op_input(t, TM_F32, 1, shape, &b), "tm_op_input");
-  Check(tm_op_add(t, a, b, &sum), "tm_op_add");
-  Check(tm_trace_end(t, &sum, 1), "tm_trace_end");
-  tm_program *p = nullptr;
-  Check(tm_compile(ctx, t, nullptr, &p), "tm_compile");
-  tm_trace_destroy(t);
+  tinymlir::ProgramHandle p = CompileBinary(ctx, "tiny_add", {4}, {4}, tm_op_add);
   float x[4] = {1, 2, 3, 4}, y[4] = {5, 6, 7, 8}, z[4];
   const int64_t strides[] = {1};
   tm_tensor in[2] = {{x, TM_F32, 1, shape, strides}, {y, TM_F32, 1, shape, strides}};
@@ -257,7 +263,6 @@ double InvokeOverheadMicroseconds(tm_context *ctx) {
     for (int i = 0; i < 1000; ++i) Check(tm_invoke(p, in, 2, out, 1), "tm_invoke");
     per_call.push_back((Now() - t0) / 1000 * 1e6);
   }
-  tm_program_release(p);
   if (z[3] != 12.0f) Die("tiny_add computed the wrong sum");
   return Median(per_call);
 }
@@ -269,20 +274,7 @@ double InvokeOverheadMicroseconds(tm_context *ctx) {
 // largest |output|}.
 std::vector<double> GemvAgainstGemmRow(tm_context *ctx) {
   const int64_t k = 768, n = 2304, rows = 16;
-  auto compile = [&](int64_t m) {
-    tm_trace *t = nullptr;
-    Check(tm_trace_begin(ctx, "product", &t), "tm_trace_begin");
-    const int64_t xs[] = {m, k}, ws[] = {k, n};
-    tm_value x, w, y;
-    Check(tm_op_input(t, TM_F32, 2, xs, &x), "tm_op_input");
-    Check(tm_op_input(t, TM_F32, 2, ws, &w), "tm_op_input");
-    Check(tm_op_matmul(t, x, w, &y), "tm_op_matmul");
-    Check(tm_trace_end(t, &y, 1), "tm_trace_end");
-    tm_program *p = nullptr;
-    Check(tm_compile(ctx, t, nullptr, &p), "tm_compile");
-    tm_trace_destroy(t);
-    return p;
-  };
+  auto compile = [&](int64_t m) { return CompileBinary(ctx, "product", {m, k}, {k, n}, tm_op_matmul); };
   std::vector<float> x(rows * k), w(k * n), all(rows * n), one(n);
   uint32_t state = 12345;
   auto next = [&] {
@@ -294,7 +286,7 @@ std::vector<double> GemvAgainstGemmRow(tm_context *ctx) {
   const int64_t x_all[] = {rows, k}, x_one[] = {1, k}, w_shape[] = {k, n};
   const int64_t y_all[] = {rows, n}, y_one[] = {1, n}, s_row[] = {k, 1}, s_w[] = {n, 1};
   const int64_t s_all[] = {n, 1};
-  tm_program *gemm = compile(rows), *gemv = compile(1);
+  tinymlir::ProgramHandle gemm = compile(rows), gemv = compile(1);
   tm_tensor in_all[2] = {{x.data(), TM_F32, 2, x_all, s_row}, {w.data(), TM_F32, 2, w_shape, s_w}};
   tm_tensor out_all = {all.data(), TM_F32, 2, y_all, s_all};
   tm_tensor in_one[2] = {{x.data() + (rows - 1) * k, TM_F32, 2, x_one, s_row},
@@ -302,8 +294,6 @@ std::vector<double> GemvAgainstGemmRow(tm_context *ctx) {
   tm_tensor out_one = {one.data(), TM_F32, 2, y_one, s_all};
   Check(tm_invoke(gemm, in_all, 2, &out_all, 1), "tm_invoke");
   Check(tm_invoke(gemv, in_one, 2, &out_one, 1), "tm_invoke");
-  tm_program_release(gemm);
-  tm_program_release(gemv);
   double differ = 0, max_diff = 0, max_abs = 0;
   for (int64_t j = 0; j < n; ++j) {
     const float a = all[(rows - 1) * n + j], b = one[j];

@@ -31,31 +31,29 @@ constexpr int kTrans = 112;
 // column stride). Strides and sizes must be static and fit BLAS's int.
 enum class Layout { kUnsupported, kRowMajor, kTransposed };
 
-Layout MatrixLayout(mlir::MemRefType type) {
+// The layout of a memref's last two dimensions, with the leading dimension BLAS is given
+// for it (the row stride of a row-major matrix, the column stride of a transposed one).
+struct MatrixShape {
+  Layout layout = Layout::kUnsupported;
+  int64_t ld = 0;
+};
+
+MatrixShape DescribeLayout(mlir::MemRefType type) {
   llvm::SmallVector<int64_t> strides;
   int64_t offset;
-  if (mlir::failed(type.getStridesAndOffset(strides, offset)) || strides.size() < 2)
-    return Layout::kUnsupported;
+  if (mlir::failed(type.getStridesAndOffset(strides, offset)) || strides.size() < 2) return {};
   for (int64_t s : strides)
-    if (mlir::ShapedType::isDynamic(s) || s > INT32_MAX) return Layout::kUnsupported;
+    if (mlir::ShapedType::isDynamic(s) || s > INT32_MAX) return {};
   for (int64_t d : type.getShape())
-    if (mlir::ShapedType::isDynamic(d) || d > INT32_MAX) return Layout::kUnsupported;
+    if (mlir::ShapedType::isDynamic(d) || d > INT32_MAX) return {};
   const size_t rank = strides.size();
   const int64_t rows = type.getShape()[rank - 2], cols = type.getShape()[rank - 1];
   // BLAS needs the leading dimension >= the extent it spans.
   if (strides[rank - 1] == 1 && strides[rank - 2] >= std::max<int64_t>(cols, 1))
-    return Layout::kRowMajor;
+    return {Layout::kRowMajor, strides[rank - 2]};
   if (strides[rank - 2] == 1 && strides[rank - 1] >= std::max<int64_t>(rows, 1))
-    return Layout::kTransposed;
-  return Layout::kUnsupported;
-}
-
-// The leading dimension BLAS is given for a matrix of `layout`.
-int64_t LeadingDimension(mlir::MemRefType type, Layout layout) {
-  llvm::SmallVector<int64_t> strides;
-  int64_t offset;
-  (void)type.getStridesAndOffset(strides, offset);
-  return strides[strides.size() - (layout == Layout::kRowMajor ? 2 : 1)];
+    return {Layout::kTransposed, strides[rank - 1]};
+  return {};
 }
 
 // A matrix operand as BLAS sees it: address of its first element and its row stride.
@@ -154,20 +152,13 @@ int ReadTransposesInPlace(mlir::ModuleOp module, mlir::RewriterBase &rewriter) {
     rewriter.setInsertionPoint(copy);
     // memref.transpose puts source dimension perm(i) at position i: the inverse of the
     // generic's input map, which says where each output dimension reads from.
+    // (The view's shape is the copy's: linalg's verifier ties the maps to the shapes.)
     Value view = mlir::memref::TransposeOp::create(
         rewriter, copy.getLoc(), source,
         mlir::AffineMapAttr::get(mlir::inversePermutation(map)));
-    if (mlir::cast<mlir::MemRefType>(view.getType()).getShape() !=
-        mlir::cast<mlir::MemRefType>(dest.getType()).getShape()) {
-      rewriter.eraseOp(view.getDefiningOp());
-      continue;
-    }
-    rewriter.replaceUsesWithIf(dest, view, [&](mlir::OpOperand &use) {
-      return use.getOwner() != copy.getOperation() &&
-             !mlir::isa<mlir::memref::DeallocOp>(use.getOwner());
-    });
     rewriter.eraseOp(copy);
     for (mlir::Operation *d : deallocs) rewriter.eraseOp(d);
+    rewriter.replaceAllUsesWith(dest, view);  // the matmuls are the only users left
     rewriter.eraseOp(alloc);
     ++removed;
   }
@@ -208,8 +199,9 @@ class BlasEmitter {
     auto strides = meta.getStrides();
     Matrix m;
     m.ptr = Address(loc, meta.getBaseBuffer(), meta.getOffset(), elem);
-    m.layout = MatrixLayout(type);
-    m.ld = LeadingDimension(type, m.layout);
+    const MatrixShape shape = DescribeLayout(type);
+    m.layout = shape.layout;
+    m.ld = shape.ld;
     if (strides.size() == 3) m.batch_stride = strides[0];
     return m;
   }
@@ -301,8 +293,9 @@ class BlasEmitter {
     if (!(elem.isF32() || elem.isF64()) || ta.getElementType() != elem ||
         tb.getElementType() != elem)
       return false;
-    if (MatrixLayout(ta) == Layout::kUnsupported || MatrixLayout(tb) == Layout::kUnsupported ||
-        MatrixLayout(tc) != Layout::kRowMajor)
+    if (DescribeLayout(ta).layout == Layout::kUnsupported ||
+        DescribeLayout(tb).layout == Layout::kUnsupported ||
+        DescribeLayout(tc).layout != Layout::kRowMajor)
       return false;
 
     Location loc = op.getLoc();
