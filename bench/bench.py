@@ -54,6 +54,14 @@ def compare(name, got_path, ref_path):
             "relative": rel, "same_argmax": bool(a.argmax() == b.argmax()), "ok": rel <= RTOL}
 
 
+def leading_equal(a, b):
+    """How many ids the two sequences share before the first difference."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
 def environment(args):
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     lib = args.library
@@ -112,6 +120,7 @@ def table(r):
             f"in tinymlir's timed runs: matrix kernels {r['tinymlir']['prefill128_matrix_ms_median']:.1f} ms, "
             f"the rest {r['tinymlir']['prefill128_other_ms_median']:.1f} ms",
             breakdown(r["tinymlir"]),
+            half_weights(r),
             small_model(r),
             f"tinymlir cold compile {r['tinymlir']['cold_compile_seconds']:.2f} s "
             f"({r['tinymlir']['cold_programs_compiled']} programs for prefill-16 + decode), "
@@ -140,15 +149,43 @@ def table(r):
 
 
 def small_model(r):
-    """kjv-tiny's decode against the same read ceiling."""
-    sm, c = r["small"], r["ceiling"]
+    """kjv-tiny's decode against the same read ceiling, held as stored (F16), in F32, in BF16."""
+    sm, c, w = r["small"], r["ceiling"], r["small_weights"]
     ceiling = c["read_gb_per_s"] * 1e9 / sm["bytes_per_token"]
     b = sm["decode_ms_per_token"]
-    return (f"kjv-tiny (the main job's model, {sm['bytes_per_token'] / 1e6:.1f} MB per token): decode "
-            f"{sm['decode_tokens_per_s_median']:.0f} tok/s = {100 * sm['decode_tokens_per_s_median'] / ceiling:.0f}% "
-            f"of its read ceiling ({ceiling:.0f} tok/s); {b['total']:.2f} ms per token, GEMV "
-            f"{b['gemv']:.2f}, everything else in the programs {b['other_in_programs']:.2f}, "
-            f"{b['invokes']:.0f} invokes, model's own work {b['host']:.2f}")
+    f32, bf16 = w["f32"], w["bf16"]
+    return (f"kjv-tiny (the main job's model, F16 weights, {sm['bytes_per_token'] / 1e6:.1f} MB per "
+            f"token): decode {sm['decode_tokens_per_s_median']:.0f} tok/s = "
+            f"{100 * sm['decode_tokens_per_s_median'] / ceiling:.0f}% of its read ceiling "
+            f"({ceiling:.0f} tok/s); {b['total']:.2f} ms per token, GEMV {b['gemv']:.2f}, "
+            f"everything else in the programs {b['other_in_programs']:.2f}, {b['invokes']:.0f} "
+            f"invokes, model's own work {b['host']:.2f}\n"
+            f"  held in F32 instead: {f32['decode_tokens_per_s_median']:.0f} tok/s (F16 = "
+            f"{sm['decode_tokens_per_s_median'] / f32['decode_tokens_per_s_median']:.2f}x), same ids: "
+            f"{f32['generated_ids'] == sm['generated_ids']}; in BF16: "
+            f"{bf16['decode_tokens_per_s_median']:.0f} tok/s, greedy ids equal to F16's for "
+            f"{leading_equal(bf16['generated_ids'], sm['generated_ids'])} of {len(sm['generated_ids'])}")
+
+
+def half_weights(r):
+    """The F32 checkpoint held in F16 and BF16 (tm_model_options.weights) against F32."""
+    tm, q, h = r["tinymlir"], r["ratios"], r["half_weights"]
+    out = [f"half-precision weights (the same checkpoint converted at load; matrices "
+           f"{h['f16']['weights_mb']:.0f} MB of weights in memory against "
+           f"{h['f32_weights_mb']:.0f} MB in F32):"]
+    for w, x in r["half"].items():
+        a = h[w]
+        out.append(
+            f"  {w}: decode {x['decode_tokens_per_s_median']:.1f} tok/s = "
+            f"{q[f'decode_{w}_over_f32']:.2f}x F32's {tm['decode_tokens_per_s_median']:.1f} "
+            f"({100 * q[f'decode_{w}_fraction_of_ceiling']:.0f}% of its read ceiling), GEMV "
+            f"{x['decode_ms_per_token']['gemv']:.2f} ms of {x['decode_ms_per_token']['total']:.2f} "
+            f"per token; prefill-16 {x['prefill16_ms_median']:.1f} ms, prefill-128 "
+            f"{x['prefill128_ms_median']:.1f} ms; peak RSS {x['peak_rss_mb']:.0f} MB; logits vs "
+            f"F32: max |diff| {a['max_abs_diff']:.3g} (relative {a['relative']:.2g}), same "
+            f"argmax {a['same_argmax']}, greedy ids equal to F32's for "
+            f"{a['greedy_ids_equal']} of {len(tm['generated_ids'])}")
+    return "\n".join(out)
 
 
 def breakdown(tm):
@@ -206,7 +243,8 @@ def main():
     blas_env = {"OPENBLAS_NUM_THREADS": n, "OMP_NUM_THREADS": n}
     common = ["--model", folder, "--prompts", prompts, "--decode-tokens", str(args.decode_tokens),
               "--reps", str(args.reps)]
-    logits = {k: os.path.join(work, f"logits_{k}.f32") for k in ("tinymlir", "numpy", "pytorch")}
+    logits = {k: os.path.join(work, f"logits_{k}.f32")
+              for k in ("tinymlir", "numpy", "pytorch", "tinymlir_f16", "tinymlir_bf16")}
     bw_cmd = [args.driver, "--bandwidth-mb", str(args.bandwidth_mb), "--threads", n, "--reps", "10"]
     r = {"model": model_name, "checkpoint": folder, "environment": environment(args),
          "config": {"reps": args.reps, "decode_tokens": args.decode_tokens, "seed": args.seed,
@@ -218,24 +256,34 @@ def main():
     shutil.rmtree(disk_cache, ignore_errors=True)
     r["tinymlir"] = run_json("tinymlir", [args.driver, *common, "--logits-out", logits["tinymlir"]],
                              dict(blas_env, TINYMLIR_CACHE_DIR=disk_cache))
+    # Half-precision weights: the same F32 checkpoint converted at load (tm_model_options
+    # .weights), its decode against the F32 one's and its logits and tokens against them.
+    r["half"] = {w: run_json(f"tinymlir --weights {w}", [
+        args.driver, *common, "--weights", w, "--core-only", "--logits-out",
+        logits[f"tinymlir_{w}"]], dict(blas_env, TINYMLIR_CACHE_DIR=disk_cache))
+        for w in ("f16", "bf16")}
     r["numpy"] = run_json("numpy", [PY, os.path.join(HERE, "numpy_gpt2.py"), *common,
                                     "--logits-out", logits["numpy"]], blas_env)
     if not args.no_torch:
         r["pytorch"] = run_json("pytorch", [PY, os.path.join(HERE, "torch_gpt2.py"), *common,
                                             "--threads", n, "--logits-out", logits["pytorch"]],
                                 dict(blas_env, OMP_WAIT_POLICY="PASSIVE"))
-    # The small model: the main job's kjv-tiny (F16 on disk, F32 in memory), same driver,
-    # same prompts (GPT-2's vocabulary), its decode against the same ceiling.
+    # The small model: the main job's kjv-tiny (F16 on disk, held in F16), same driver, same
+    # prompts (GPT-2's vocabulary), its decode against the same ceiling; then held in F32
+    # (the speed-up of half weights on a small model) and in BF16 (its tokens against F16's).
     small_dir = os.path.join(HERE, "..", "models", "kjv-tiny")
-    r["small"] = run_json("tinymlir kjv-tiny", [
-        args.driver, "--model", small_dir, "--prompts", prompts, "--decode-tokens",
-        str(args.decode_tokens), "--reps", str(args.reps)],
-        dict(blas_env, TINYMLIR_CACHE_DIR=os.path.join(work, "disk-cache-small")))
+    small_cmd = [args.driver, "--model", small_dir, "--prompts", prompts, "--decode-tokens",
+                 str(args.decode_tokens), "--reps", str(args.reps)]
+    small_env = dict(blas_env, TINYMLIR_CACHE_DIR=os.path.join(work, "disk-cache-small"))
+    r["small"] = run_json("tinymlir kjv-tiny", small_cmd, small_env)
+    r["small_weights"] = {w: run_json(f"tinymlir kjv-tiny --weights {w}",
+                                      small_cmd + ["--weights", w, "--core-only"], small_env)
+                          for w in ("f32", "bf16")}
     with open(os.path.join(small_dir, "config.json")) as f:
         c = json.load(f)
-    r["small"]["bytes_per_token"] = checkpoint.decode_bytes_per_token(dict(
-        vocab_size=c["vocab_size"], n_positions=c["n_positions"], n_embd=c["n_embd"],
-        n_layer=c["n_layer"], n_head=c["n_head"]))
+    small_config = dict(vocab_size=c["vocab_size"], n_positions=c["n_positions"],
+                        n_embd=c["n_embd"], n_layer=c["n_layer"], n_head=c["n_head"])
+    r["small"]["bytes_per_token"] = checkpoint.decode_bytes_per_token(small_config, 2)
     r["gemm_floor"] = run_json("gemm floor", [
         PY, os.path.join(HERE, "gemm_floor.py"), "--tokens", str(len(prompt128)), "--reps",
         str(args.reps), "--layers", str(config["n_layer"]), "--d", str(config["n_embd"]),
@@ -266,6 +314,16 @@ def main():
              / npy["no_cache_decode_tokens_per_s_median"],
          "prefill128_tinymlir_over_gemm_floor":
              tm["prefill128_ms_median"] / r["gemm_floor"]["gemm_floor_ms_median"]}
+    for w, x in r["half"].items():
+        q[f"decode_{w}_over_f32"] = x["decode_tokens_per_s_median"] / tm["decode_tokens_per_s_median"]
+        q[f"decode_{w}_fraction_of_ceiling"] = x["decode_tokens_per_s_median"] / (
+            max(read) / checkpoint.decode_bytes_per_token(config, 2))
+    r["half_weights"] = {
+        w: dict(compare(f"tinymlir {w} vs tinymlir f32", logits[f"tinymlir_{w}"], logits["tinymlir"]),
+                greedy_ids_equal=leading_equal(x["generated_ids"], tm["generated_ids"]),
+                weights_mb=checkpoint.weight_bytes(config, 2) / 1e6)
+        for w, x in r["half"].items()}
+    r["half_weights"]["f32_weights_mb"] = checkpoint.weight_bytes(config, 4) / 1e6
     if pt:
         q["decode_tinymlir_over_pytorch"] = tm["decode_tokens_per_s_median"] / pt["decode_tokens_per_s_median"]
         q["prefill16_tinymlir_over_pytorch"] = tm["prefill16_ms_median"] / pt["prefill16_ms_median"]

@@ -45,11 +45,26 @@ def tensor_shapes(c):
     return out + [("ln_f.weight", (d,)), ("ln_f.bias", (d,))]
 
 
-def decode_bytes_per_token(c):
-    """F32 weight bytes one decode step reads: every tensor except wpe, plus one wpe row.
-    wte is read twice (embedding row + tied LM head); the row is negligible and not counted."""
-    n = sum(int(np.prod(s)) for name, s in tensor_shapes(c) if name != "wpe.weight")
-    return 4 * (n + c["n_embd"])
+MATRICES = ("wte.weight", "attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight",
+            "mlp.c_proj.weight")
+
+
+def decode_bytes_per_token(c, matrix_bytes=4):
+    """Weight bytes one decode step reads: every tensor except wpe, plus one wpe row; the
+    weight matrices (MATRICES: what tm_model_options.weights applies to) at matrix_bytes per
+    element, the rest F32. wte is read twice (embedding row + tied LM head); the row is
+    negligible and not counted."""
+    total = 4 * c["n_embd"]
+    for name, s in tensor_shapes(c):
+        if name != "wpe.weight":
+            total += (matrix_bytes if name.endswith(MATRICES) else 4) * int(np.prod(s))
+    return total
+
+
+def weight_bytes(c, matrix_bytes=4):
+    """Bytes of every weight in memory, the matrices at matrix_bytes per element."""
+    return sum((matrix_bytes if name.endswith(MATRICES) else 4) * int(np.prod(s))
+               for name, s in tensor_shapes(c))
 
 
 def write_safetensors(path, tensors):

@@ -1,10 +1,14 @@
 // gpt2_bench: measures tinymlir on a GPT-2 checkpoint through the public C API only.
 //
 //   gpt2_bench --model DIR --prompts FILE [--decode-tokens 64] [--reps 5] [--logits-out F]
+//              [--weights f32|f16|bf16] [--core-only]
 //   gpt2_bench --bandwidth-mb 512 [--threads 2] [--reps 5]
 //
 // FILE holds two lines of whitespace-separated token ids: the 16-token prompt (prefill-16,
 // decode prompt, logits cross-check) and the 128-token prompt (prefill-128).
+// --weights: the dtype the model holds its weight matrices in (tm_model_options.weights;
+// default as stored). --core-only: prefill, decode and its breakdown, logits and memory, not
+// the no-cache decode, the invoke overhead, the GEMV-vs-GEMM row or the disk cache.
 // Prints one JSON object on stdout. Threads: the BLAS calls use OpenBLAS's threads, so the
 // caller sets OPENBLAS_NUM_THREADS; the bandwidth mode uses --threads std::threads.
 #include <tinymlir/gpt2.h>
@@ -309,6 +313,9 @@ std::vector<double> GemvAgainstGemmRow(tm_context *ctx) {
 int main(int argc, char **argv) {
   std::string model_dir, prompts_path, logits_out;
   int decode_tokens = 64, reps = 5, bandwidth_mb = 0, threads = 2;
+  bool core_only = false;
+  tm_model_options model_options;
+  tm_model_options_init(&model_options);
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -322,6 +329,12 @@ int main(int argc, char **argv) {
     else if (a == "--reps") reps = std::max(1, std::atoi(next().c_str()));
     else if (a == "--bandwidth-mb") bandwidth_mb = std::atoi(next().c_str());
     else if (a == "--threads") threads = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--core-only") core_only = true;
+    else if (a == "--weights") {
+      const std::string w = next();
+      if (w != "f32" && w != "f16" && w != "bf16") Die("--weights expects f32, f16 or bf16");
+      model_options.weights = w == "f16" ? TM_F16 : w == "bf16" ? TM_BF16 : TM_F32;
+    }
     else Die("unknown argument " + a);
   }
   if (bandwidth_mb > 0) {
@@ -337,7 +350,7 @@ int main(int argc, char **argv) {
   Check(tm_context_create(&ctx), "tm_context_create");
   double t0 = Now();
   tm_model *m = nullptr;
-  Check(tm_model_load(ctx, model_dir.c_str(), nullptr, &m), "tm_model_load");
+  Check(tm_model_load(ctx, model_dir.c_str(), &model_options, &m), "tm_model_load");
   double load_wall = Now() - t0;
   int32_t vocab = 0;
   Check(tm_model_info(m, &vocab, nullptr, nullptr, nullptr), "tm_model_info");
@@ -402,7 +415,7 @@ int main(int argc, char **argv) {
   // min(decode_tokens, 16) steps after the 16-token prompt, as numpy_gpt2.py does.
   const int no_cache_tokens = std::min(decode_tokens, 16);
   std::vector<double> no_cache_tps;
-  for (int r = 0; r <= reps; ++r) {  // the first run is the warm-up (compiles)
+  for (int r = 0; !core_only && r <= reps; ++r) {  // the first run is the warm-up (compiles)
     tm_generate_options o;
     tm_generate_options_init(&o);
     o.max_new_tokens = no_cache_tokens + 1;
@@ -439,23 +452,28 @@ int main(int argc, char **argv) {
     tm_kernel_timing(0);
     parts.push_back(Breakdown(GetStats(m), decode_kernels));
   }
-  const double invoke_overhead_us = InvokeOverheadMicroseconds(ctx);
-  const std::vector<double> kv_vs_recompute = GemvAgainstGemmRow(ctx);
+  const double invoke_overhead_us = core_only ? 0.0 : InvokeOverheadMicroseconds(ctx);
+  const std::vector<double> kv_vs_recompute =
+      core_only ? std::vector<double>{0, 0, 0} : GemvAgainstGemmRow(ctx);
   double rss_end = CurrentRssMb(), peak = PeakRssMb();
 
   // The disk cache: a second context starts with an empty memory cache, as a new process
   // does, and reads the programs the cold run wrote (the caller points TINYMLIR_CACHE_DIR
   // at an empty directory, so the cold run above really compiled).
-  tm_context *ctx2 = nullptr;
-  Check(tm_context_create(&ctx2), "tm_context_create");
-  tm_model *m2 = nullptr;
-  Check(tm_model_load(ctx2, model_dir.c_str(), nullptr, &m2), "tm_model_load");
-  t0 = Now();
-  Generate(m2, p16, decode_tokens + 1);
-  double warm_generate_wall = Now() - t0;
-  tm_model_stats warm = GetStats(m2);
-  tm_model_destroy(m2);
-  tm_context_destroy(ctx2);
+  double warm_generate_wall = 0;
+  tm_model_stats warm = {};
+  if (!core_only) {
+    tm_context *ctx2 = nullptr;
+    Check(tm_context_create(&ctx2), "tm_context_create");
+    tm_model *m2 = nullptr;
+    Check(tm_model_load(ctx2, model_dir.c_str(), &model_options, &m2), "tm_model_load");
+    t0 = Now();
+    Generate(m2, p16, decode_tokens + 1);
+    warm_generate_wall = Now() - t0;
+    warm = GetStats(m2);
+    tm_model_destroy(m2);
+    tm_context_destroy(ctx2);
+  }
 
   std::printf("{\n");
   std::printf("  \"implementation\": \"tinymlir %s\",\n", tm_version());

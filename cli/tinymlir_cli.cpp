@@ -4,10 +4,11 @@
 // `tinymlir-run` (TINYMLIR_CLI_RUNTIME_ONLY), linked only to libtinymlir_runtime.so: no LLVM
 // in the process, so it runs where there is none, from a bundle `tinymlir compile` wrote.
 //
-//   tinymlir generate [--model DIR] [--bundle DIR] [--tokens N] [--greedy | --temperature T
+//   tinymlir generate [--model DIR] [--bundle DIR] [--weights f32|f16|bf16] [--tokens N]
+//                     [--greedy | --temperature T
 //                     --top-k K --top-p P --seed S] [--no-kv-cache] [--stop-at-eos] [--ids]
 //                     [--verbose] "prompt"
-//   tinymlir compile [--model DIR] --out DIR [--emit-ir IRDIR]
+//   tinymlir compile [--model DIR] [--weights f32|f16|bf16] --out DIR [--emit-ir IRDIR]
 //                                                every program of the model, as a bundle;
 //                                                --emit-ir writes each one's stages as text
 //
@@ -53,11 +54,13 @@ constexpr uint64_t kDefaultSeed = 42;
 // The usage text; %d is the library's default token count (tm_generate_options_init).
 const char kUsage[] =
     "usage: %s generate [options] \"prompt\"\n"
-    "       tinymlir compile [--model DIR] --out DIR [--emit-ir IRDIR]\n"
+    "       tinymlir compile [--model DIR] [--weights W] --out DIR [--emit-ir IRDIR]\n"
     "  (tinymlir-run has no compiler and needs --bundle; tinymlir compiles as needed)\n"
     "  --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
     "  --bundle DIR       run the programs of a bundle (tinymlir compile) instead of compiling\n"
     "  --target cpu|gpu   where the programs run (default cpu; gpu: NVIDIA, CUDA driver)\n"
+    "  --weights f32|f16|bf16  the dtype the weight matrices are held in (default: as the\n"
+    "                     checkpoint stores them; f16/bf16 halve memory and decode traffic)\n"
     "  --out DIR          (compile) where to write the bundle\n"
     "  --emit-ir IRDIR    (compile) also write every stage of every program, as text\n"
     "  --tokens N         tokens to generate (default %d)\n"
@@ -78,6 +81,7 @@ struct Args {
   std::string out;
   std::string emit_ir;
   tm_target target = TM_TARGET_CPU;
+  tm_dtype weights = static_cast<tm_dtype>(0);  // as stored
   std::string prompt;
   bool have_prompt = false;
   tm_generate_options options;
@@ -140,6 +144,12 @@ Args ParseArgs(int argc, char **argv) {
       const std::string t = value();
       if (t != "cpu" && t != "gpu") Die("--target expects cpu or gpu, got '" + t + "'");
       a.target = t == "gpu" ? TM_TARGET_GPU : TM_TARGET_CPU;
+    }
+    else if (arg == "--weights") {
+      const std::string w = value();
+      if (w != "f32" && w != "f16" && w != "bf16")
+        Die("--weights expects f32, f16 or bf16, got '" + w + "'");
+      a.weights = w == "f16" ? TM_F16 : w == "bf16" ? TM_BF16 : TM_F32;
     }
     else if (arg == "--tokens") a.options.max_new_tokens = static_cast<int32_t>(ParseNumber("--tokens", value(), 0, INT32_MAX));
     else if (arg == "--temperature") a.options.temperature = static_cast<float>(ParseNumber("--temperature", value(), 0, 1e6));
@@ -344,6 +354,7 @@ int main(int argc, char **argv) {
   tm_model_options_init(&model_options);
   if (!args.bundle.empty()) model_options.bundle_dir = args.bundle.c_str();
   model_options.target = args.target;
+  model_options.weights = args.weights;
   Check(tm_model_load(ctx, dir.c_str(), &model_options, model.out()), "loading the model");
 
   if (args.compile) {

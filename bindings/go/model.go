@@ -56,22 +56,26 @@ type ModelInfo struct {
 }
 
 // ModelOptions are tm_model_options; DefaultModelOptions gives the library's defaults (the
-// CPU target).
+// CPU target, the weight matrices held as the checkpoint stores them).
 type ModelOptions struct {
 	Target Target
+	// Weights is the dtype the weight matrices are held in: F32, F16, BF16, or 0 for the
+	// checkpoint's own.
+	Weights DType
 }
 
 // DefaultModelOptions returns the library's defaults (tm_model_options_init).
 func DefaultModelOptions() ModelOptions {
 	var raw C.tm_model_options
 	C.tm_model_options_init(&raw)
-	return ModelOptions{Target: Target(raw.target)}
+	return ModelOptions{Target: Target(raw.target), Weights: DType(raw.weights)}
 }
 
 func (o ModelOptions) raw() C.tm_model_options {
 	var raw C.tm_model_options
 	C.tm_model_options_init(&raw) // struct_size
 	raw.target = C.tm_target(o.Target)
+	raw.weights = C.tm_dtype(o.Weights)
 	return raw
 }
 

@@ -3,6 +3,7 @@ package tinymlir
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -300,5 +301,21 @@ func TestModelOptionsPassTheTarget(t *testing.T) {
 	}
 	check(t, gpu.Close())
 	model := must[*Model](t)(LoadModel(ctx, tinyA(), &ModelOptions{Target: CPU}))
+	want := must[[]float32](t)(model.Logits([]int32{1, 2, 3}))
 	check(t, model.Close())
+	// The weight matrices held in F16: the random model's logits move by ~4.5e-4 of the
+	// largest (the C++ test measures it).
+	half := must[*Model](t)(LoadModel(ctx, tinyA(), &ModelOptions{Target: CPU, Weights: F16}))
+	got := must[[]float32](t)(half.Logits([]int32{1, 2, 3}))
+	check(t, half.Close())
+	worst, scale := 0.0, 0.0
+	for i := range want {
+		worst = math.Max(worst, math.Abs(float64(got[i]-want[i])))
+		scale = math.Max(scale, math.Abs(float64(want[i])))
+	}
+	if worst == 0 || worst > 2e-3*scale {
+		t.Errorf("F16 weights moved the logits by %v (largest %v)", worst, scale)
+	}
+	_, err := LoadModel(ctx, tinyA(), &ModelOptions{Target: GPU, Weights: BF16})
+	wantStatus(t, err, StatusUnsupported)
 }

@@ -14,7 +14,7 @@ import (
 
 // Element is a Go type whose memory is exactly one DType's.
 type Element interface {
-	float32 | float64 | int32 | int64 | bool
+	float32 | float64 | int32 | int64 | bool | Float16 | BFloat16
 }
 
 // Tensor is a Go slice seen as a C-contiguous tensor of a shape. Invoke copies inputs to C
@@ -41,6 +41,10 @@ func NewTensor[T Element](data []T, shape ...int64) Tensor {
 		dtype = I64
 	case []bool:
 		dtype = Bool
+	case []Float16:
+		dtype = F16
+	case []BFloat16:
+		dtype = BF16
 	}
 	t := Tensor{dtype: dtype, shape: append([]int64(nil), shape...), len: len(data)}
 	if len(data) > 0 {

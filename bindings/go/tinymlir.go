@@ -22,6 +22,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 )
 
@@ -106,7 +107,70 @@ const (
 	I32  DType = C.TM_I32
 	I64  DType = C.TM_I64
 	Bool DType = C.TM_BOOL // one byte per element, 0 or 1 (Go's bool)
+	// Half precision, storage types (inputs, outputs, data movement, casts, and matmuls with
+	// an F32 operand; arithmetic on them is refused): Float16 and BFloat16 hold their bits.
+	F16  DType = C.TM_F16
+	BF16 DType = C.TM_BF16
 )
+
+// Float16 is an IEEE binary16 value, as its bits (Go has no float16).
+type Float16 uint16
+
+// BFloat16 is a bfloat16 value, as its bits: the top half of a float32.
+type BFloat16 uint16
+
+// Float32 is h's exact value.
+func (h Float16) Float32() float32 {
+	sign := uint32(h&0x8000) << 16
+	magnitude := uint32(h & 0x7fff)
+	if magnitude >= 0x7c00 {
+		return math.Float32frombits(sign | 0x7f800000 | (magnitude&0x3ff)<<13)
+	}
+	// Moved into place and scaled by 2^112: re-biases normals, normalises subnormals.
+	v := math.Float32frombits(magnitude<<13) * math.Float32frombits(0x77800000)
+	return math.Float32frombits(sign | math.Float32bits(v))
+}
+
+// Float16From rounds x to the nearest binary16, ties to even (as the library's casts).
+func Float16From(x float32) Float16 {
+	bits := math.Float32bits(x)
+	sign := Float16((bits >> 16) & 0x8000)
+	magnitude := bits & 0x7fffffff
+	round := func(q, rem, half uint32) uint32 {
+		if rem > half || (rem == half && q&1 == 1) {
+			return q + 1
+		}
+		return q
+	}
+	switch {
+	case magnitude > 0x7f800000:
+		return sign | 0x7e00 | Float16((magnitude>>13)&0x3ff)
+	case magnitude >= 0x477ff000: // from 65520 up: infinity
+		return sign | 0x7c00
+	case magnitude < 0x38800000: // below 2^-14: a subnormal, in steps of 2^-24
+		e := magnitude >> 23
+		if e < 102 {
+			return sign
+		}
+		m := magnitude&0x7fffff | 0x800000
+		shift := 126 - e
+		return sign | Float16(round(m>>shift, m&(1<<shift-1), 1<<(shift-1)))
+	}
+	rebiased := magnitude - 0x38000000
+	return sign | Float16(round(rebiased>>13, rebiased&0x1fff, 0x1000))
+}
+
+// Float32 is b's exact value.
+func (b BFloat16) Float32() float32 { return math.Float32frombits(uint32(b) << 16) }
+
+// BFloat16From rounds x to the nearest bfloat16, ties to even.
+func BFloat16From(x float32) BFloat16 {
+	bits := math.Float32bits(x)
+	if bits&0x7fffffff > 0x7f800000 {
+		return BFloat16(bits>>16 | 0x40)
+	}
+	return BFloat16((bits + 0x7fff + (bits>>16)&1) >> 16)
+}
 
 // Size is the number of bytes per element (0 for an unknown dtype).
 func (d DType) Size() int {
@@ -117,6 +181,8 @@ func (d DType) Size() int {
 		return 8
 	case Bool:
 		return 1
+	case F16, BF16:
+		return 2
 	}
 	return 0
 }
@@ -133,6 +199,10 @@ func (d DType) String() string {
 		return "i64"
 	case Bool:
 		return "bool"
+	case F16:
+		return "f16"
+	case BF16:
+		return "bf16"
 	}
 	return fmt.Sprintf("DType(%d)", int(d))
 }

@@ -231,6 +231,59 @@ func TestMatmulMatchesADoubleLoop(t *testing.T) {
 	}
 }
 
+func TestMatmulWithAHalfWeight(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	const k, n = 70, 33
+	a, b := randomValues(k, 5), randomValues(k*n, 6)
+	x := make([]float32, k)
+	for i := range a {
+		x[i] = float32(a[i])
+	}
+	w16, wb16 := make([]Float16, k*n), make([]BFloat16, k*n)
+	for i := range b {
+		w16[i], wb16[i] = Float16From(float32(b[i])), BFloat16From(float32(b[i]))
+	}
+	for _, dtype := range []DType{F16, BF16} {
+		v := must[Value](t)
+		tr := must[*Trace](t)(NewTrace(ctx, "half_weight"))
+		check(t, tr.End(v(tr.Matmul(v(tr.Input(F32, 1, k)), v(tr.Input(dtype, k, n))))))
+		p := must[*Program](t)(ctx.Compile(tr, nil))
+		tr.Close()
+		weight, widen := NewTensor(w16, k, n), func(i int) float64 { return float64(w16[i].Float32()) }
+		if dtype == BF16 {
+			weight, widen = NewTensor(wb16, k, n), func(i int) float64 { return float64(wb16[i].Float32()) }
+		}
+		y := make([]float32, n)
+		check(t, p.Invoke([]Tensor{NewTensor(x, 1, k), weight}, []Tensor{NewTensor(y, 1, n)}))
+		for j := 0; j < n; j++ {
+			want := 0.0
+			for p := 0; p < k; p++ {
+				want += float64(x[p]) * widen(p*n+j)
+			}
+			if math.Abs(float64(y[j])-want) > 1e-5*math.Abs(want)+1e-5 {
+				t.Fatalf("%v: y[%d] = %v, want %v", dtype, j, y[j], want)
+			}
+		}
+		p.Close()
+	}
+	// Conversions: exact widening, round to nearest even (1 + 2^-11 is a tie: to 1.0).
+	if Float16From(1+1.0/2048) != 0x3c00 || Float16From(65520) != 0x7c00 ||
+		Float16(1).Float32() != float32(math.Ldexp(1, -24)) || BFloat16From(1+1.0/256) != 0x3f80 {
+		t.Errorf("conversions: %#x %#x %v %#x", Float16From(1+1.0/2048), Float16From(65520),
+			Float16(1).Float32(), BFloat16From(1+1.0/256))
+	}
+	// Arithmetic on a half type is refused, naming the way out.
+	tr := must[*Trace](t)(NewTrace(ctx, "refused"))
+	defer tr.Close()
+	h := must[Value](t)(tr.Input(F16, 3))
+	_, err := tr.Add(h, h)
+	wantStatus(t, err, StatusDType)
+	if err == nil || !strings.Contains(err.Error(), "cast to f32") {
+		t.Errorf("error %v", err)
+	}
+}
+
 func TestReductionsComparisonsAndConstants(t *testing.T) {
 	ctx := must[*Context](t)(NewContext())
 	defer ctx.Close()

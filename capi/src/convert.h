@@ -19,6 +19,7 @@ static_assert(static_cast<int>(tinymlir::StatusCode::kBusy) == TM_ERROR_BUSY);
 static_assert(static_cast<int>(tinymlir::StatusCode::kOutOfMemory) == TM_ERROR_OUT_OF_MEMORY);
 static_assert(static_cast<int>(tinymlir::DType::kBool) == TM_BOOL);
 static_assert(static_cast<int>(tinymlir::DType::kF32) == TM_F32);
+static_assert(static_cast<int>(tinymlir::DType::kBF16) == TM_BF16);
 static_assert(static_cast<int>(tinymlir::Target::kGpu) == TM_TARGET_GPU);
 static_assert(static_cast<int>(tinymlir::Stage::kAssembly) == TM_STAGE_ASSEMBLY);
 static_assert(sizeof(tm_tensor) == sizeof(tinymlir::TensorView));

@@ -40,6 +40,8 @@ class ModuleBuilder {
   Status Emit(ValueId id);
   Value Get(ValueId id);  // the tensor for a value (scalars materialise lazily)
   Value ScalarConstant(OpBuilder &b, DType dtype, double v) const;
+  Value CastScalar(OpBuilder &b, Value x, DType from, DType to) const;
+  Value RoundToBF16(OpBuilder &b, Value x) const;
   Value Empty(const TensorType &t);
   Value Filled(const TensorType &t, double v);
   Value Collapse(Value v, const Shape &shape, const std::vector<bool> &keep);
@@ -71,6 +73,8 @@ Type ModuleBuilder::ElementType(DType d) const {
     case DType::kI32: return b_.getI32Type();
     case DType::kI64: return b_.getI64Type();
     case DType::kBool: return b_.getI1Type();
+    case DType::kF16: return b_.getF16Type();
+    case DType::kBF16: return b_.getBF16Type();
   }
   return {};
 }
@@ -157,8 +161,9 @@ Value ModuleBuilder::Get(ValueId id) {
     auto type = TensorTypeOf(n.type);
     mlir::Attribute attr;
     // The element C++ type must match the tensor's (a double for f32 would be misread).
-    if (n.type.dtype == DType::kF32) attr = mlir::DenseElementsAttr::get(type, static_cast<float>(n.scalar));
-    else if (n.type.dtype == DType::kF64) attr = mlir::DenseElementsAttr::get(type, n.scalar);
+    if (IsFloat(n.type.dtype))  // rounded to the element type by its semantics
+      attr = mlir::DenseElementsAttr::get(
+          type, llvm::ArrayRef<mlir::Attribute>{b_.getFloatAttr(type.getElementType(), n.scalar)});
     else if (n.type.dtype == DType::kBool) attr = mlir::DenseElementsAttr::get(type, n.scalar != 0.0);
     else
       attr = mlir::DenseElementsAttr::get(
@@ -167,6 +172,49 @@ Value ModuleBuilder::Get(ValueId id) {
     values_[id] = mlir::arith::ConstantOp::create(b_, loc_, mlir::cast<mlir::TypedAttr>(attr));
   }
   return values_[id];
+}
+
+// One element converted between the non-half dtypes (floats to ints truncate toward zero,
+// to bool is "!= 0").
+Value ModuleBuilder::CastScalar(OpBuilder &b, Value x, DType from, DType to) const {
+  namespace arith = mlir::arith;
+  Type et = ElementType(to);
+  const bool f = IsFloat(from), boolean = from == DType::kBool;
+  if (from == to) return x;
+  if (to == DType::kBool) {  // x != 0
+    if (f) return arith::CmpFOp::create(b, loc_, arith::CmpFPredicate::UNE, x,
+                                        ScalarConstant(b, from, 0.0));
+    return arith::CmpIOp::create(b, loc_, arith::CmpIPredicate::ne, x,
+                                 ScalarConstant(b, from, 0.0));
+  }
+  if (IsFloat(to)) {
+    if (f) return DtypeSize(to) > DtypeSize(from) ? Value(arith::ExtFOp::create(b, loc_, et, x))
+                                                  : Value(arith::TruncFOp::create(b, loc_, et, x));
+    if (boolean) return arith::UIToFPOp::create(b, loc_, et, x);
+    return arith::SIToFPOp::create(b, loc_, et, x);
+  }
+  if (f) return arith::FPToSIOp::create(b, loc_, et, x);
+  if (boolean) return arith::ExtUIOp::create(b, loc_, et, x);
+  if (DtypeSize(to) > DtypeSize(from)) return arith::ExtSIOp::create(b, loc_, et, x);
+  return arith::TruncIOp::create(b, loc_, et, x);
+}
+
+// f32 -> bf16, rounded to nearest even in integer arithmetic (LLVM would call
+// __truncsfbf2, which this JIT does not resolve): bits + 0x7fff + (bit 16), top half kept;
+// a NaN stays a quiet NaN of its sign.
+Value ModuleBuilder::RoundToBF16(OpBuilder &b, Value x) const {
+  namespace arith = mlir::arith;
+  Type i32 = b.getI32Type(), i16 = b.getIntegerType(16);
+  auto c = [&](int64_t v) { return arith::ConstantOp::create(b, loc_, b.getIntegerAttr(i32, v)); };
+  Value bits = arith::BitcastOp::create(b, loc_, i32, x);
+  Value lsb = arith::AndIOp::create(b, loc_, arith::ShRUIOp::create(b, loc_, bits, c(16)), c(1));
+  Value rounded = arith::AddIOp::create(b, loc_, bits,
+                                        arith::AddIOp::create(b, loc_, lsb, c(0x7fff)));
+  Value is_nan = arith::CmpFOp::create(b, loc_, arith::CmpFPredicate::UNO, x, x);
+  Value quiet = arith::OrIOp::create(b, loc_, bits, c(0x00400000));
+  Value chosen = arith::SelectOp::create(b, loc_, is_nan, quiet, rounded);
+  Value top = arith::TruncIOp::create(b, loc_, i16, arith::ShRUIOp::create(b, loc_, chosen, c(16)));
+  return arith::BitcastOp::create(b, loc_, b.getBF16Type(), top);
 }
 
 Value ModuleBuilder::ElementwiseBody(OpBuilder &b, const Node &n,
@@ -245,25 +293,21 @@ Value ModuleBuilder::ElementwiseBody(OpBuilder &b, const Node &n,
           b, loc_, a[0], arith::SubIOp::create(b, loc_, ScalarConstant(b, operand, 0.0), a[0]));
     case OpKind::kCast: {
       DType to = n.type.dtype;
-      Type et = ElementType(to);
       Value x = a[0];
-      if (to == DType::kBool) {  // x != 0
-        if (f) return arith::CmpFOp::create(b, loc_, arith::CmpFPredicate::UNE, x,
-                                            ScalarConstant(b, operand, 0.0));
-        return arith::CmpIOp::create(b, loc_, arith::CmpIPredicate::ne, x,
-                                     ScalarConstant(b, operand, 0.0));
+      // Half precision converts through f32: widening is exact, and LLVM lowers f32 <->
+      // f16 inline (F16C), where f64 or integers <-> f16 and any truncation to bf16 would
+      // be calls into a compiler runtime the JIT does not have.
+      if (IsHalf(operand)) {
+        x = arith::ExtFOp::create(b, loc_, b.getF32Type(), x);
+        operand = DType::kF32;
+        if (to == DType::kF32) return x;
       }
-      if (IsFloat(to)) {
-        if (f) return DtypeSize(to) > DtypeSize(operand)
-                          ? Value(arith::ExtFOp::create(b, loc_, et, x))
-                          : Value(arith::TruncFOp::create(b, loc_, et, x));
-        if (boolean) return arith::UIToFPOp::create(b, loc_, et, x);
-        return arith::SIToFPOp::create(b, loc_, et, x);
+      if (IsHalf(to)) {
+        if (operand != DType::kF32) x = CastScalar(b, x, operand, DType::kF32);
+        if (to == DType::kF16) return arith::TruncFOp::create(b, loc_, b.getF16Type(), x);
+        return RoundToBF16(b, x);
       }
-      if (f) return arith::FPToSIOp::create(b, loc_, et, x);
-      if (boolean) return arith::ExtUIOp::create(b, loc_, et, x);
-      if (DtypeSize(to) > DtypeSize(operand)) return arith::ExtSIOp::create(b, loc_, et, x);
-      return arith::TruncIOp::create(b, loc_, et, x);
+      return CastScalar(b, x, operand, to);
     }
     default: break;
   }

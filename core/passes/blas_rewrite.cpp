@@ -59,18 +59,21 @@ MatrixShape DescribeLayout(mlir::MemRefType type) {
 // A matrix operand as BLAS sees it: address of its first element and its row stride.
 struct Matrix {
   Value ptr;           // !llvm.ptr
+  Type elem;           // f32, f64, or (one operand of an f32 product) f16/bf16
   Layout layout = Layout::kRowMajor;
   int64_t ld = 0;      // the leading dimension (see Layout)
   Value batch_stride;  // index; only for 3-D operands
 };
 
-// --- Transposes read in place ---------------------------------------------------------
+// --- Arguments read in place ------------------------------------------------------------
 //
 // The attention transposes its K and V cache rows, (L, h, hd) -> (h, hd, L) and (h, L, hd),
 // before the batched products; bufferized, each is an allocation plus a copy of L x d
 // floats, every decode step and every layer. When such a copy only feeds matmul operands,
 // the matmuls can read the source through a transposed view instead (BLAS takes the
-// leading dimension and the transpose flag), and the copy disappears.
+// leading dimension and the transpose flag), and the copy disappears. Half-precision
+// weights are the same case: their widening copy to f32 would be a full f32 copy of the
+// weight, written and read back on every call.
 
 // The memref a view chain (expand/collapse_shape, subview, transpose, cast) starts from.
 Value ViewRoot(Value v) {
@@ -101,9 +104,15 @@ bool IsReadOnly(Value buffer) {
 }
 
 // A linalg op (linalg.transpose, or a linalg.generic after fusion) that copies its one
-// input into its output through a permutation: the input map a permutation, the output map
-// the identity, the body yielding the input. Returns the input map, or a null map.
-mlir::AffineMap PermutationCopy(mlir::linalg::LinalgOp op) {
+// input into its output through a permutation, possibly widening it from f16/bf16 to f32
+// (the cast a matmul of an f32 and a half operand begins with): the input map a
+// permutation, the output map the identity, the body yielding the input or its arith.extf.
+struct SourceCopy {
+  mlir::AffineMap map;   // the input map; null when the op is not such a copy
+  bool widens = false;   // the body is an arith.extf from a half type to f32
+};
+
+SourceCopy MatchSourceCopy(mlir::linalg::LinalgOp op) {
   if (!mlir::isa<mlir::linalg::GenericOp, mlir::linalg::TransposeOp>(op.getOperation()) ||
       op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics() ||
       op.getNumReductionLoops() != 0)
@@ -112,21 +121,34 @@ mlir::AffineMap PermutationCopy(mlir::linalg::LinalgOp op) {
   if (!maps[0].isPermutation() || !maps[1].isIdentity()) return {};
   mlir::Block *body = op.getBlock();
   auto yield = mlir::dyn_cast<mlir::linalg::YieldOp>(body->getTerminator());
-  if (!yield || body->getOperations().size() != 1 || yield.getNumOperands() != 1 ||
-      yield.getOperand(0) != body->getArgument(0))
-    return {};
-  return maps[0];
+  if (!yield || yield.getNumOperands() != 1) return {};
+  Value yielded = yield.getOperand(0);
+  if (body->getOperations().size() == 1 && yielded == body->getArgument(0)) return {maps[0], false};
+  auto ext = yielded.getDefiningOp<mlir::arith::ExtFOp>();
+  if (body->getOperations().size() == 2 && ext && ext.getIn() == body->getArgument(0) &&
+      ext.getType().isF32() && (ext.getIn().getType().isF16() || ext.getIn().getType().isBF16()))
+    return {maps[0], true};
+  return {};
 }
 
-// Replaces permutation copies whose only readers are matmul operands with transposed views
-// of their (read-only) sources. Returns the number of copies removed.
-int ReadTransposesInPlace(mlir::ModuleOp module, mlir::RewriterBase &rewriter) {
+// Replaces copies of read-only arguments whose only readers are matmul operands with views
+// of the arguments themselves. Two kinds:
+// - permutation copies (the attention's K and V cache rows, transposed for the batched
+//   products) become memref.transpose views, read by BLAS through its transpose flag and
+//   leading dimension;
+// - widening copies (a half-precision weight cast to f32 for its matmul) disappear into
+//   the matmul, which linalg allows to take mixed element types: the CPU target's half
+//   kernels (gemv_kernels.h, half_matmul.h) widen inside, so an f16 weight streams half
+//   the bytes and the f32 copy of it is never made. These need plain linalg.matmul
+//   readers (recreated with the half operand); a batched reader keeps the copy.
+// Returns the number of copies removed.
+int ReadSourcesInPlace(mlir::ModuleOp module, mlir::RewriterBase &rewriter) {
   llvm::SmallVector<mlir::linalg::LinalgOp> candidates;
   module.walk([&](mlir::linalg::LinalgOp op) { candidates.push_back(op); });
   int removed = 0;
   for (mlir::linalg::LinalgOp copy : candidates) {
-    mlir::AffineMap map = PermutationCopy(copy);
-    if (!map) continue;
+    const SourceCopy match = MatchSourceCopy(copy);
+    if (!match.map) continue;
     Value source = copy.getDpsInputOperand(0)->get();
     Value dest = copy.getDpsInitOperand(0)->get();
     auto alloc = dest.getDefiningOp<mlir::memref::AllocOp>();
@@ -134,16 +156,19 @@ int ReadTransposesInPlace(mlir::ModuleOp module, mlir::RewriterBase &rewriter) {
     Value root = ViewRoot(source);
     if (!mlir::isa<mlir::BlockArgument>(root) || !IsReadOnly(root)) continue;
     bool only_matmul_reads = true, any_matmul = false;
-    llvm::SmallVector<mlir::Operation *> deallocs;
+    llvm::SmallVector<mlir::Operation *> deallocs, readers;
     for (mlir::OpOperand &use : dest.getUses()) {
       mlir::Operation *user = use.getOwner();
       if (user == copy) continue;
+      const bool matmul = match.widens ? mlir::isa<mlir::linalg::MatmulOp>(user)
+                                       : mlir::isa<mlir::linalg::MatmulOp,
+                                                   mlir::linalg::BatchMatmulOp>(user);
       if (mlir::isa<mlir::memref::DeallocOp>(user)) {
         deallocs.push_back(user);
-      } else if (mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(user) &&
-                 !mlir::cast<mlir::linalg::LinalgOp>(user).isDpsInit(&use) &&
+      } else if (matmul && !mlir::cast<mlir::linalg::LinalgOp>(user).isDpsInit(&use) &&
                  user->getBlock() == copy->getBlock() && copy->isBeforeInBlock(user)) {
         any_matmul = true;
+        readers.push_back(user);
       } else {
         only_matmul_reads = false;
       }
@@ -153,12 +178,28 @@ int ReadTransposesInPlace(mlir::ModuleOp module, mlir::RewriterBase &rewriter) {
     // memref.transpose puts source dimension perm(i) at position i: the inverse of the
     // generic's input map, which says where each output dimension reads from.
     // (The view's shape is the copy's: linalg's verifier ties the maps to the shapes.)
-    Value view = mlir::memref::TransposeOp::create(
-        rewriter, copy.getLoc(), source,
-        mlir::AffineMapAttr::get(mlir::inversePermutation(map)));
+    Value view = match.map.isIdentity()
+                     ? source
+                     : Value(mlir::memref::TransposeOp::create(
+                           rewriter, copy.getLoc(), source,
+                           mlir::AffineMapAttr::get(mlir::inversePermutation(match.map))));
     rewriter.eraseOp(copy);
     for (mlir::Operation *d : deallocs) rewriter.eraseOp(d);
-    rewriter.replaceAllUsesWith(dest, view);  // the matmuls are the only users left
+    if (match.widens) {
+      // A matmul's body is built for its operands' element types: make new ones.
+      for (mlir::Operation *reader : readers) {
+        auto matmul = mlir::cast<mlir::linalg::MatmulOp>(reader);
+        llvm::SmallVector<Value> inputs(matmul.getDpsInputs());
+        for (Value &in : inputs)
+          if (in == dest) in = view;
+        rewriter.setInsertionPoint(matmul);
+        mlir::linalg::MatmulOp::create(rewriter, matmul.getLoc(), mlir::ValueRange(inputs),
+                                       mlir::ValueRange(matmul.getDpsInits()));
+        rewriter.eraseOp(matmul);
+      }
+    } else {
+      rewriter.replaceAllUsesWith(dest, view);  // the matmuls are the only users left
+    }
     rewriter.eraseOp(alloc);
     ++removed;
   }
@@ -198,6 +239,7 @@ class BlasEmitter {
     auto meta = mlir::memref::ExtractStridedMetadataOp::create(b_, loc, memref);
     auto strides = meta.getStrides();
     Matrix m;
+    m.elem = elem;
     m.ptr = Address(loc, meta.getBaseBuffer(), meta.getOffset(), elem);
     const MatrixShape shape = DescribeLayout(type);
     m.layout = shape.layout;
@@ -224,6 +266,55 @@ class BlasEmitter {
     return f;
   }
 
+  // The C API's dtype value for a half element type (the kernels' `dtype` argument).
+  static int64_t HalfDtype(Type t) { return t.isF16() ? 6 : 7; }  // TM_F16, TM_BF16
+
+  // C(m x n) += A(m x k) @ B(k x n) in f32 with one operand in f16/bf16: the half GEMV
+  // kernels for decode-shaped products that read the half matrix in its natural order,
+  // else tm_rt_sgemm_half (panels widened for sgemm).
+  void EmitHalfProduct(Location loc, int64_t m, int64_t n, int64_t k, const Matrix &a,
+                       const Matrix &b, const Matrix &c) {
+    const bool half_b = b.elem != c.elem;
+    const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
+    Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
+    Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
+    const Matrix &h = half_b ? b : a;
+    Value dtype32 = I32(loc, HalfDtype(h.elem));
+    auto col = [&] {
+      return Declare("tm_rt_hgemv_col", {i32, i64, i64, ptr, i64, ptr, i64, ptr, i64});
+    };
+    if (half_b && m == 1 && !ta && !tb) {  // c += a B: rows of B scaled by a
+      auto row = Declare("tm_rt_hgemv_row", {i32, i64, i64, ptr, ptr, i64, ptr});
+      mlir::func::CallOp::create(b_, loc, row,
+                                 mlir::ValueRange{dtype32, I64(loc, k), I64(loc, n), a.ptr,
+                                                  b.ptr, I64(loc, b.ld), c.ptr});
+      return;
+    }
+    if (half_b && m == 1 && !ta) {  // B^T stored row-major (n x k): c[j] = B^T row j . a
+      mlir::func::CallOp::create(b_, loc, col(),
+                                 mlir::ValueRange{dtype32, I64(loc, n), I64(loc, k), b.ptr,
+                                                  I64(loc, b.ld), a.ptr, I64(loc, 1), c.ptr,
+                                                  I64(loc, 1)});
+      return;
+    }
+    if (!half_b && n == 1 && !ta) {  // c[i] = A row i . b, b strided by its leading dimension
+      mlir::func::CallOp::create(b_, loc, col(),
+                                 mlir::ValueRange{dtype32, I64(loc, m), I64(loc, k), a.ptr,
+                                                  I64(loc, a.ld), b.ptr,
+                                                  I64(loc, tb ? 1 : b.ld), c.ptr,
+                                                  I64(loc, c.ld)});
+      return;
+    }
+    auto gemm = Declare("tm_rt_sgemm_half",
+                        {i32, i32, i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64});
+    mlir::func::CallOp::create(
+        b_, loc, gemm,
+        mlir::ValueRange{dtype32, I32(loc, half_b ? 1 : 0), I32(loc, ta ? kTrans : kNoTrans),
+                         I32(loc, tb ? kTrans : kNoTrans), I64(loc, m), I64(loc, n),
+                         I64(loc, k), a.ptr, I64(loc, a.ld), b.ptr, I64(loc, b.ld), c.ptr,
+                         I64(loc, c.ld)});
+  }
+
   // C(m x n) += A(m x k) @ B(k x n): C row-major, A and B row-major or transposed views
   // (pointers already advanced to the batch element).
   void EmitProduct(Location loc, Type elem, int64_t m, int64_t n, int64_t k, const Matrix &a,
@@ -232,6 +323,10 @@ class BlasEmitter {
     const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
     Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
     Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
+    if (a.elem != elem || b.elem != elem) {
+      EmitHalfProduct(loc, m, n, k, a, b, c);
+      return;
+    }
     if (f32 && !ta && (m == 1 || n == 1)) {
       // Decode-shaped f32 products: tinymlir's bandwidth-bound kernels (gemv_kernels.h).
       auto row = [&] { return Declare("tm_rt_sgemv_row", {i64, i64, ptr, ptr, i64, ptr}); };
@@ -290,9 +385,14 @@ class BlasEmitter {
     auto tc = mlir::dyn_cast<mlir::MemRefType>(c.getType());
     if (!ta || !tb || !tc) return false;
     Type elem = tc.getElementType();
-    if (!(elem.isF32() || elem.isF64()) || ta.getElementType() != elem ||
-        tb.getElementType() != elem)
-      return false;
+    auto half = [](Type t) { return t.isF16() || t.isBF16(); };
+    const bool same = ta.getElementType() == elem && tb.getElementType() == elem;
+    // An f32 product with one half-precision operand (a weight read in place, see
+    // ReadSourcesInPlace); batched ones never get one.
+    const bool one_half = !batched && elem.isF32() &&
+                          ((half(ta.getElementType()) && tb.getElementType() == elem) ||
+                           (half(tb.getElementType()) && ta.getElementType() == elem));
+    if (!(elem.isF32() || elem.isF64()) || !(same || one_half)) return false;
     if (DescribeLayout(ta).layout == Layout::kUnsupported ||
         DescribeLayout(tb).layout == Layout::kUnsupported ||
         DescribeLayout(tc).layout != Layout::kRowMajor)
@@ -308,7 +408,8 @@ class BlasEmitter {
       b_.eraseOp(op);
       return true;
     }
-    Matrix ma = Describe(loc, a, elem), mb = Describe(loc, bm, elem), mc = Describe(loc, c, elem);
+    Matrix ma = Describe(loc, a, ta.getElementType()), mb = Describe(loc, bm, tb.getElementType()),
+           mc = Describe(loc, c, elem);
     if (!batched) {
       EmitProduct(loc, elem, m, n, k, ma, mb, mc);
     } else {
@@ -320,7 +421,7 @@ class BlasEmitter {
       b_.setInsertionPointToStart(loop.getBody());
       Value i = loop.getInductionVar();
       auto at = [&](Matrix x) {
-        x.ptr = Advance(loc, x.ptr, i, x.batch_stride, elem);
+        x.ptr = Advance(loc, x.ptr, i, x.batch_stride, x.elem);
         return x;
       };
       EmitProduct(loc, elem, m, n, k, at(ma), at(mb), at(mc));
@@ -337,6 +438,16 @@ class BlasEmitter {
 }  // namespace
 
 int RewriteMatmulsToBlas(mlir::ModuleOp module) {
+  bool any = false;
+  module.walk([&](mlir::linalg::LinalgOp op) {
+    any |= mlir::isa<mlir::linalg::MatmulOp, mlir::linalg::BatchMatmulOp>(op.getOperation());
+  });
+  if (!any) return 0;
+  module.getContext()
+      ->loadDialect<mlir::LLVM::LLVMDialect, mlir::scf::SCFDialect, mlir::func::FuncDialect,
+                    mlir::arith::ArithDialect, mlir::memref::MemRefDialect>();
+  mlir::IRRewriter rewriter(module.getContext());
+  ReadSourcesInPlace(module, rewriter);  // may replace matmuls: collect them after
   llvm::SmallVector<mlir::linalg::LinalgOp> matmuls, batched;
   module.walk([&](mlir::linalg::MatmulOp op) {
     if (!op.hasUserDefinedMaps()) matmuls.push_back(op);
@@ -344,12 +455,6 @@ int RewriteMatmulsToBlas(mlir::ModuleOp module) {
   module.walk([&](mlir::linalg::BatchMatmulOp op) {
     if (!op.hasUserDefinedMaps()) batched.push_back(op);
   });
-  if (matmuls.empty() && batched.empty()) return 0;
-  module.getContext()
-      ->loadDialect<mlir::LLVM::LLVMDialect, mlir::scf::SCFDialect, mlir::func::FuncDialect,
-                    mlir::arith::ArithDialect, mlir::memref::MemRefDialect>();
-  mlir::IRRewriter rewriter(module.getContext());
-  ReadTransposesInPlace(module, rewriter);
   BlasEmitter emitter(module, rewriter);
   int rewritten = 0;
   for (auto op : matmuls) rewritten += emitter.Rewrite(op, false);

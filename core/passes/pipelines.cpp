@@ -5,6 +5,7 @@
 
 #include "core/passes/approximate_math.h"
 #include "core/passes/fuse_elementwise.h"
+#include "core/passes/parallel_loops.h"
 #include "core/support/diagnostics.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
@@ -32,6 +33,7 @@ struct OwnPass {
 constexpr OwnPass kOwnPasses[] = {
     {kFuseElementwisePassName, CreateFuseElementwisePass},
     {kApproximateMathPassName, CreateApproximateMathPass},
+    {kParallelizeLoopsPassName, CreateParallelizeLoopsPass},
 };
 
 // The pipeline's top-level elements: split at commas outside (...) and {...}.

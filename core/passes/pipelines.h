@@ -27,13 +27,16 @@ inline constexpr const char *kBufferizePipeline =
 // 3. (CPU) The BLAS rewrite runs here, between bufferization and lowering; see
 //    blas_rewrite.h.
 
-// 4. Lowering to the LLVM dialect. Beyond upstream's usual list: tm-approximate-math (f32
+// 4. Lowering to the LLVM dialect. Beyond upstream's usual list: linalg to parallel loops,
+//    of which tm-parallelize-loops sends the large ones to the worker pool (see
+//    parallel_loops.h); tm-approximate-math (f32
 //    tanh/exp/erf as vectorisable polynomials, see approximate_math.h); convert-math-to-funcs,
 //    which expands math.ipowi (integer pow); and convert-math-to-llvm before
 //    convert-math-to-libm, so that the fma/floor/abs the approximations use become LLVM
 //    intrinsics (vectorisable) and only what has none (erf, tanh in f64) calls libm.
 inline constexpr const char *kLowerToLLVMPipeline =
-    "convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+    "convert-linalg-to-parallel-loops,tm-parallelize-loops,"
+    "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
     "tm-approximate-math,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
     "convert-arith-to-llvm,"
     "convert-func-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"

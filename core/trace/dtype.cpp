@@ -6,8 +6,9 @@ namespace {
 int Kind(DType d) { return d == DType::kBool ? 0 : IsInteger(d) ? 1 : 2; }
 }  // namespace
 
-bool IsValidDtype(int d) { return d >= static_cast<int>(DType::kF32) && d <= static_cast<int>(DType::kBool); }
-bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF64; }
+bool IsValidDtype(int d) { return d >= static_cast<int>(DType::kF32) && d <= static_cast<int>(DType::kBF16); }
+bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF64 || IsHalf(d); }
+bool IsHalf(DType d) { return d == DType::kF16 || d == DType::kBF16; }
 bool IsInteger(DType d) { return d == DType::kI32 || d == DType::kI64; }
 
 size_t DtypeSize(DType d) {
@@ -15,6 +16,7 @@ size_t DtypeSize(DType d) {
     case DType::kF32: case DType::kI32: return 4;
     case DType::kF64: case DType::kI64: return 8;
     case DType::kBool: return 1;
+    case DType::kF16: case DType::kBF16: return 2;
   }
   return 0;
 }
@@ -26,6 +28,8 @@ const char *DtypeName(DType d) {
     case DType::kI32: return "i32";
     case DType::kI64: return "i64";
     case DType::kBool: return "bool";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
   }
   return "invalid";
 }
@@ -34,10 +38,11 @@ DType PromoteTypes(DType a, DType b) {
   if (a == b) return a;
   if (Kind(a) != Kind(b)) {
     DType lo = Kind(a) < Kind(b) ? a : b, hi = Kind(a) < Kind(b) ? b : a;
-    // f32 cannot hold every i32/i64, so NumPy widens to f64.
-    if (IsInteger(lo) && hi == DType::kF32) return DType::kF64;
+    // f16/f32 cannot hold every i32/i64, so NumPy widens to f64.
+    if (IsInteger(lo) && (hi == DType::kF32 || IsHalf(hi))) return DType::kF64;
     return hi;
   }
+  if (IsHalf(a) && IsHalf(b)) return DType::kF32;  // f16 and bf16: neither holds the other
   return DtypeSize(a) >= DtypeSize(b) ? a : b;  // same kind: the wider one
 }
 

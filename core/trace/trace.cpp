@@ -119,6 +119,12 @@ Status Trace::CheckScalarFits(const char *op, ValueId v, DType dtype) const {
   return Status::Ok();
 }
 
+Status Trace::CheckArithmetic(const char *op, DType dtype) {
+  if (!IsHalf(dtype)) return Status::Ok();
+  return DtypeError(std::string(op) + ": " + DtypeName(dtype) +
+                    " is a storage type; arithmetic on it is not supported (cast to f32 first)");
+}
+
 ValueId Trace::Add(Node node) {
   nodes_.push_back(std::move(node));
   return static_cast<ValueId>(nodes_.size() - 1);
@@ -262,6 +268,7 @@ Status Trace::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId 
       kind != OpKind::kMinimum && kind != OpKind::kMul && kind != OpKind::kAdd)
     return DtypeError(std::string(op) + ": not defined for bool operands " +
                       na.type.ToString() + " and " + nb.type.ToString());
+  TM_RETURN_IF_ERROR(CheckArithmetic(op, dtype));
   TM_RETURN_IF_ERROR(CheckScalarFits(op, a, dtype));
   TM_RETURN_IF_ERROR(CheckScalarFits(op, b, dtype));
 
@@ -310,6 +317,7 @@ Status Trace::Unary(OpKind kind, const char *op, ValueId x, ValueId *out) {
     return DtypeError(std::string(op) + ": not defined for bool operand " +
                       nodes_[x].type.ToString());
   if (IsTranscendental(kind) && !IsFloat(dtype)) dtype = DType::kF64;
+  TM_RETURN_IF_ERROR(CheckArithmetic(op, dtype));
   ValueId cx = Convert(x, dtype);
   Node n;
   n.kind = kind;
@@ -358,6 +366,7 @@ Status Trace::Matmul(const char *op, ValueId a, ValueId b, ValueId *out) {
   DType dtype = PromoteTypes(nodes_[a].type.dtype, nodes_[b].type.dtype);
   if (dtype == DType::kBool)
     return DtypeError(std::string(op) + ": not defined for bool operands");
+  TM_RETURN_IF_ERROR(CheckArithmetic(op, dtype));
   ValueId ca = Convert(a, dtype), cb = Convert(b, dtype);
 
   Shape result(sa.begin(), sa.end() - 1);
@@ -406,6 +415,7 @@ Status Trace::Reduce(OpKind kind, const char *op, ValueId x, int32_t axis, bool 
   TM_RETURN_IF_ERROR(NormalizeAxis(op, axis, t.rank(), &ax));
   if (t.dtype == DType::kBool)
     return DtypeError(std::string(op) + ": not defined for bool operand " + t.ToString());
+  TM_RETURN_IF_ERROR(CheckArithmetic(op, t.dtype));
   Shape shape = t.shape;
   if (keepdims) shape[ax] = 1;
   else shape.erase(shape.begin() + ax);
@@ -603,7 +613,7 @@ Status Trace::CausalMask(const char *op, int64_t rows, int64_t cols, int64_t off
   if (rows < 0 || cols < 0)
     return ShapeError(std::string(op) + ": negative size (" + std::to_string(rows) + ", " +
                       std::to_string(cols) + ")");
-  if (!IsValidDtype(dtype) || !IsFloat(dtype))
+  if (!IsValidDtype(dtype) || !IsFloat(dtype) || IsHalf(dtype))
     return DtypeError(std::string(op) + ": dtype must be f32 or f64");
   TM_RETURN_IF_ERROR(CheckSize(op, {rows, cols}));
   Node n;

@@ -124,6 +124,8 @@ class Trace {
   ValueId Convert(ValueId v, DType dtype);
   // A weak scalar about to become an integer dtype must fit it (NumPy raises too).
   Status CheckScalarFits(const char *op, ValueId v, DType dtype) const;
+  // f16 and bf16 are storage types: an op that would compute in one is refused.
+  static Status CheckArithmetic(const char *op, DType dtype);
   Status BroadcastShapes(const char *op, const Shape &a, const Shape &b, Shape *out) const;
 
   std::string name_;

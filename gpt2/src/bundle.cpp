@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,7 +14,8 @@
 namespace tinymlir::gpt2 {
 namespace {
 
-constexpr const char *kBundleHeader = "tinymlir gpt2 bundle 1\n";
+// Format 2: the weights line (the matrices' dtype).
+constexpr const char *kBundleHeader = "tinymlir gpt2 bundle 2\n";
 
 std::string BundleFileName(const ProgramKey &key) {
   const auto &[kind, t, l] = key;
@@ -21,14 +23,33 @@ std::string BundleFileName(const ProgramKey &key) {
          "_l" + std::to_string(l) + ".tmp";
 }
 
-// The dimensions a bundle's programs are specialised to, as manifest.txt lines.
+const char *DtypeText(tm_dtype d) { return d == TM_F16 ? "f16" : d == TM_BF16 ? "bf16" : "f32"; }
+
+// The dimensions (and the weight matrices' dtype) a bundle's programs are specialised to,
+// as manifest.txt lines.
 std::string BundleDimensions(const Gpt2Config &c) {
   char eps[64];
   std::snprintf(eps, sizeof eps, "%.9g", c.layer_norm_epsilon);
   return "n_embd " + std::to_string(c.n_embd) + "\nn_head " + std::to_string(c.n_head) +
          "\nn_inner " + std::to_string(c.n_inner) + "\nvocab_size " +
          std::to_string(c.vocab_size) + "\nn_ctx " + std::to_string(c.n_ctx) +
-         "\nlayer_norm_epsilon " + eps + "\n";
+         "\nlayer_norm_epsilon " + eps + "\nweights " + DtypeText(c.matrices) + "\n";
+}
+
+// manifest.txt of the bundle in `dir` (at most 1 MiB of it).
+Status ReadManifest(const std::string &dir, std::string *text) {
+  const std::string path = dir + "/manifest.txt";
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) return IoError(path + ": cannot open (is " + dir + " a bundle?)");
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text->size() < (1 << 20);)
+    text->append(buf, n);
+  std::fclose(f);
+  return Status::Ok();
+}
+
+tm_target ManifestTarget(const std::string &text) {
+  return text.find("\ntarget gpu\n") != std::string::npos ? TM_TARGET_GPU : TM_TARGET_CPU;
 }
 
 class BundleSource : public ProgramSource {
@@ -67,23 +88,23 @@ class BundleSource : public ProgramSource {
 
 }  // namespace
 
+Status BundleTarget(const std::string &dir, tm_target *target) {
+  std::string text;
+  TM_RETURN_IF_ERROR(ReadManifest(dir, &text));
+  *target = ManifestTarget(text);
+  return Status::Ok();
+}
+
 Status OpenBundle(const std::string &dir, const Gpt2Config &config,
                   std::unique_ptr<ProgramSource> *out) {
-  const std::string path = dir + "/manifest.txt";
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) return IoError(path + ": cannot open (is " + dir + " a bundle?)");
   std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (1 << 20);)
-    text.append(buf, n);
-  std::fclose(f);
+  TM_RETURN_IF_ERROR(ReadManifest(dir, &text));
   const std::string want = kBundleHeader + BundleDimensions(config);
   if (text.compare(0, want.size(), want) != 0)
-    return IoError(path + ": the bundle was compiled for another model or format; this "
-                   "model needs:\n" + want);
-  const tm_target target =
-      text.find("\ntarget gpu\n") != std::string::npos ? TM_TARGET_GPU : TM_TARGET_CPU;
-  *out = std::make_unique<BundleSource>(dir, target);
+    return IoError(dir + "/manifest.txt: the bundle was compiled for another model, weight "
+                   "dtype (options.weights) or format; this model needs:\n" + want +
+                   "and the bundle is for:\n" + text.substr(0, std::min(text.find("target "), want.size() + 256)));
+  *out = std::make_unique<BundleSource>(dir, ManifestTarget(text));
   return Status::Ok();
 }
 

@@ -97,7 +97,8 @@ TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, const tm_model_
     TM_RETURN_IF_ERROR(ReadOptions("tm_model_load", options, kModelOptionsFirstLayout, &o));
     auto model = std::make_unique<tm_model>();
     TM_RETURN_IF_ERROR(
-        Gpt2Model::Load(ctx, dir, o.target, o.bundle_dir ? o.bundle_dir : "", &model->impl));
+        Gpt2Model::Load(ctx, dir, o.target, o.weights, o.bundle_dir ? o.bundle_dir : "",
+                        &model->impl));
     *out = model.release();
     return Status::Ok();
   });

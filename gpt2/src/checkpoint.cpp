@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <memory>
+#include <cstring>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -76,7 +77,20 @@ struct Wanted {
   int layer;                       // -1: a top-level weight
   Weight Gpt2Layer::*in_layer;     // when layer >= 0
   Weight Gpt2Weights::*top_level;  // when layer < 0
+  bool matrix;                     // held in config.matrices (else F32)
 };
+
+// The names of the weight matrices, without the layer or "transformer." prefix.
+bool IsMatrix(const std::string &name) {
+  for (const char *suffix : {"wte.weight", "attn.c_attn.weight", "attn.c_proj.weight",
+                             "mlp.c_fc.weight", "mlp.c_proj.weight"}) {
+    const size_t n = std::strlen(suffix);
+    if (name.size() >= n && name.compare(name.size() - n, n, suffix) == 0 &&
+        (name.size() == n || name[name.size() - n - 1] == '.'))
+      return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -175,14 +189,14 @@ Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Wei
   const int64_t d = c.n_embd, inner = c.n_inner;
   std::vector<Wanted> wanted;
   auto top = [&](const char *name, std::vector<int64_t> shape, Weight Gpt2Weights::*w) {
-    wanted.push_back({prefix + name, std::move(shape), -1, nullptr, w});
+    wanted.push_back({prefix + name, std::move(shape), -1, nullptr, w, IsMatrix(name)});
   };
   top("wte.weight", {c.vocab_size, d}, &Gpt2Weights::wte);
   top("wpe.weight", {c.n_ctx, d}, &Gpt2Weights::wpe);
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string h = layer_prefix + std::to_string(i) + ".";
     auto add = [&](const char *name, std::vector<int64_t> shape, Weight Gpt2Layer::*w) {
-      wanted.push_back({h + name, std::move(shape), i, w, nullptr});
+      wanted.push_back({h + name, std::move(shape), i, w, nullptr, IsMatrix(name)});
     };
     add("ln_1.weight", {d}, &Gpt2Layer::ln_1_g);
     add("ln_1.bias", {d}, &Gpt2Layer::ln_1_b);
@@ -226,9 +240,46 @@ Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Wei
   for (const Wanted &w : wanted) {
     Weight &dst = w.layer >= 0 ? out.layers[w.layer].*w.in_layer : out.*w.top_level;
     dst.shape = w.shape;
-    TM_RETURN_IF_ERROR(file.ReadAsF32(w.key, &dst.data));
+    if (w.matrix && c.matrices != TM_F32) {
+      dst.dtype = c.matrices;
+      TM_RETURN_IF_ERROR(file.ReadAsHalf(w.key, c.matrices == TM_F16 ? SafetensorsDtype::kF16
+                                                                     : SafetensorsDtype::kBF16,
+                                         &dst.half));
+    } else {
+      TM_RETURN_IF_ERROR(file.ReadAsF32(w.key, &dst.data));
+    }
   }
   *weights = std::move(out);
+  return Status::Ok();
+}
+
+Status ChooseMatrixDtype(const SafetensorsFile &file, tm_dtype requested, tm_target target,
+                         tm_dtype *out) {
+  if (requested != 0 && requested != TM_F32 && requested != TM_F16 && requested != TM_BF16)
+    return InvalidArgument("tm_model_load: options.weights " + std::to_string(requested) +
+                           " is not 0 (as stored), TM_F32, TM_F16 or TM_BF16");
+  if (target == TM_TARGET_GPU) {
+    if (requested == TM_F16 || requested == TM_BF16)
+      return Unsupported("tm_model_load: half-precision weights run on the CPU target only "
+                         "(the GPU target holds F32 weights)");
+    *out = TM_F32;
+    return Status::Ok();
+  }
+  if (requested != 0) {
+    *out = requested;
+    return Status::Ok();
+  }
+  // As stored: half only when every matrix is stored in the same half type.
+  bool first = true;
+  SafetensorsDtype common = SafetensorsDtype::kF32;
+  for (const std::string &name : file.names()) {
+    if (!IsMatrix(name)) continue;
+    const SafetensorsDtype d = file.Find(name)->dtype;
+    if (first) common = d;
+    else if (d != common) common = SafetensorsDtype::kF32;
+    first = false;
+  }
+  *out = common == SafetensorsDtype::kF16 ? TM_F16 : common == SafetensorsDtype::kBF16 ? TM_BF16 : TM_F32;
   return Status::Ok();
 }
 

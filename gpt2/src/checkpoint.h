@@ -1,5 +1,6 @@
 // A GPT-2 checkpoint in Hugging Face layout: config.json plus model.safetensors, read,
-// validated against each other and converted to F32 once.
+// validated against each other and converted once: the weight matrices to the dtype the
+// model keeps them in (F32, F16 or BF16), everything else to F32.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "gpt2/src/status.h"
+#include "tinymlir/tinymlir.h"
 
 namespace tinymlir::gpt2 {
 
@@ -20,6 +22,10 @@ struct Gpt2Config {
   int32_t n_inner = 0;  // 4 * n_embd when config.json says null
   double layer_norm_epsilon = 1e-5;
   int32_t eos_token_id = -1;  // config's eos_token_id; -1 when it has none
+  // The dtype the weight matrices (wte and each block's four projections) are held in and
+  // passed to the programs: TM_F32, TM_F16 or TM_BF16. Not read from config.json: chosen
+  // when the model loads (ChooseMatrixDtype), and part of what a bundle is compiled for.
+  tm_dtype matrices = TM_F32;
 
   int32_t head_dim() const { return n_embd / n_head; }
 };
@@ -46,14 +52,21 @@ Status ReadGpt2Config(const std::string &path, Gpt2Config *config);
 // The same on the text of a config; `name` stands for the file in messages.
 Status ParseGpt2Config(const std::string &name, std::string_view text, Gpt2Config *config);
 
-// One F32 tensor (C-contiguous).
+// One tensor (C-contiguous): F32, or a weight matrix kept in F16/BF16.
 struct Weight {
   std::vector<int64_t> shape;
-  std::vector<float> data;
+  tm_dtype dtype = TM_F32;
+  std::vector<float> data;     // when dtype is TM_F32
+  std::vector<uint16_t> half;  // when dtype is TM_F16 or TM_BF16 (the raw bits)
   // A copy in GPU-reachable memory (tm_managed_alloc) when the model's programs run on the
-  // GPU: passed to them in place, so the weights are uploaded once. Owned by the model.
+  // GPU (always F32): passed to them in place, so the weights are uploaded once. Owned by
+  // the model.
   float *device = nullptr;
-  const float *for_programs() const { return device ? device : data.data(); }
+  const void *for_programs() const {
+    if (device) return device;
+    return dtype == TM_F32 ? static_cast<const void *>(data.data()) : half.data();
+  }
+  size_t bytes() const { return data.size() * sizeof(float) + half.size() * sizeof(uint16_t); }
 };
 
 struct Gpt2Layer {
@@ -81,6 +94,8 @@ struct Gpt2Weights {
 // other layer may), and every tensor's shape must match, before the first byte of weights
 // is allocated. Memory is then proportional to what the file holds, whatever the config
 // says.
+// The matrices come in config.matrices; an F32, F16 or BF16 tensor converts to any of them
+// (to a half type rounding to nearest even).
 Status LoadGpt2Weights(const std::string &safetensors_path, const Gpt2Config &config,
                        Gpt2Weights *weights);
 
@@ -88,5 +103,13 @@ class SafetensorsFile;
 // The same from an opened file.
 Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &config,
                        Gpt2Weights *weights);
+
+// The dtype a model keeps its weight matrices in, for a request (tm_model_options.weights):
+// 0 keeps the checkpoint's own (F16 and BF16 stay half when wte and every projection are
+// stored so; F32 otherwise); TM_F32, TM_F16 and TM_BF16 convert at load. The GPU target
+// holds F32 only: a half request there is TM_ERROR_UNSUPPORTED, and 0 means F32. Any other
+// value is TM_ERROR_INVALID_ARGUMENT.
+Status ChooseMatrixDtype(const SafetensorsFile &file, tm_dtype requested, tm_target target,
+                         tm_dtype *out);
 
 }  // namespace tinymlir::gpt2

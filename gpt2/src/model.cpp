@@ -10,6 +10,8 @@
 #include <deque>
 #include <limits>
 
+#include "gpt2/src/safetensors.h"
+
 namespace tinymlir::gpt2 {
 namespace {
 
@@ -43,7 +45,7 @@ class Tensors {
                         static_cast<int32_t>(shapes_.back().size()), shapes_.back().data(),
                         nullptr});
   }
-  void Add(const Weight &w) { Add(w.for_programs(), w.shape); }
+  void Add(const Weight &w) { Add(w.for_programs(), w.device ? TM_F32 : w.dtype, w.shape); }
   const tm_tensor *data() const { return tensors_.data(); }
   int32_t size() const { return static_cast<int32_t>(tensors_.size()); }
 
@@ -65,11 +67,19 @@ Status Invoke(tm_program *p, const Tensors &in, const Tensors &out) {
 }  // namespace
 
 Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target,
-                       const std::string &bundle_dir, std::unique_ptr<Gpt2Model> *out) {
+                       tm_dtype weights, const std::string &bundle_dir,
+                       std::unique_ptr<Gpt2Model> *out) {
   auto start = Clock::now();
   std::unique_ptr<Gpt2Model> m(new Gpt2Model());
   TM_RETURN_IF_ERROR(ReadGpt2Config(dir + "/config.json", &m->config_));
-  TM_RETURN_IF_ERROR(LoadGpt2Weights(dir + "/model.safetensors", m->config_, &m->weights_));
+  {
+    std::unique_ptr<SafetensorsFile> file;
+    TM_RETURN_IF_ERROR(SafetensorsFile::Open(dir + "/model.safetensors", &file));
+    // A bundle's manifest names its target; the weights are held for that one.
+    if (!bundle_dir.empty()) TM_RETURN_IF_ERROR(BundleTarget(bundle_dir, &target));
+    TM_RETURN_IF_ERROR(ChooseMatrixDtype(*file, weights, target, &m->config_.matrices));
+    TM_RETURN_IF_ERROR(LoadGpt2Weights(*file, m->config_, &m->weights_));
+  }
 
   std::string vocab = dir + "/vocab.json", merges = dir + "/merges.txt";
   bool has_vocab = PathExists(vocab), has_merges = PathExists(merges);

@@ -42,11 +42,13 @@ struct GenerateRequest {
 
 class Gpt2Model {
  public:
-  // Loads config, weights and (when both files exist) the tokenizer from `dir`. Programs
-  // come from the bundle in `bundle_dir` when it is not empty (ctx unused), else from the
-  // compiler over ctx (the model keeps a reference).
+  // Loads config, weights and (when both files exist) the tokenizer from `dir`, the weight
+  // matrices in the dtype ChooseMatrixDtype makes of `weights` (0: as stored). Programs
+  // come from the bundle in `bundle_dir` when it is not empty (ctx unused; its target
+  // rules), else from the compiler over ctx (the model keeps a reference).
   static Status Load(tm_context *ctx, const std::string &dir, tm_target target,
-                     const std::string &bundle_dir, std::unique_ptr<Gpt2Model> *out);
+                     tm_dtype weights, const std::string &bundle_dir,
+                     std::unique_ptr<Gpt2Model> *out);
   ~Gpt2Model();
   Gpt2Model(const Gpt2Model &) = delete;
   Gpt2Model &operator=(const Gpt2Model &) = delete;

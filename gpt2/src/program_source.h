@@ -39,7 +39,11 @@ class ProgramSource {
 Status NewCompilerSource(tm_context *ctx, const Gpt2Config &config, tm_target target,
                          std::unique_ptr<ProgramSource> *out);
 
-// The programs of the bundle in `dir`, once its manifest matches `config`.
+// The target the bundle in `dir` was compiled for (its manifest says).
+Status BundleTarget(const std::string &dir, tm_target *target);
+
+// The programs of the bundle in `dir`, once its manifest matches `config` (dimensions and
+// the weight matrices' dtype).
 Status OpenBundle(const std::string &dir, const Gpt2Config &config,
                   std::unique_ptr<ProgramSource> *out);
 

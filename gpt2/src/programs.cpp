@@ -6,22 +6,25 @@
 namespace tinymlir::gpt2 {
 namespace {
 
-// x @ w + b: a GPT-2 Conv1D (weights stored [in, out]).
+// x @ w + b: a GPT-2 Conv1D (weights stored [in, out]). A half-precision w is promoted by
+// the matmul; the CPU target widens it inside its kernels (never a copy in f32).
 tm_value Linear(Tracer &tr, tm_value x, tm_value w, tm_value b) { return tr.add(tr.matmul(x, w), b); }
 
 void TraceEmbed(Tracer &tr, const Gpt2Config &c, int64_t t) {
   tm_value ids = tr.input(TM_I32, {t});
   tm_value positions = tr.input(TM_I32, {t});
-  tm_value wte = tr.input(TM_F32, {c.vocab_size, c.n_embd});
+  tm_value wte = tr.input(c.matrices, {c.vocab_size, c.n_embd});
   tm_value wpe = tr.input(TM_F32, {c.n_ctx, c.n_embd});
-  tr.end({tr.add(tr.gather(wte, ids), tr.gather(wpe, positions))});  // (t, d)
+  tm_value tokens = tr.gather(wte, ids);  // rows of a half table widen after the gather
+  if (c.matrices != TM_F32) tokens = tr.cast(tokens, TM_F32);
+  tr.end({tr.add(tokens, tr.gather(wpe, positions))});  // (t, d)
 }
 
 void TraceQkv(Tracer &tr, const Gpt2Config &c, int64_t t) {
   const int64_t d = c.n_embd;
   tm_value x = tr.input(TM_F32, {t, d});
   tm_value g = tr.input(TM_F32, {d}), b = tr.input(TM_F32, {d});
-  tm_value w = tr.input(TM_F32, {d, 3 * d}), bias = tr.input(TM_F32, {3 * d});
+  tm_value w = tr.input(c.matrices, {d, 3 * d}), bias = tr.input(TM_F32, {3 * d});
   tm_value qkv = Linear(tr, tr.layer_norm(x, g, b, c.layer_norm_epsilon), w, bias);  // (t, 3d)
   tr.end({tr.slice(qkv, {0, 0}, {t, d}), tr.slice(qkv, {0, d}, {t, 2 * d}),
           tr.slice(qkv, {0, 2 * d}, {t, 3 * d})});
@@ -34,10 +37,10 @@ void TraceAttnMlp(Tracer &tr, const Gpt2Config &c, int64_t t, int64_t l) {
   tm_value k = tr.input(TM_F32, {l, d});
   tm_value v = tr.input(TM_F32, {l, d});
   tm_value mask = tr.input(TM_F32, {t, l});  // 0 = visible, lowest float = hidden
-  tm_value proj_w = tr.input(TM_F32, {d, d}), proj_b = tr.input(TM_F32, {d});
+  tm_value proj_w = tr.input(c.matrices, {d, d}), proj_b = tr.input(TM_F32, {d});
   tm_value ln2_g = tr.input(TM_F32, {d}), ln2_b = tr.input(TM_F32, {d});
-  tm_value fc_w = tr.input(TM_F32, {d, inner}), fc_b = tr.input(TM_F32, {inner});
-  tm_value mp_w = tr.input(TM_F32, {inner, d}), mp_b = tr.input(TM_F32, {d});
+  tm_value fc_w = tr.input(c.matrices, {d, inner}), fc_b = tr.input(TM_F32, {inner});
+  tm_value mp_w = tr.input(c.matrices, {inner, d}), mp_b = tr.input(TM_F32, {d});
 
   tm_value qh = tr.transpose(tr.reshape(q, {t, h, hd}), {1, 0, 2});   // (h, t, hd)
   tm_value kt = tr.transpose(tr.reshape(k, {l, h, hd}), {1, 2, 0});   // (h, hd, l)
@@ -56,7 +59,7 @@ void TraceHead(Tracer &tr, const Gpt2Config &c) {
   const int64_t d = c.n_embd;
   tm_value x = tr.input(TM_F32, {1, d});
   tm_value g = tr.input(TM_F32, {d}), b = tr.input(TM_F32, {d});
-  tm_value wte = tr.input(TM_F32, {c.vocab_size, d});
+  tm_value wte = tr.input(c.matrices, {c.vocab_size, d});
   // wte @ x^T: the tied LM head without transposing the (V, d) table; N = 1 makes it a
   // single GEMV on the CPU target.
   tm_value col = tr.reshape(tr.layer_norm(x, g, b, c.layer_norm_epsilon), {d, 1});

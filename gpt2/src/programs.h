@@ -9,6 +9,9 @@
 //                    c_proj w/b, ln_2 g/b, c_fc w/b, mlp c_proj w/b -> x' (T, d)
 //   head:            x (1, d), ln_f g/b, wte (V, d)                -> logits (V)
 //
+// wte and the blocks' four projection matrices are inputs of dtype config.matrices (F32,
+// F16 or BF16); everything else is F32.
+//
 // The KV cache lives outside the programs (the model writes k, v rows at their positions),
 // so the decode step has one fixed shape per cache bucket L and the attention reads only
 // L <= n_ctx cached rows.

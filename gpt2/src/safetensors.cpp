@@ -145,6 +145,34 @@ float BF16BitsToF32(uint16_t b) {
   return f;
 }
 
+uint16_t F32ToF16Bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x > 0x7f800000u) return sign | 0x7e00u | static_cast<uint16_t>((x >> 13) & 0x3ffu);
+  if (x >= 0x477ff000u) return sign | 0x7c00u;  // from 65520 (and infinity): infinity
+  // Rounds q + rem / 2^shift to nearest even.
+  auto round = [](uint32_t q, uint32_t rem, uint32_t half) {
+    return rem > half || (rem == half && (q & 1u)) ? q + 1 : q;
+  };
+  if (x < 0x38800000u) {  // below 2^-14: an F16 subnormal (or zero), in steps of 2^-24
+    const uint32_t e = x >> 23;
+    if (e < 102) return sign;  // below 2^-25: rounds to zero
+    const uint32_t m = (x & 0x7fffffu) | 0x800000u, shift = 126 - e;
+    return sign | static_cast<uint16_t>(round(m >> shift, m & ((1u << shift) - 1), 1u << (shift - 1)));
+  }
+  x -= 0x38000000u;  // re-bias the exponent (127 -> 15); a carry from rounding moves it up
+  return sign | static_cast<uint16_t>(round(x >> 13, x & 0x1fffu, 0x1000u));
+}
+
+uint16_t F32ToBF16Bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x0040u);
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
 int64_t TensorInfo::num_elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -291,6 +319,36 @@ Status SafetensorsFile::ReadAsF32(const std::string &name, std::vector<float> *o
       uint16_t bits;
       std::memcpy(&bits, info->data + 2 * i, sizeof bits);  // data may be unaligned
       (*out)[i] = half ? F16BitsToF32(bits) : BF16BitsToF32(bits);
+    }
+  }
+  DropPages(*info);
+  return Status::Ok();
+}
+
+Status SafetensorsFile::ReadAsHalf(const std::string &name, SafetensorsDtype dtype,
+                                   std::vector<uint16_t> *out) const {
+  if (out == nullptr) return InvalidArgument("ReadAsHalf: out is null");
+  if (dtype == SafetensorsDtype::kF32) return InvalidArgument("ReadAsHalf: F32 is not a half type");
+  const TensorInfo *info = Find(name);
+  if (info == nullptr) {
+    return InvalidArgument("safetensors file '" + path_ + "': no tensor named '" + name + "'");
+  }
+  const size_t n = info->nbytes / SafetensorsDtypeSize(info->dtype);
+  out->resize(n);
+  if (info->dtype == dtype) {
+    if (n > 0) std::memcpy(out->data(), info->data, info->nbytes);
+  } else {
+    auto narrow = dtype == SafetensorsDtype::kF16 ? &F32ToF16Bits : &F32ToBF16Bits;
+    for (size_t i = 0; i < n; ++i) {
+      float value;
+      if (info->dtype == SafetensorsDtype::kF32) {
+        std::memcpy(&value, info->data + 4 * i, sizeof value);  // data may be unaligned
+      } else {
+        uint16_t bits;
+        std::memcpy(&bits, info->data + 2 * i, sizeof bits);
+        value = info->dtype == SafetensorsDtype::kF16 ? F16BitsToF32(bits) : BF16BitsToF32(bits);
+      }
+      (*out)[i] = narrow(value);
     }
   }
   DropPages(*info);

@@ -37,6 +37,10 @@ const char *SafetensorsDtypeName(SafetensorsDtype dtype);
 // subnormals, signed zeros, infinities and NaN payloads; BF16 is the upper half of an F32.
 float F16BitsToF32(uint16_t bits);
 float BF16BitsToF32(uint16_t bits);
+// Rounding to nearest even: values past F16's largest become infinities, NaNs stay quiet
+// NaNs of their sign.
+uint16_t F32ToF16Bits(float f);
+uint16_t F32ToBF16Bits(float f);
 
 struct TensorInfo {
   std::string name;
@@ -78,6 +82,10 @@ class SafetensorsFile {
   // tensor's mapped pages (reading it again faults them back in). TM_ERROR_INVALID_ARGUMENT
   // when the tensor does not exist or `out` is null.
   Status ReadAsF32(const std::string &name, std::vector<float> *out) const;
+  // The same into F16 or BF16 bits (`dtype` kF16 or kBF16): copied when the tensor is
+  // stored so, else rounded from its F32 value.
+  Status ReadAsHalf(const std::string &name, SafetensorsDtype dtype,
+                    std::vector<uint16_t> *out) const;
 
  private:
   SafetensorsFile() = default;

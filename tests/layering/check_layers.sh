@@ -25,6 +25,9 @@ violations 'tinymlir/|capi/|gpt2/' "core/ includes the C API or the GPT-2 applic
 # MLIR, and nothing of the compiler half.
 engine="core/trace core/engine core/cache/program_file.h core/cache/program_file.cpp
   core/target/cpu/gemv_kernels.h core/target/cpu/gemv_kernels.cpp core/target/cpu/worker_pool.h
+  core/target/cpu/half_convert.h core/target/cpu/half_convert.cpp core/target/cpu/half_matmul.h
+  core/target/cpu/half_matmul.cpp core/target/cpu/kernel_times.h core/target/cpu/kernel_times.cpp
+  core/target/cpu/parallel_for.h core/target/cpu/parallel_for.cpp
   core/target/cpu/worker_pool.cpp core/target/cpu/runtime_symbols.h
   core/target/cpu/runtime_symbols.cpp core/support/status.h core/support/build_id.h
   core/support/build_id.cpp

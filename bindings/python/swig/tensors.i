@@ -20,9 +20,11 @@ static void tmpy_tensors_free(tmpy_tensors *t) {
   memset(t, 0, sizeof *t);
 }
 
-/* The tm_dtype of a NumPy dtype: float32/64, int32/64 and bool, in native byte order. */
+/* The tm_dtype of a NumPy dtype: float16/32/64, int32/64 and bool, in native byte order
+ * (NumPy has no bfloat16: TM_BF16 tensors cannot come from arrays). */
 static int tmpy_dtype(PyArray_Descr *descr, tm_dtype *out) {
   if (PyArray_ISNBO(descr->byteorder) || descr->byteorder == '|') {
+    if (descr->kind == 'f' && descr->elsize == 2) return *out = TM_F16, 1;
     if (descr->kind == 'f' && descr->elsize == 4) return *out = TM_F32, 1;
     if (descr->kind == 'f' && descr->elsize == 8) return *out = TM_F64, 1;
     if (descr->kind == 'i' && descr->elsize == 4) return *out = TM_I32, 1;
@@ -68,8 +70,8 @@ static int tmpy_tensors_from(PyObject *obj, int single, int writable, const char
     if (!tmpy_dtype(PyArray_DESCR(a), &tensor->dtype)) {
       PyObject *name = PyObject_Str((PyObject *)PyArray_DESCR(a));
       tmpy_fail(TM_ERROR_DTYPE,
-                "%s: %s %zd has dtype %s, which tinymlir does not support (float32, float64, "
-                "int32, int64 and bool, in native byte order)",
+                "%s: %s %zd has dtype %s, which tinymlir does not support (float16, float32, "
+                "float64, int32, int64 and bool, in native byte order)",
                 fn, what, i, name ? PyUnicode_AsUTF8(name) : "?");
       Py_XDECREF(name);
       return 0;

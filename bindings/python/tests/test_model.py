@@ -265,3 +265,22 @@ def test_stats(kjv):
     kjv.generate("In the beginning", max_new_tokens=4)
     stats = kjv.stats
     assert stats["decode_tokens"] == 3 and stats["load_seconds"] > 0
+
+
+def test_weights_dtype_option(kjv):
+    """kjv-tiny is stored in F16 and held so by default: the same logits, bit for bit, as held
+    in F32. An F32 checkpoint held in F16 or BF16 stays close to F32."""
+    prompt = [464, 262, 3726, 1793]
+    wide = tm.Model.load(KJV_TINY, weights="f32")
+    np.testing.assert_array_equal(kjv.logits(prompt), wide.logits(prompt))
+    wide.close()
+    f32 = tm.Model.load(TINY_A)
+    want = f32.logits([1, 2, 3])
+    for weights, tolerance in (("f16", 2e-3), ("bf16", 1.2e-2)):
+        half = tm.Model.load(TINY_A, weights=weights)
+        got = half.logits([1, 2, 3])
+        assert np.abs(got - want).max() <= tolerance * np.abs(want).max(), weights
+        half.close()
+    f32.close()
+    with pytest.raises(ValueError, match="weights"):
+        tm.Model.load(TINY_A, weights="f8")

@@ -1,7 +1,10 @@
 """NumPy dtypes <-> tm_dtype.
 
-tinymlir has five element types. Everything else (float16, unsigned ints, complex, ...)
-is refused with a DtypeError that says what is supported, rather than converted silently.
+NumPy's float16 is tinymlir's f16, a storage type (arrays of it pass in and out, casts and
+matmuls with float32 promote it; arithmetic on it is refused). tinymlir's bf16 has no NumPy
+dtype: a program with a bf16 input or output cannot be called from NumPy. Everything else
+(unsigned ints, complex, ...) is refused with a DtypeError that says what is supported,
+rather than converted silently.
 """
 import numpy as np
 
@@ -9,6 +12,7 @@ from . import capi
 from ._errors import DtypeError
 
 _TO_TM = {
+    np.dtype(np.float16): capi.TM_F16,
     np.dtype(np.float32): capi.TM_F32,
     np.dtype(np.float64): capi.TM_F64,
     np.dtype(np.int32): capi.TM_I32,
@@ -17,7 +21,7 @@ _TO_TM = {
 }
 _FROM_TM = {v: k for k, v in _TO_TM.items()}
 
-SUPPORTED = "float32, float64, int32, int64 and bool"
+SUPPORTED = "float16, float32, float64, int32, int64 and bool"
 
 
 def to_tm(dtype, what="array"):
@@ -34,4 +38,7 @@ def to_tm(dtype, what="array"):
 
 def from_tm(tm_dtype):
     """The NumPy dtype of a tm_dtype."""
+    if tm_dtype not in _FROM_TM:
+        raise DtypeError(f"tinymlir dtype {tm_dtype} ({'bf16' if tm_dtype == capi.TM_BF16 else '?'}) "
+                         "has no NumPy dtype")
     return _FROM_TM[tm_dtype]

@@ -31,15 +31,20 @@ class Model(_Handle):
     _kind = "model"
 
     @classmethod
-    def load(cls, directory, target="cpu", context=None):
+    def load(cls, directory, target="cpu", context=None, weights=None):
         """Loads config.json, model.safetensors and (if present) vocab.json + merges.txt
         from `directory`. Raises LoadError for missing or malformed files. The model keeps
         its own reference to the context (default: the process-wide one), which may be
-        closed first."""
+        closed first. `weights`: the dtype the weight matrices are held in, "f32", "f16" or
+        "bf16" (default None: as the checkpoint stores them)."""
         context = context if context is not None else default_context()
         options = capi.tm_model_options()
         capi.tm_model_options_init(options)
         options.target = int(Target.of(target))
+        kinds = {None: 0, "f32": capi.TM_F32, "f16": capi.TM_F16, "bf16": capi.TM_BF16}
+        if weights not in kinds:
+            raise ValueError(f"weights must be None, 'f32', 'f16' or 'bf16', not {weights!r}")
+        options.weights = kinds[weights]
         with context._using() as ctx:
             return cls(capi.tm_model_load(ctx, str(directory), options))
 

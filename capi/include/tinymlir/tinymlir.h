@@ -104,7 +104,15 @@ typedef TM_ENUM(tm_dtype) {
   TM_F64 = 2,
   TM_I32 = 3,
   TM_I64 = 4,
-  TM_BOOL = 5 /* one byte per element, 0 or 1 */
+  TM_BOOL = 5, /* one byte per element, 0 or 1 */
+  /* Half precision, two bytes per element: IEEE binary16 (NumPy's float16) and bfloat16
+   * (the top half of an f32). Storage types: inputs, outputs, constants, data movement
+   * (reshape, transpose, slice, concat, gather, where) and casts take them, and a matmul of
+   * an f32 and a half operand promotes to f32 (a read-only half weight is then widened
+   * inside the CPU target's matrix kernels, never copied); arithmetic on them is
+   * TM_ERROR_DTYPE: cast to TM_F32 first. */
+  TM_F16 = 6,
+  TM_BF16 = 7
 } tm_dtype;
 
 typedef TM_ENUM(tm_target) { TM_TARGET_CPU = 0, TM_TARGET_GPU = 1 } tm_target;
@@ -402,7 +410,8 @@ TM_API tm_status tm_op_concat(tm_trace *trace, const tm_value *xs, int32_t n, in
 TM_API tm_status tm_op_gather(tm_trace *trace, tm_value table, tm_value indices,
                               tm_value *out);
 
-/* Converts x to dtype (floats to ints truncate toward zero; to bool is "!= 0").
+/* Converts x to dtype (floats to ints truncate toward zero; to bool is "!= 0"; to f16 and
+ * bf16 rounds to nearest even, through f32 from f64 and integers, which can round twice).
  * Errors: TM_ERROR_DTYPE. */
 TM_API tm_status tm_op_cast(tm_trace *trace, tm_value x, tm_dtype dtype, tm_value *out);
 

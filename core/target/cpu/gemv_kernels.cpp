@@ -1,9 +1,12 @@
 #include "core/target/cpu/gemv_kernels.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
+#include "core/target/cpu/half_convert.h"
 #include "core/target/cpu/kernel_times.h"
 #include "core/target/cpu/worker_pool.h"
 
@@ -21,65 +24,165 @@ constexpr int64_t kRowsPerChunk = 128;
 // GPT-2's LM head): small enough that the last blocks finish close together.
 constexpr int64_t kRowsPerBlock = 1024;
 
+// The kernels are written once over an element type `E` (f32, f16 or bf16 bits) and
+// instantiated twice: with AVX2 intrinsics (f16 widened by F16C, bf16 by a shift, eight
+// elements at a time, straight from the streamed row into a register) and as portable scalar
+// code. Every variant does the same operations in the same order on every element: separate
+// multiplies and adds (never a fused multiply-add: the file is compiled with
+// -ffp-contract=off, and the AVX2 variant has no FMA), so
+// - results do not depend on which variant a machine runs, and
+// - a half-precision matrix gives exactly the bits of its f32 widening (an F16 checkpoint
+//   keeps the tokens of F32), since widening is exact.
+struct F32 {
+  using T = float;
+  static float One(const float *p) { return *p; }
+  __attribute__((target("avx2,f16c"), always_inline)) static __m256 Eight(const float *p) {
+    return _mm256_loadu_ps(p);
+  }
+};
+struct F16 {
+  using T = uint16_t;
+  static float One(const uint16_t *p) { return HalfToFloat(HalfKind::kF16, *p); }
+  __attribute__((target("avx2,f16c"), always_inline)) static __m256 Eight(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  }
+};
+struct BF16 {
+  using T = uint16_t;
+  static float One(const uint16_t *p) { return HalfToFloat(HalfKind::kBF16, *p); }
+  __attribute__((target("avx2,f16c"), always_inline)) static __m256 Eight(const uint16_t *p) {
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+};
+
+// Which variant this machine runs (AVX2 and F16C, or the portable code).
+bool UseAvx2() {
+  static const bool avx2 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  }();
+  return avx2;
+}
+
+// y[j] += x[k] W[k, j] + ... for one group of `rows` (1 or 8) rows from k, columns [j0, n),
+// one element at a time: the sum over the group's rows first, in row order, then added to y.
+template <typename E>
+inline void RowsScalar(const float *x, const typename E::T *w, int64_t ldw, float *y,
+                       int64_t k, int rows, int64_t j0, int64_t n) {
+  for (int64_t j = j0; j < n; ++j) {
+    float t = x[k] * E::One(w + k * ldw + j);
+    for (int r = 1; r < rows; ++r) t = t + x[k + r] * E::One(w + (k + r) * ldw + j);
+    y[j] = y[j] + t;
+  }
+}
+
 // y[0..n) += x[k0..k1) @ W[k0..k1, :]. Eight rows at a time: y is loaded and stored once
-// per eight streamed rows.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void RowsKernel(const float *x, const float *w, int64_t ldw, float *y, int64_t k0, int64_t k1,
-                int64_t n) {
+// per eight streamed rows; the rows left over one at a time.
+template <typename E>
+__attribute__((target("avx2,f16c"))) void RowsAvx2(const float *x, const typename E::T *w,
+                                                   int64_t ldw, float *y, int64_t k0,
+                                                   int64_t k1, int64_t n) {
   int64_t k = k0;
   for (; k + 8 <= k1; k += 8) {
-    const float *w0 = w + k * ldw;
-    const float a0 = x[k], a1 = x[k + 1], a2 = x[k + 2], a3 = x[k + 3];
-    const float a4 = x[k + 4], a5 = x[k + 5], a6 = x[k + 6], a7 = x[k + 7];
-    for (int64_t j = 0; j < n; ++j)
-      y[j] += a0 * w0[j] + a1 * w0[ldw + j] + a2 * w0[2 * ldw + j] + a3 * w0[3 * ldw + j] +
-              a4 * w0[4 * ldw + j] + a5 * w0[5 * ldw + j] + a6 * w0[6 * ldw + j] +
-              a7 * w0[7 * ldw + j];
+    const typename E::T *w0 = w + k * ldw;
+    __m256 a[8];
+    for (int r = 0; r < 8; ++r) a[r] = _mm256_set1_ps(x[k + r]);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      __m256 t = _mm256_mul_ps(a[0], E::Eight(w0 + j));
+      for (int r = 1; r < 8; ++r) t = _mm256_add_ps(t, _mm256_mul_ps(a[r], E::Eight(w0 + r * ldw + j)));
+      _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j), t));
+    }
+    RowsScalar<E>(x, w, ldw, y, k, 8, j, n);
   }
   for (; k < k1; ++k) {
-    const float *wk = w + k * ldw;
-    const float a = x[k];
-    for (int64_t j = 0; j < n; ++j) y[j] += a * wk[j];
+    const __m256 a = _mm256_set1_ps(x[k]);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+      _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j),
+                                            _mm256_mul_ps(a, E::Eight(w + k * ldw + j))));
+    RowsScalar<E>(x, w, ldw, y, k, 1, j, n);
   }
+}
+
+template <typename E>
+void RowsPortable(const float *x, const typename E::T *w, int64_t ldw, float *y, int64_t k0,
+                  int64_t k1, int64_t n) {
+  int64_t k = k0;
+  for (; k + 8 <= k1; k += 8) RowsScalar<E>(x, w, ldw, y, k, 8, 0, n);
+  for (; k < k1; ++k) RowsScalar<E>(x, w, ldw, y, k, 1, 0, n);
+}
+
+template <typename E>
+void RowsKernel(const float *x, const typename E::T *w, int64_t ldw, float *y, int64_t k0,
+                int64_t k1, int64_t n) {
+  if (UseAvx2()) RowsAvx2<E>(x, w, ldw, y, k0, k1, n);
+  else RowsPortable<E>(x, w, ldw, y, k0, k1, n);
 }
 
 // Dot products of `S` rows of A with a contiguous x, in lockstep: each row is its own
 // stream (more prefetch streams in flight than one row after another: GPT-2's LM head,
 // interleaved runs, median 9.4 ms with four against 10.5 ms row by row, on a VM whose
-// figures move 20% between runs). Every row is summed the same way: eight
-// lanes over j, then the lanes in order, then the tail.
-template <int S>
-inline void DotRows(const float *const *row, const float *x, int64_t k, float *out) {
-  float acc[S][8] = {};
-  int64_t j = 0;
-  for (; j + 8 <= k; j += 8)
-    for (int s = 0; s < S; ++s)
-      for (int l = 0; l < 8; ++l) acc[s][l] += row[s][j + l] * x[j + l];
+// figures move 20% between runs). Every row is summed the same way: eight lanes over j
+// (lane l takes j = l mod 8), then the lanes in order, then the tail.
+template <typename E, int S>
+inline void DotFinish(float (*acc)[8], const typename E::T *const *row, const float *x,
+                      int64_t body, int64_t k, float *out) {
   for (int s = 0; s < S; ++s) {
     float sum = 0.0f;
-    for (int l = 0; l < 8; ++l) sum += acc[s][l];
-    for (int64_t jj = j; jj < k; ++jj) sum += row[s][jj] * x[jj];
+    for (int l = 0; l < 8; ++l) sum = sum + acc[s][l];
+    for (int64_t j = body; j < k; ++j) sum = sum + E::One(row[s] + j) * x[j];
     out[s] = sum;
   }
 }
 
+template <typename E, int S>
+__attribute__((target("avx2,f16c"))) void DotRowsAvx2(const typename E::T *const *row,
+                                                      const float *x, int64_t k, float *out) {
+  __m256 acc[S];
+  for (int s = 0; s < S; ++s) acc[s] = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= k; j += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + j);
+    for (int s = 0; s < S; ++s) acc[s] = _mm256_add_ps(acc[s], _mm256_mul_ps(E::Eight(row[s] + j), xv));
+  }
+  float lanes[S][8];
+  for (int s = 0; s < S; ++s) _mm256_storeu_ps(lanes[s], acc[s]);
+  DotFinish<E, S>(lanes, row, x, j, k, out);
+}
+
+template <typename E, int S>
+void DotRowsPortable(const typename E::T *const *row, const float *x, int64_t k, float *out) {
+  float acc[S][8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= k; j += 8)
+    for (int s = 0; s < S; ++s)
+      for (int l = 0; l < 8; ++l) acc[s][l] = acc[s][l] + E::One(row[s] + j + l) * x[j + l];
+  DotFinish<E, S>(acc, row, x, j, k, out);
+}
+
 // y[i * incy] += A row i . x for rows [i0, i1): four quarters of the range side by side.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void DotsKernel(const float *a, int64_t lda, const float *x, int64_t k, float *y, int64_t incy,
-                int64_t i0, int64_t i1) {
+template <typename E>
+void DotsKernel(const typename E::T *a, int64_t lda, const float *x, int64_t k, float *y,
+                int64_t incy, int64_t i0, int64_t i1) {
   constexpr int kStreams = 4;
+  const bool avx2 = UseAvx2();
   const int64_t quarter = (i1 - i0) / kStreams;
   for (int64_t r = 0; r < quarter; ++r) {
-    const float *rows[kStreams];
+    const typename E::T *rows[kStreams];
     for (int s = 0; s < kStreams; ++s) rows[s] = a + (i0 + s * quarter + r) * lda;
     float sums[kStreams];
-    DotRows<kStreams>(rows, x, k, sums);
+    if (avx2) DotRowsAvx2<E, kStreams>(rows, x, k, sums);
+    else DotRowsPortable<E, kStreams>(rows, x, k, sums);
     for (int s = 0; s < kStreams; ++s) y[(i0 + s * quarter + r) * incy] += sums[s];
   }
   for (int64_t i = i0 + kStreams * quarter; i < i1; ++i) {
-    const float *row = a + i * lda;
+    const typename E::T *row = a + i * lda;
     float sum;
-    DotRows<1>(&row, x, k, &sum);
+    if (avx2) DotRowsAvx2<E, 1>(&row, x, k, &sum);
+    else DotRowsPortable<E, 1>(&row, x, k, &sum);
     y[i * incy] += sum;
   }
 }
@@ -103,23 +206,25 @@ using tinymlir::WorkerPool;
 
 using tinymlir::kRowsPerChunk;
 
-extern "C" void tm_rt_sgemv_row(int64_t k, int64_t n, const float *x, const float *w,
-                                int64_t ldw, float *y) {
-  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
-  // The summed rows are cut into chunks of a fixed size, whatever the number of threads;
-  // each chunk's sum goes to its own partial vector, and the partials are added to y in
-  // chunk order. So every y[j] is summed in the same order for any TINYMLIR_NUM_THREADS
-  // (bit-identical results), while each participant still streams whole contiguous rows
-  // (splitting over the outputs instead measured 6-11% slower on GPT-2's decode products).
-  // Which path runs depends on the shape alone.
+namespace {
+
+// y[0..n) += x @ W for W's k rows, where rows(out, k0, k1) adds x[k0..k1) @ W[k0..k1, :]
+// into out. The summed rows are cut into chunks of a fixed size, whatever the number of
+// threads; each chunk's sum goes to its own partial vector, and the partials are added to y
+// in chunk order. So every y[j] is summed in the same order for any TINYMLIR_NUM_THREADS
+// (bit-identical results), while each participant still streams whole contiguous rows
+// (splitting over the outputs instead measured 6-11% slower on GPT-2's decode products).
+// Which path runs depends on the shape alone.
+template <typename Rows>
+void GemvRow(int64_t k, int64_t n, float *y, const Rows &rows) {
   if (k * n < tinymlir::kParallelElements || k <= kRowsPerChunk) {
-    tinymlir::RowsKernel(x, w, ldw, y, 0, k, n);
+    rows(y, 0, k);
     return;
   }
   const int64_t chunks = (k + kRowsPerChunk - 1) / kRowsPerChunk;
   float *partial = static_cast<float *>(std::calloc(static_cast<size_t>(chunks * n), sizeof(float)));
   if (!partial) {  // no scratch: the rows in one pass (another summation order)
-    tinymlir::RowsKernel(x, w, ldw, y, 0, k, n);
+    rows(y, 0, k);
     return;
   }
   WorkerPool &pool = WorkerPool::Get();
@@ -130,24 +235,25 @@ extern "C" void tm_rt_sgemv_row(int64_t k, int64_t n, const float *x, const floa
   std::atomic<int64_t> next_chunk{0};
   auto run = [&](int) {
     for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < chunks;)
-      tinymlir::RowsKernel(x, w, ldw, partial + c * n, c * kRowsPerChunk,
-                           std::min(k, (c + 1) * kRowsPerChunk), n);
+      rows(partial + c * n, c * kRowsPerChunk, std::min(k, (c + 1) * kRowsPerChunk));
   };
   if (pool.size() > 1) pool.ParallelFor(run); else run(0);
   for (int64_t c = 0; c < chunks; ++c) tinymlir::AddInto(y, partial + c * n, n);
   std::free(partial);
 }
 
-extern "C" void tm_rt_sgemv_col(int64_t m, int64_t k, const float *a, int64_t lda,
-                                const float *x, int64_t incx, float *y, int64_t incy) {
-  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+// y[i * incy] += A row i . x for A's m rows, where dots(x, i0, i1) adds rows [i0, i1)
+// against a contiguous x into y, and element(i, j) reads A[i, j] (for the fallback).
+template <typename Dots, typename Element>
+void GemvCol(int64_t m, int64_t k, const float *x, int64_t incx, float *y, int64_t incy,
+             const Dots &dots, const Element &element) {
   float *packed = nullptr;
   if (incx != 1) {  // gather a strided x once; the kernel streams A against it m times
     packed = static_cast<float *>(std::malloc(static_cast<size_t>(k) * sizeof(float)));
     if (!packed) {  // no scratch: dot products straight from the strided x
       for (int64_t i = 0; i < m; ++i) {
         float sum = 0.0f;
-        for (int64_t j = 0; j < k; ++j) sum += a[i * lda + j] * x[j * incx];
+        for (int64_t j = 0; j < k; ++j) sum += element(i, j) * x[j * incx];
         y[i * incy] += sum;
       }
       return;
@@ -157,16 +263,63 @@ extern "C" void tm_rt_sgemv_col(int64_t m, int64_t k, const float *a, int64_t ld
   }
   WorkerPool &pool = WorkerPool::Get();
   if (m * k < tinymlir::kParallelElements || pool.size() == 1) {
-    tinymlir::DotsKernel(a, lda, x, k, y, incy, 0, m);
+    dots(x, 0, m);
   } else {
-    // Blocks of rows taken from a shared counter, as in tm_rt_sgemv_row; each output is
-    // one thread's dot product, so the split never changes the bits.
+    // Blocks of rows taken from a shared counter, as in GemvRow; each output is one
+    // thread's dot product, so the split never changes the bits.
     const int64_t block = tinymlir::kRowsPerBlock;
     std::atomic<int64_t> next_row{0};
     pool.ParallelFor([&](int) {
       for (int64_t i0; (i0 = next_row.fetch_add(block, std::memory_order_relaxed)) < m;)
-        tinymlir::DotsKernel(a, lda, x, k, y, incy, i0, std::min(m, i0 + block));
+        dots(x, i0, std::min(m, i0 + block));
     });
   }
   std::free(packed);
+}
+
+}  // namespace
+
+extern "C" void tm_rt_sgemv_row(int64_t k, int64_t n, const float *x, const float *w,
+                                int64_t ldw, float *y) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  GemvRow(k, n, y, [&](float *out, int64_t k0, int64_t k1) {
+    tinymlir::RowsKernel<tinymlir::F32>(x, w, ldw, out, k0, k1, n);
+  });
+}
+
+extern "C" void tm_rt_hgemv_row(int32_t dtype, int64_t k, int64_t n, const float *x,
+                                const uint16_t *w, int64_t ldw, float *y) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  const bool f16 = static_cast<tinymlir::HalfKind>(dtype) == tinymlir::HalfKind::kF16;
+  GemvRow(k, n, y, [&](float *out, int64_t k0, int64_t k1) {
+    if (f16) tinymlir::RowsKernel<tinymlir::F16>(x, w, ldw, out, k0, k1, n);
+    else tinymlir::RowsKernel<tinymlir::BF16>(x, w, ldw, out, k0, k1, n);
+  });
+}
+
+extern "C" void tm_rt_sgemv_col(int64_t m, int64_t k, const float *a, int64_t lda,
+                                const float *x, int64_t incx, float *y, int64_t incy) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  GemvCol(
+      m, k, x, incx, y, incy,
+      [&](const float *xs, int64_t i0, int64_t i1) {
+        tinymlir::DotsKernel<tinymlir::F32>(a, lda, xs, k, y, incy, i0, i1);
+      },
+      [&](int64_t i, int64_t j) { return a[i * lda + j]; });
+}
+
+extern "C" void tm_rt_hgemv_col(int32_t dtype, int64_t m, int64_t k, const uint16_t *a,
+                                int64_t lda, const float *x, int64_t incx, float *y,
+                                int64_t incy) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  const auto kind = static_cast<tinymlir::HalfKind>(dtype);
+  GemvCol(
+      m, k, x, incx, y, incy,
+      [&](const float *xs, int64_t i0, int64_t i1) {
+        if (kind == tinymlir::HalfKind::kF16)
+          tinymlir::DotsKernel<tinymlir::F16>(a, lda, xs, k, y, incy, i0, i1);
+        else
+          tinymlir::DotsKernel<tinymlir::BF16>(a, lda, xs, k, y, incy, i0, i1);
+      },
+      [&](int64_t i, int64_t j) { return tinymlir::HalfToFloat(kind, a[i * lda + j]); });
 }

@@ -1,4 +1,5 @@
-// Matrix-vector kernels for single-row and single-column f32 products, the shape of every
+// Matrix-vector kernels for single-row and single-column f32 products (f32 vectors; the
+// matrix f32, f16 or bf16), the shape of every
 // product in a decode step. They are memory-bound: each streams its matrix once, split into
 // contiguous chunks across the worker pool, and reaches the machine's read bandwidth. Their
 // summation order depends on the shapes alone, never on the number of threads, so results
@@ -19,5 +20,13 @@ void tm_rt_sgemv_row(int64_t k, int64_t n, const float *x, const float *w, int64
 // y[i * incy] += sum_j A[i * lda + j] * x[j * incx], i in [0, m), j in [0, k): A row-major.
 void tm_rt_sgemv_col(int64_t m, int64_t k, const float *a, int64_t lda, const float *x,
                      int64_t incx, float *y, int64_t incy);
+
+// The same with W, or A, in half precision (dtype: TM_F16 = 6 or TM_BF16 = 7, the C API's
+// values), widened inside the kernel: the results are bit for bit those of the f32 kernels
+// on the widened matrix, at half the bytes streamed.
+void tm_rt_hgemv_row(int32_t dtype, int64_t k, int64_t n, const float *x, const uint16_t *w,
+                     int64_t ldw, float *y);
+void tm_rt_hgemv_col(int32_t dtype, int64_t m, int64_t k, const uint16_t *a, int64_t lda,
+                     const float *x, int64_t incx, float *y, int64_t incy);
 
 }  // extern "C"

@@ -8,6 +8,8 @@
 
 #include "core/engine/guarded_call.h"
 #include "core/target/cpu/gemv_kernels.h"
+#include "core/target/cpu/half_matmul.h"
+#include "core/target/cpu/parallel_for.h"
 #include "core/target/cpu/kernel_times.h"
 
 extern "C" void tm_rt_memref_copy(int64_t elem_size, void *src_arg, void *dst_arg) {
@@ -89,6 +91,10 @@ const std::unordered_map<std::string, void *> &RuntimeSymbols() {
       {"cblas_dgemv", reinterpret_cast<void *>(&TimedBlas<&cblas_dgemv>::Call)},
       {"tm_rt_sgemv_row", reinterpret_cast<void *>(&tm_rt_sgemv_row)},
       {"tm_rt_sgemv_col", reinterpret_cast<void *>(&tm_rt_sgemv_col)},
+      {"tm_rt_hgemv_row", reinterpret_cast<void *>(&tm_rt_hgemv_row)},
+      {"tm_rt_hgemv_col", reinterpret_cast<void *>(&tm_rt_hgemv_col)},
+      {"tm_rt_sgemm_half", reinterpret_cast<void *>(&tm_rt_sgemm_half)},
+      {"tm_rt_parallel_for", reinterpret_cast<void *>(&tm_rt_parallel_for)},
       {"memrefCopy", reinterpret_cast<void *>(&tm_rt_memref_copy)},
       // Temporaries go through the engine's guarded allocator (core/engine/guarded_call.h):
       // a failed allocation becomes TM_ERROR_OUT_OF_MEMORY instead of a write through NULL.

@@ -31,7 +31,7 @@ typedef struct tm_model tm_model;
  * made the call, at least once when total > 0 (with done == total last). */
 typedef void (*tm_progress_callback)(void *user, int32_t done, int32_t total);
 
-/* First published layout: struct_size 8 (target); bundle_dir from 16. */
+/* First published layout: struct_size 8 (target); bundle_dir from 16; weights from 24. */
 typedef struct tm_model_options {
   uint32_t struct_size; /* sizeof(tm_model_options); set by tm_model_options_init */
   tm_target target;     /* TM_TARGET_CPU (default) or TM_TARGET_GPU: programs compile for
@@ -42,13 +42,23 @@ typedef struct tm_model_options {
    * written by tm_model_compile_bundle: programs are loaded from it (tm_program_load, no
    * compiler involved) and a program it lacks is an error. */
   const char *bundle_dir;
+  /* The dtype the weight matrices (wte and each block's four projections; 97% of GPT-2's
+   * weights) are held in and streamed from. 0 (default): as the checkpoint stores them (an
+   * F16 or BF16 checkpoint stays half precision, with the tokens of its F32 widening: the
+   * CPU kernels widen exactly and sum in the same order). TM_F16 or TM_BF16: converted at
+   * load (rounded to nearest even), half the memory and about half the bytes per decoded
+   * token; the README gives the measured accuracy. TM_F32: widened at load. The GPU target
+   * holds F32 (a half request there is TM_ERROR_UNSUPPORTED). A bundle is compiled for one
+   * choice and names it in its manifest. */
+  tm_dtype weights;
 } tm_model_options;
 
 /* Fills options with the defaults: the CPU target. */
 TM_API void tm_model_options_init(tm_model_options *options);
 
 /* Loads a GPT-2 checkpoint in Hugging Face layout from the folder `dir`: config.json and
- * model.safetensors (F32, F16 or BF16 weights, converted to F32 once; keys with or without
+ * model.safetensors (F32, F16 or BF16 weights; the matrices kept as options.weights says,
+ * the rest converted to F32 once; keys with or without
  * the "transformer." prefix), plus vocab.json and merges.txt when present (without them
  * the model works on token ids only). Every file must be a regular file (a FIFO or a device
  * is TM_ERROR_IO, without blocking) within a size cap (config.json 1 MiB, vocab.json and

@@ -38,7 +38,7 @@ pub use context::{CacheStats, Context};
 pub use error::{Error, ErrorKind, Result};
 pub use model::{GenerateOptions, Model, ModelInfo, ModelOptions, ModelStats};
 pub use program::{CompileOptions, Program, Stage, Target};
-pub use tensor::{DType, Element, TensorMut, TensorRef, TensorType, MAX_RANK};
+pub use tensor::{Bf16, DType, Element, TensorMut, TensorRef, TensorType, F16, MAX_RANK};
 pub use trace::{Trace, Value};
 
 /// Re-exported raw declarations, for what the safe API does not cover.

@@ -11,6 +11,7 @@ use tinymlir_sys as sys;
 use crate::context::Context;
 use crate::error::{check, Error, ErrorKind, Result};
 use crate::program::Target;
+use crate::tensor::DType;
 
 /// A loaded GPT-2 model. It compiles its programs through the context's cache and keeps
 /// its own reference to the context (`tm_context_retain`), so it does not borrow it: the
@@ -36,10 +37,14 @@ pub struct Model {
 unsafe impl Send for Model {}
 unsafe impl Sync for Model {}
 
-/// Loading options; `Default` is the library's (`tm_model_options_init`): the CPU target.
+/// Loading options; `Default` is the library's (`tm_model_options_init`): the CPU target,
+/// the weight matrices held as the checkpoint stores them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ModelOptions {
     pub target: Target,
+    /// The dtype the weight matrices are held in: `Some(DType::F32 | F16 | BF16)`, or `None`
+    /// for the checkpoint's own.
+    pub weights: Option<DType>,
 }
 
 impl ModelOptions {
@@ -51,6 +56,7 @@ impl ModelOptions {
             raw.assume_init()
         };
         raw.target = self.target.raw();
+        raw.weights = self.weights.map_or(0, DType::raw);
         raw
     }
 }

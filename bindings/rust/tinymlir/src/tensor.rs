@@ -21,6 +21,11 @@ pub enum DType {
     I64,
     /// One byte per element, 0 or 1 (Rust's `bool`).
     Bool,
+    /// IEEE binary16 ([`F16`]): a storage type (inputs, outputs, data movement, casts, and
+    /// matmuls with an f32 operand; arithmetic on it is refused).
+    F16,
+    /// bfloat16 ([`Bf16`]): a storage type, as `F16`.
+    BF16,
 }
 
 impl DType {
@@ -31,6 +36,8 @@ impl DType {
             DType::I32 => sys::TM_I32,
             DType::I64 => sys::TM_I64,
             DType::Bool => sys::TM_BOOL,
+            DType::F16 => sys::TM_F16,
+            DType::BF16 => sys::TM_BF16,
         }
     }
 
@@ -41,6 +48,8 @@ impl DType {
             sys::TM_I32 => DType::I32,
             sys::TM_I64 => DType::I64,
             sys::TM_BOOL => DType::Bool,
+            sys::TM_F16 => DType::F16,
+            sys::TM_BF16 => DType::BF16,
             other => {
                 return Err(Error::new(ErrorKind::DType, format!("unknown dtype {other} from the library")))
             }
@@ -53,6 +62,7 @@ impl DType {
             DType::F32 | DType::I32 => 4,
             DType::F64 | DType::I64 => 8,
             DType::Bool => 1,
+            DType::F16 | DType::BF16 => 2,
         }
     }
 }
@@ -64,6 +74,76 @@ mod sealed {
     impl Sealed for i32 {}
     impl Sealed for i64 {}
     impl Sealed for bool {}
+    impl Sealed for super::F16 {}
+    impl Sealed for super::Bf16 {}
+}
+
+/// An IEEE binary16 value, as its bits (Rust has no stable `f16`).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct F16(pub u16);
+
+/// A bfloat16 value, as its bits: the top half of an `f32`.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Bf16(pub u16);
+
+impl F16 {
+    /// The exact `f32` value.
+    pub fn to_f32(self) -> f32 {
+        let h = u32::from(self.0);
+        let sign = (h & 0x8000) << 16;
+        let magnitude = h & 0x7fff;
+        if magnitude >= 0x7c00 {
+            return f32::from_bits(sign | 0x7f80_0000 | ((magnitude & 0x3ff) << 13));
+        }
+        // Moved into place and scaled by 2^112: re-biases normals, normalises subnormals.
+        let value = f32::from_bits(magnitude << 13) * f32::from_bits(0x7780_0000);
+        f32::from_bits(sign | value.to_bits())
+    }
+
+    /// `x` rounded to the nearest binary16, ties to even (as the library's casts).
+    pub fn from_f32(x: f32) -> F16 {
+        let bits = x.to_bits();
+        let sign = ((bits >> 16) & 0x8000) as u16;
+        let magnitude = bits & 0x7fff_ffff;
+        if magnitude > 0x7f80_0000 {
+            return F16(sign | 0x7e00 | ((magnitude >> 13) & 0x3ff) as u16);
+        }
+        if magnitude >= 0x477f_f000 {
+            return F16(sign | 0x7c00); // from 65520 up: infinity
+        }
+        let round =
+            |q: u32, rem: u32, half: u32| if rem > half || (rem == half && q & 1 == 1) { q + 1 } else { q };
+        if magnitude < 0x3880_0000 {
+            // Below 2^-14: a subnormal, in steps of 2^-24.
+            let e = magnitude >> 23;
+            if e < 102 {
+                return F16(sign);
+            }
+            let m = (magnitude & 0x7f_ffff) | 0x80_0000;
+            let shift = 126 - e;
+            return F16(sign | round(m >> shift, m & ((1 << shift) - 1), 1 << (shift - 1)) as u16);
+        }
+        let rebiased = magnitude - 0x3800_0000;
+        F16(sign | round(rebiased >> 13, rebiased & 0x1fff, 0x1000) as u16)
+    }
+}
+
+impl Bf16 {
+    /// The exact `f32` value.
+    pub fn to_f32(self) -> f32 {
+        f32::from_bits(u32::from(self.0) << 16)
+    }
+
+    /// `x` rounded to the nearest bfloat16, ties to even.
+    pub fn from_f32(x: f32) -> Bf16 {
+        let bits = x.to_bits();
+        if bits & 0x7fff_ffff > 0x7f80_0000 {
+            return Bf16(((bits >> 16) | 0x40) as u16);
+        }
+        Bf16(((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16)
+    }
 }
 
 /// A Rust type whose memory layout is exactly one [`DType`]'s. Sealed: the library writes
@@ -87,6 +167,12 @@ impl Element for i64 {
 }
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
+}
+impl Element for F16 {
+    const DTYPE: DType = DType::F16;
+}
+impl Element for Bf16 {
+    const DTYPE: DType = DType::BF16;
 }
 
 /// The type of a traced value or a program's input/output.

@@ -7,7 +7,7 @@ mod common;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use common::{models_dir, test_data_dir, Json};
-use tinymlir::{Context, ErrorKind, GenerateOptions, Model, ModelOptions, Target};
+use tinymlir::{Context, DType, ErrorKind, GenerateOptions, Model, ModelOptions, Target};
 
 /// Greedy ids are compared up to the first step whose top-1/top-2 logit margin is below
 /// this: there float rounding may legitimately pick the other token.
@@ -73,10 +73,7 @@ fn greedy_generation_matches_the_golden() -> tinymlir::Result<()> {
     assert_eq!(ids[..case.exact.min(8)], case.greedy_ids[..case.exact.min(8)]);
 
     let stats = model.stats()?;
-    assert!(
-        stats.programs_compiled + stats.programs_from_disk > 0 && stats.decode_tokens > 0,
-        "{stats:?}"
-    );
+    assert!(stats.programs_compiled + stats.programs_from_disk > 0 && stats.decode_tokens > 0, "{stats:?}");
     Ok(())
 }
 
@@ -197,7 +194,7 @@ fn a_model_outlives_its_context() -> tinymlir::Result<()> {
 #[test]
 fn model_options_pass_the_target() -> tinymlir::Result<()> {
     let ctx = Context::new()?;
-    let gpu = ModelOptions { target: Target::Gpu };
+    let gpu = ModelOptions { target: Target::Gpu, ..ModelOptions::default() };
     // The GPU target loads everywhere; generating needs a CUDA driver and a GPU, and says so
     // clearly where there is none (CI).
     let model = Model::load_with(&ctx, test_data_dir().join("tiny-a"), &gpu)?;
@@ -208,6 +205,24 @@ fn model_options_pass_the_target() -> tinymlir::Result<()> {
             assert!(err.to_string().contains("CUDA"), "{err}");
         }
     }
+    Ok(())
+}
+
+#[test]
+fn model_options_pass_the_weights_dtype() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let tiny_a = test_data_dir().join("tiny-a");
+    let f32_model = Model::load(&ctx, &tiny_a)?;
+    let want = f32_model.logits(&[1, 2, 3])?;
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let half = ModelOptions { weights: Some(DType::F16), ..ModelOptions::default() };
+    let got = Model::load_with(&ctx, &tiny_a, &half)?.logits(&[1, 2, 3])?;
+    let worst = got.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    // F16 weights move the random model's logits by ~4.5e-4 of the largest (the C++ test).
+    assert!(worst > 0.0 && worst <= 2e-3 * scale, "{worst} of {scale}");
+    let on_gpu = ModelOptions { target: Target::Gpu, weights: Some(DType::BF16) };
+    let err = Model::load_with(&ctx, &tiny_a, &on_gpu).err().expect("half weights on the GPU");
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
     Ok(())
 }
 

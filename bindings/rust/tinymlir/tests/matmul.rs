@@ -1,7 +1,7 @@
 //! Matmul against a double loop (f32 through BLAS, f64, i64), strided views, and a few
 //! other ops through the safe API.
 
-use tinymlir::{CompileOptions, Context, DType, TensorMut, TensorRef, Trace};
+use tinymlir::{Bf16, CompileOptions, Context, DType, TensorMut, TensorRef, Trace, F16};
 
 /// Deterministic values in [-1, 1) without a random-number crate.
 fn values(n: usize, seed: u64) -> Vec<f64> {
@@ -142,5 +142,54 @@ fn reductions_comparisons_and_constants() -> tinymlir::Result<()> {
     assert_eq!(sums, [66., 75.]);
     assert_eq!(bigs, [false, false, true, true, true, true]);
     assert_eq!(slice, [2., 5., 3., 6.]);
+    Ok(())
+}
+
+#[test]
+fn matmul_with_a_half_weight_matches_a_double_loop() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let (m, k, n) = (1usize, 70usize, 33usize);
+    let (a, b) = (values(m * k, 5), values(k * n, 6));
+    let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+    let shape = |r: usize, c: usize| [r as i64, c as i64];
+    let h16: Vec<F16> = b.iter().map(|&v| F16::from_f32(v as f32)).collect();
+    let hb16: Vec<Bf16> = b.iter().map(|&v| Bf16::from_f32(v as f32)).collect();
+    for dtype in [DType::F16, DType::BF16] {
+        let t = Trace::new(&ctx, "half_weight")?;
+        let x = t.input(DType::F32, &[m as i64, k as i64])?;
+        let w = t.input(dtype, &[k as i64, n as i64])?;
+        let y = t.matmul(x, w)?;
+        assert_eq!(t.value_type(y)?.dtype, DType::F32);
+        t.end(&[y])?;
+        let program = ctx.compile(&t)?;
+        let widened: Vec<f64> = if dtype == DType::F16 {
+            h16.iter().map(|h| f64::from(h.to_f32())).collect()
+        } else {
+            hb16.iter().map(|h| f64::from(h.to_f32())).collect()
+        };
+        let a64: Vec<f64> = a32.iter().map(|&v| f64::from(v)).collect();
+        let expected = reference(&a64, &widened, m, k, n);
+        let mut c = vec![0f32; m * n];
+        let weight = if dtype == DType::F16 {
+            TensorRef::new(&h16, &shape(k, n))?
+        } else {
+            TensorRef::new(&hb16, &shape(k, n))?
+        };
+        program.invoke(
+            &[TensorRef::new(&a32, &shape(m, k))?, weight],
+            &mut [TensorMut::new(&mut c, &shape(m, n))?],
+        )?;
+        for (got, want) in c.iter().zip(&expected) {
+            assert!((f64::from(*got) - want).abs() <= 1e-5 * want.abs() + 1e-5, "{got} vs {want}");
+        }
+    }
+    // Conversions: exact widening, round to nearest even (1 + 2^-11 is a tie: to 1.0).
+    assert_eq!(F16::from_f32(1.0 + 1.0 / 2048.0), F16(0x3c00));
+    assert_eq!(F16::from_f32(65520.0), F16(0x7c00));
+    assert_eq!(F16(0x0001).to_f32(), 2f32.powi(-24));
+    assert_eq!(Bf16::from_f32(1.0 + 1.0 / 256.0), Bf16(0x3f80));
+    for v in [0.1f32, -3.75, 1e-6, 6e4] {
+        assert_eq!(F16::from_f32(F16::from_f32(v).to_f32()), F16::from_f32(v));
+    }
     Ok(())
 }

@@ -22,8 +22,8 @@ const CURRENT_GENERATE: u32 = 56;
 const CURRENT_STATS: u32 = 176;
 /// tm_compile_options gained the GPU fields (gpu_sm, gpu_matmul_tile, gpu_cubin).
 const CURRENT_COMPILE: u32 = 32;
-/// tm_model_options gained bundle_dir.
-const CURRENT_MODEL: u32 = 16;
+/// tm_model_options gained bundle_dir, then weights.
+const CURRENT_MODEL: u32 = 24;
 
 /// An options struct followed by spare bytes, as a caller built against a newer header
 /// would pass it (`struct_size` covering the tail).

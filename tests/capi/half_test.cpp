@@ -1,0 +1,346 @@
+// f16 and bf16: storage types with casts, data movement and mixed matmuls. Conversions
+// against references written here (round to nearest even, in double precision);
+// products against double-precision sums of the widened values; the decode kernels bit
+// for bit against the f32 kernels on the widened matrix.
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "test_util.h"
+
+namespace tmtest {
+namespace {
+
+// ---- References -----------------------------------------------------------------------
+
+double F16ToDouble(uint16_t h) {
+  const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  double magnitude = exponent == 0    ? std::ldexp(mantissa, -24)
+                     : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                      : std::ldexp(1024 + mantissa, exponent - 25);
+  return sign ? -magnitude : magnitude;
+}
+
+double BF16ToDouble(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// x rounded to the nearest binary16 (ties to even), from its definition: 10 fraction bits,
+// exponents -14..15, subnormals in steps of 2^-24, infinity from 65520 up.
+uint16_t DoubleToF16(double x) {
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  if (std::isnan(x)) return sign | 0x7e00;
+  const double a = std::fabs(x);
+  if (a >= 65520.0) return sign | 0x7c00;
+  if (a < std::ldexp(1.0, -14))  // subnormal (1024 steps round up to the smallest normal)
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  int e;
+  std::frexp(a, &e);  // a = f 2^e, f in [0.5, 1)
+  double steps = std::nearbyint(std::ldexp(a, 11 - e));  // in [1024, 2048]
+  int exponent = e - 1;
+  if (steps == 2048) steps = 1024, ++exponent;
+  return sign | static_cast<uint16_t>(((exponent + 15) << 10) | (static_cast<int>(steps) - 1024));
+}
+
+// x (an f32 value) rounded to the nearest bfloat16 (ties to even): 7 fraction bits, f32's
+// exponent range.
+uint16_t FloatToBF16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  if (std::isnan(x)) return sign | 0x7fc0;
+  const double a = std::fabs(static_cast<double>(x));
+  if (a == 0.0) return sign;
+  int e;
+  std::frexp(a, &e);
+  // Subnormal bf16 values share f32's subnormal steps (2^-133 for 7 fraction bits).
+  const int step = std::max(e - 8, -133);
+  double rounded = std::ldexp(std::nearbyint(std::ldexp(a, -step)), step);
+  float r = static_cast<float>(rounded);  // exact, or infinity past f32's largest
+  if (rounded > 3.3895313892515355e38) r = INFINITY;  // bf16's largest finite value
+  uint32_t rbits;
+  std::memcpy(&rbits, &r, sizeof rbits);
+  return sign | static_cast<uint16_t>(rbits >> 16);
+}
+
+double Widen(tm_dtype dtype, uint16_t h) {
+  return dtype == TM_F16 ? F16ToDouble(h) : BF16ToDouble(h);
+}
+
+uint16_t Narrow(tm_dtype dtype, float x) {
+  return dtype == TM_F16 ? DoubleToF16(x) : FloatToBF16(x);
+}
+
+const char *Name(tm_dtype dtype) { return dtype == TM_F16 ? "f16" : "bf16"; }
+
+// A half-precision host tensor: uint16_t storage with the dtype it holds.
+struct HalfHost {
+  tm_dtype dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint16_t> bits;
+  tm_tensor view() {
+    return {bits.data(), dtype, static_cast<int32_t>(shape.size()), shape.data(), nullptr};
+  }
+  double at(size_t i) const { return Widen(dtype, bits[i]); }
+};
+
+HalfHost RandomHalf(tm_dtype dtype, std::vector<int64_t> shape, uint32_t seed) {
+  std::vector<double> v = Pseudo(static_cast<size_t>(NumElements(shape)), -1, 1, seed);
+  HalfHost h{dtype, shape, {}};
+  for (double x : v) h.bits.push_back(Narrow(dtype, static_cast<float>(x)));
+  return h;
+}
+
+// ---- Conversions -------------------------------------------------------------------------
+
+// f32 -> half -> f32 through two programs: the half values bit for bit against the
+// references, the widened values exactly; the set covers ties, subnormals, overflow, signed
+// zeros, infinities and NaN.
+TEST(HalfPrecision, CastsRoundToNearestEvenAndWidenExactly) {
+  std::vector<float> xs = {0.0f, -0.0f, 1.0f, -2.5f, 0.1f, 65504.0f, 65519.0f, 65520.0f,
+                           1e6f, -1e6f, 6e-8f, 3e-8f, 2.98e-8f, 1e-5f, 6.1e-5f,
+                           1.0f + 1.0f / 2048.0f,           // f16 tie: rounds to even (1.0)
+                           1.0f + 3.0f / 2048.0f,           // f16 tie: rounds up
+                           1.0f + 1.0f / 256.0f,            // bf16 tie
+                           3.4e38f, 1e-40f, 9.2e-41f, INFINITY, -INFINITY, NAN};
+  for (double x : Pseudo(200, -300, 300, 7)) xs.push_back(static_cast<float>(x));
+  for (double x : Pseudo(200, -1e-3, 1e-3, 8)) xs.push_back(static_cast<float>(x));
+  const std::vector<int64_t> shape = {static_cast<int64_t>(xs.size())};
+  for (tm_dtype dtype : {TM_F16, TM_BF16}) {
+    Context ctx = NewContext();
+    Trace down = NewTrace(ctx, "narrow");
+    End(down, {Op(tm_op_cast, down, Input(down, TM_F32, shape), dtype)});
+    std::vector<uint16_t> half(xs.size(), 0xdead);
+    tm_tensor in = View(xs.data(), shape);
+    tm_tensor out = {half.data(), dtype, 1, shape.data(), nullptr};
+    ASSERT_EQ(CompileInvoke(ctx, down, {in}, {out}), TM_OK) << tm_last_error();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const uint16_t want = Narrow(dtype, xs[i]);
+      if (std::isnan(xs[i])) EXPECT_TRUE(std::isnan(Widen(dtype, half[i]))) << Name(dtype);
+      else EXPECT_EQ(half[i], want) << Name(dtype) << " of " << xs[i];
+    }
+
+    Trace up = NewTrace(ctx, "widen");
+    End(up, {Op(tm_op_cast, up, Input(up, dtype, shape), TM_F64)});
+    std::vector<double> wide(xs.size());
+    tm_tensor hin = {half.data(), dtype, 1, shape.data(), nullptr};
+    ASSERT_EQ(CompileInvoke(ctx, up, {hin}, {View(wide.data(), shape)}), TM_OK)
+        << tm_last_error();
+    std::vector<double> want;
+    for (uint16_t h : half) want.push_back(Widen(dtype, h));
+    EXPECT_TRUE(AllClose(wide, want, 0.0)) << Name(dtype);
+  }
+}
+
+// f16 <-> bf16 and half <-> integer casts go through f32.
+TEST(HalfPrecision, CastsBetweenHalfTypesAndIntegers) {
+  Context ctx = NewContext();
+  const std::vector<int64_t> shape = {6};
+  HalfHost x{TM_F16, shape, {}};
+  for (float v : {0.5f, -3.0f, 1000.25f, 1.0f / 3.0f, -0.0f, 65504.0f})
+    x.bits.push_back(DoubleToF16(v));
+  Trace t = NewTrace(ctx);
+  tm_value in = Input(t, TM_F16, shape);
+  End(t, {Op(tm_op_cast, t, in, TM_BF16), Op(tm_op_cast, t, in, TM_I32)});
+  std::vector<uint16_t> bf(6);
+  std::vector<int32_t> ints(6);
+  tm_tensor bf_view = {bf.data(), TM_BF16, 1, shape.data(), nullptr};
+  ASSERT_EQ(CompileInvoke(ctx, t, {x.view()}, {bf_view, View(ints.data(), shape)}), TM_OK)
+      << tm_last_error();
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(bf[i], FloatToBF16(static_cast<float>(x.at(i)))) << i;
+    EXPECT_EQ(ints[i], static_cast<int32_t>(std::trunc(x.at(i)))) << i;
+  }
+}
+
+// ---- Storage types -------------------------------------------------------------------------
+
+// Arithmetic on a half type is refused when traced, naming the dtype and the way out.
+TEST(HalfPrecision, ArithmeticOnHalfIsRefusedWithAClearMessage) {
+  for (tm_dtype dtype : {TM_F16, TM_BF16}) {
+    Context ctx = NewContext();
+    Trace t = NewTrace(ctx);
+    tm_value a = Input(t, dtype, {4, 4}), b = Input(t, dtype, {4, 4}), out;
+    tm_value f32 = Input(t, TM_F32, {4, 4}), s;
+    ASSERT_EQ(tm_op_scalar(t, TM_F64, 2.0, &s), TM_OK);
+    struct Case {
+      const char *what;
+      std::function<tm_status()> call;
+    };
+    const std::vector<Case> cases = {
+        {"add", [&] { return tm_op_add(t, a, b, &out); }},
+        {"mul by a weak scalar", [&] { return tm_op_mul(t, a, s, &out); }},
+        {"less", [&] { return tm_op_less(t, a, b, &out); }},
+        {"exp", [&] { return tm_op_exp(t, a, &out); }},
+        {"neg", [&] { return tm_op_neg(t, a, &out); }},
+        {"sum", [&] { return tm_op_reduce_sum(t, a, 0, 0, &out); }},
+        {"matmul of two halves", [&] { return tm_op_matmul(t, a, b, &out); }},
+        {"softmax", [&] { return tm_op_softmax(t, a, -1, &out); }},
+    };
+    for (const Case &c : cases) {
+      EXPECT_EQ(c.call(), TM_ERROR_DTYPE) << Name(dtype) << " " << c.what;
+      const std::string message = tm_last_error();
+      EXPECT_NE(message.find(std::string(Name(dtype)) + " is a storage type"), std::string::npos)
+          << message;
+      EXPECT_NE(message.find("cast to f32"), std::string::npos) << message;
+    }
+    // With an f32 operand, the half one is promoted: allowed.
+    EXPECT_EQ(tm_op_add(t, a, f32, &out), TM_OK) << tm_last_error();
+    tm_dtype result;
+    int32_t rank;
+    ASSERT_EQ(tm_value_type(t, out, &result, &rank, nullptr), TM_OK);
+    EXPECT_EQ(result, TM_F32);
+  }
+}
+
+// Promotion: f16 with bf16 gives f32 (neither holds the other), integers with a half type
+// give f64 (as NumPy's int32 + float16), bool keeps the half type.
+TEST(HalfPrecision, PromotionRules) {
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx);
+  auto type_of = [&](tm_value v) {
+    tm_dtype d = TM_F32;
+    int32_t rank;
+    EXPECT_EQ(tm_value_type(t, v, &d, &rank, nullptr), TM_OK);
+    return d;
+  };
+  tm_value h = Input(t, TM_F16, {3}), b = Input(t, TM_BF16, {3}), i = Input(t, TM_I32, {3});
+  tm_value flag = Input(t, TM_BOOL, {3}), out;
+  ASSERT_EQ(tm_op_add(t, h, b, &out), TM_OK) << tm_last_error();
+  EXPECT_EQ(type_of(out), TM_F32);
+  ASSERT_EQ(tm_op_add(t, h, i, &out), TM_OK) << tm_last_error();
+  EXPECT_EQ(type_of(out), TM_F64);
+  ASSERT_EQ(tm_op_where(t, flag, h, h, &out), TM_OK) << tm_last_error();
+  EXPECT_EQ(type_of(out), TM_F16);
+}
+
+// Data movement keeps the half type and the bits: gather rows of an f16 table, transpose,
+// slice, concatenate, select.
+TEST(HalfPrecision, DataMovementKeepsTheBits) {
+  Context ctx = NewContext();
+  HalfHost table = RandomHalf(TM_F16, {5, 3}, 11);
+  std::vector<int32_t> ids = {4, 0, 2, 2};
+  Trace t = NewTrace(ctx);
+  tm_value tab = Input(t, TM_F16, {5, 3}), idx = Input(t, TM_I32, {4});
+  tm_value rows = Op(tm_op_gather, t, tab, idx);  // (4, 3)
+  const int32_t swap[] = {1, 0};
+  tm_value cols = Op(tm_op_transpose, t, rows, swap, 2);  // (3, 4)
+  const int64_t begin[] = {1, 0}, end[] = {3, 4};
+  tm_value part = Op(tm_op_slice, t, cols, 2, begin, end);  // (2, 4)
+  const tm_value both[] = {part, part};
+  tm_value joined = Op(tm_op_concat, t, both, 2, 0);  // (4, 4)
+  End(t, {joined});
+  std::vector<int64_t> ids_shape = {4}, out_shape = {4, 4};
+  std::vector<uint16_t> got(16);
+  tm_tensor out = {got.data(), TM_F16, 2, out_shape.data(), nullptr};
+  ASSERT_EQ(CompileInvoke(ctx, t, {table.view(), View(ids.data(), ids_shape)}, {out}), TM_OK)
+      << tm_last_error();
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c)
+      EXPECT_EQ(got[r * 4 + c], table.bits[ids[c] * 3 + (r % 2) + 1]) << r << "," << c;
+}
+
+// ---- Mixed matmuls -------------------------------------------------------------------------
+
+// x @ W with a half weight W: every product shape the BLAS rewrite distinguishes (decode
+// rows, decode columns, transposed weights, prefill), against the double-precision sum of
+// the widened values. The widening copy is folded into the kernels: the lowered code calls
+// the half kernel named and allocates nothing but the product itself.
+TEST(HalfPrecision, MatmulWithAHalfWeight) {
+  const int64_t k = 300, n = 517;  // k > one 128-row chunk; k * n above the parallel cut-off
+  const int32_t swap[] = {1, 0};
+  for (tm_dtype dtype : {TM_F16, TM_BF16}) {
+    for (int64_t m : {int64_t{1}, int64_t{7}}) {
+      struct Case {
+        const char *name;
+        bool transposed;   // W given as (n, k) and transposed in the trace
+        bool weight_left;  // W (n, k) @ x^T (k, 1): the tied LM head's form
+        const char *kernel;
+      };
+      const std::vector<Case> cases = {
+          {"x @ W", false, false, m == 1 ? "tm_rt_hgemv_row" : "tm_rt_sgemm_half"},
+          {"x @ W^T", true, false, m == 1 ? "tm_rt_hgemv_col" : "tm_rt_sgemm_half"},
+          {"W @ x^T", false, true, m == 1 ? "tm_rt_hgemv_col" : "tm_rt_sgemm_half"},
+      };
+      for (const Case &c : cases) {
+        SCOPED_TRACE(std::string(Name(dtype)) + " " + c.name + " m=" + std::to_string(m));
+        const bool stored_nk = c.transposed || c.weight_left;
+        HalfHost w = RandomHalf(dtype, stored_nk ? std::vector<int64_t>{n, k}
+                                                 : std::vector<int64_t>{k, n}, 21 + m);
+        Host<float> x({m, k}, Cast<float>(Pseudo(static_cast<size_t>(m * k), -1, 1, 31 + m)));
+        Context ctx = NewContext();
+        Trace t = NewTrace(ctx);
+        tm_value xv = Input(t, TM_F32, {m, k}), wv = Input(t, dtype, w.shape), y;
+        if (c.weight_left) {
+          y = Op(tm_op_matmul, t, wv, Op(tm_op_transpose, t, xv, swap, 2));  // (n, m)
+        } else {
+          tm_value rhs = c.transposed ? Op(tm_op_transpose, t, wv, swap, 2) : wv;
+          y = Op(tm_op_matmul, t, xv, rhs);  // (m, n)
+        }
+        End(t, {y});
+        std::vector<int64_t> out_shape =
+            c.weight_left ? std::vector<int64_t>{n, m} : std::vector<int64_t>{m, n};
+        Host<float> got(out_shape, -7.0f);
+        tm_compile_options o = Options();
+        Program p;
+        ASSERT_EQ(CompileInvoke(ctx, t, {x.view(), w.view()}, {got.view()}, &o, &p), TM_OK)
+            << tm_last_error();
+        std::vector<double> want;
+        for (int64_t r = 0; r < out_shape[0]; ++r)
+          for (int64_t col = 0; col < out_shape[1]; ++col) {
+            const int64_t i = c.weight_left ? col : r, j = c.weight_left ? r : col;
+            double acc = 0;
+            for (int64_t q = 0; q < k; ++q)
+              acc += double(x[i * k + q]) * w.at(stored_nk ? j * k + q : q * n + j);
+            want.push_back(acc);
+          }
+        // Sums of 300 products of values in [-1, 1) in f32: |error| < 300 * 2^-24 * sum|.|.
+        EXPECT_TRUE(AllClose(got.data, want, 1e-5, 2e-5));
+        const std::string lowered = StageText(p, TM_STAGE_LOWERED);
+        EXPECT_GE(CountSubstr(lowered, std::string("llvm.call @") + c.kernel), 1) << lowered;
+        EXPECT_LE(CountSubstr(lowered, "llvm.call @malloc"), 1);
+      }
+    }
+  }
+}
+
+// The decode kernels read a half matrix through the f32 arithmetic: a product with an f16
+// or bf16 weight is bit for bit the product with its f32 widening (an F16 checkpoint keeps
+// its tokens exactly), in both GEMV forms, at sizes with a parallel split and odd tails.
+TEST(HalfPrecision, DecodeKernelsGiveTheBitsOfTheWidenedWeight) {
+  const int32_t swap[] = {1, 0};
+  for (tm_dtype dtype : {TM_F16, TM_BF16}) {
+    for (int64_t k : {int64_t{129}, int64_t{768}, int64_t{1500}}) {
+      const int64_t n = 1031;
+      for (bool head : {false, true}) {  // x @ W (rows) or W(n, k) @ x^T (dot products)
+        SCOPED_TRACE(std::string(Name(dtype)) + (head ? " head" : " rows") + " k=" +
+                     std::to_string(k));
+        HalfHost w = RandomHalf(dtype, head ? std::vector<int64_t>{n, k}
+                                            : std::vector<int64_t>{k, n}, 41);
+        Host<float> wide(w.shape, 0.0f);
+        for (size_t i = 0; i < w.bits.size(); ++i) wide[i] = static_cast<float>(w.at(i));
+        Host<float> x({1, k}, Cast<float>(Pseudo(static_cast<size_t>(k), -1, 1, 43)));
+        auto run = [&](tm_dtype wdtype, tm_tensor weight) {
+          Context ctx = NewContext();
+          Trace t = NewTrace(ctx);
+          tm_value xv = Input(t, TM_F32, {1, k}), wv = Input(t, wdtype, w.shape);
+          End(t, {head ? Op(tm_op_matmul, t, wv, Op(tm_op_transpose, t, xv, swap, 2))
+                       : Op(tm_op_matmul, t, xv, wv)});
+          Host<float> y(head ? std::vector<int64_t>{n, 1} : std::vector<int64_t>{1, n}, 0.0f);
+          tm_compile_options o = Options();
+          EXPECT_EQ(CompileInvoke(ctx, t, {x.view(), weight}, {y.view()}, &o), TM_OK)
+              << tm_last_error();
+          return y.data;
+        };
+        std::vector<float> from_half = run(dtype, w.view()), from_f32 = run(TM_F32, wide.view());
+        EXPECT_EQ(0, std::memcmp(from_half.data(), from_f32.data(), from_half.size() * sizeof(float)));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tmtest
