@@ -19,6 +19,10 @@ using mlir::Location;
 using mlir::Type;
 using mlir::Value;
 
+// Products of at most this many rows go to tinymlir's GEMV kernels, each row summed as a
+// decode step sums it (a prompt of up to 16 tokens gets its decode steps' bits).
+constexpr int64_t kMaxKernelRows = 16;
+
 // CBLAS enum values (cblas.h): fixed by the CBLAS standard.
 constexpr int kRowMajor = 101;
 constexpr int kNoTrans = 111;
@@ -266,53 +270,72 @@ class BlasEmitter {
     return f;
   }
 
-  // The C API's dtype value for a half element type (the kernels' `dtype` argument).
-  static int64_t HalfDtype(Type t) { return t.isF16() ? 6 : 7; }  // TM_F16, TM_BF16
+  // The C API's dtype value of an element type (the kernels' `dtype` argument).
+  static int64_t DtypeCode(Type t) { return t.isF16() ? 6 : t.isBF16() ? 7 : 1; }
 
-  // C(m x n) += A(m x k) @ B(k x n) in f32 with one operand in f16/bf16: the half GEMV
-  // kernels for decode-shaped products that read the half matrix in its natural order,
-  // else tm_rt_sgemm_half (panels widened for sgemm).
-  void EmitHalfProduct(Location loc, int64_t m, int64_t n, int64_t k, const Matrix &a,
-                       const Matrix &b, const Matrix &c) {
+  // Products tinymlir's GEMV kernels (gemv_kernels.h) take, with an f32 result, f32 vectors
+  // and an f32, f16 or bf16 matrix: rows of A against B (decode, and prompts of at most
+  // kMaxKernelRows rows: each row summed as it is alone, so a prompt's rows get their decode
+  // steps' bits), dot products with B^T's rows per row of A, and A's rows against a column.
+  // Returns false for what they do not cover.
+  bool EmitKernelProduct(Location loc, int64_t m, int64_t n, int64_t k, const Matrix &a,
+                         const Matrix &b, const Matrix &c) {
+    const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
+    const bool f32_a = a.elem.isF32(), f32_b = b.elem.isF32();
+    Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
+    Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
+    auto dots = [&] {
+      return Declare("tm_rt_gemv_dots", {i32, i64, i64, ptr, i64, ptr, i64, ptr, i64});
+    };
+    auto row_of = [&](const Matrix &x, int64_t i) {
+      return mlir::LLVM::GEPOp::create(b_, loc, ptr, x.elem, x.ptr,
+                                       mlir::ValueRange{I64(loc, i * x.ld)});
+    };
+    if (ta || !f32_a || m > kMaxKernelRows || (n == 1 && m > 1)) {
+      if (n == 1 && !ta && f32_b) {  // c[i] = A row i . b, b strided by its leading dimension
+        mlir::func::CallOp::create(
+            b_, loc, dots(),
+            mlir::ValueRange{I32(loc, DtypeCode(a.elem)), I64(loc, m), I64(loc, k), a.ptr,
+                             I64(loc, a.ld), b.ptr, I64(loc, tb ? 1 : b.ld), c.ptr,
+                             I64(loc, c.ld)});
+        return true;
+      }
+      return false;
+    }
+    if (!tb) {  // C rows += A rows B: rows of B scaled by each row of A
+      auto rows = Declare("tm_rt_gemv_rows", {i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64});
+      mlir::func::CallOp::create(
+          b_, loc, rows,
+          mlir::ValueRange{I32(loc, DtypeCode(b.elem)), I64(loc, m), I64(loc, k), I64(loc, n),
+                           a.ptr, I64(loc, a.ld), b.ptr, I64(loc, b.ld), c.ptr, I64(loc, c.ld)});
+      return true;
+    }
+    // B^T stored row-major (n x k): C[i, j] = B^T row j . A row i, one call per row of A.
+    for (int64_t i = 0; i < m; ++i)
+      mlir::func::CallOp::create(
+          b_, loc, dots(),
+          mlir::ValueRange{I32(loc, DtypeCode(b.elem)), I64(loc, n), I64(loc, k), b.ptr,
+                           I64(loc, b.ld), i == 0 ? a.ptr : Value(row_of(a, i)), I64(loc, 1),
+                           i == 0 ? c.ptr : Value(row_of(c, i)), I64(loc, 1)});
+    return true;
+  }
+
+  // A product with one half-precision operand that the kernels above do not take (a
+  // prompt longer than kMaxKernelRows): tm_rt_sgemm_half widens panels for sgemm.
+  void EmitHalfGemm(Location loc, int64_t m, int64_t n, int64_t k, const Matrix &a,
+                    const Matrix &b, const Matrix &c) {
     const bool half_b = b.elem != c.elem;
     const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
     Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
     Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
-    const Matrix &h = half_b ? b : a;
-    Value dtype32 = I32(loc, HalfDtype(h.elem));
-    auto col = [&] {
-      return Declare("tm_rt_hgemv_col", {i32, i64, i64, ptr, i64, ptr, i64, ptr, i64});
-    };
-    if (half_b && m == 1 && !ta && !tb) {  // c += a B: rows of B scaled by a
-      auto row = Declare("tm_rt_hgemv_row", {i32, i64, i64, ptr, ptr, i64, ptr});
-      mlir::func::CallOp::create(b_, loc, row,
-                                 mlir::ValueRange{dtype32, I64(loc, k), I64(loc, n), a.ptr,
-                                                  b.ptr, I64(loc, b.ld), c.ptr});
-      return;
-    }
-    if (half_b && m == 1 && !ta) {  // B^T stored row-major (n x k): c[j] = B^T row j . a
-      mlir::func::CallOp::create(b_, loc, col(),
-                                 mlir::ValueRange{dtype32, I64(loc, n), I64(loc, k), b.ptr,
-                                                  I64(loc, b.ld), a.ptr, I64(loc, 1), c.ptr,
-                                                  I64(loc, 1)});
-      return;
-    }
-    if (!half_b && n == 1 && !ta) {  // c[i] = A row i . b, b strided by its leading dimension
-      mlir::func::CallOp::create(b_, loc, col(),
-                                 mlir::ValueRange{dtype32, I64(loc, m), I64(loc, k), a.ptr,
-                                                  I64(loc, a.ld), b.ptr,
-                                                  I64(loc, tb ? 1 : b.ld), c.ptr,
-                                                  I64(loc, c.ld)});
-      return;
-    }
     auto gemm = Declare("tm_rt_sgemm_half",
                         {i32, i32, i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64});
     mlir::func::CallOp::create(
         b_, loc, gemm,
-        mlir::ValueRange{dtype32, I32(loc, half_b ? 1 : 0), I32(loc, ta ? kTrans : kNoTrans),
-                         I32(loc, tb ? kTrans : kNoTrans), I64(loc, m), I64(loc, n),
-                         I64(loc, k), a.ptr, I64(loc, a.ld), b.ptr, I64(loc, b.ld), c.ptr,
-                         I64(loc, c.ld)});
+        mlir::ValueRange{I32(loc, DtypeCode(half_b ? b.elem : a.elem)), I32(loc, half_b ? 1 : 0),
+                         I32(loc, ta ? kTrans : kNoTrans), I32(loc, tb ? kTrans : kNoTrans),
+                         I64(loc, m), I64(loc, n), I64(loc, k), a.ptr, I64(loc, a.ld), b.ptr,
+                         I64(loc, b.ld), c.ptr, I64(loc, c.ld)});
   }
 
   // C(m x n) += A(m x k) @ B(k x n): C row-major, A and B row-major or transposed views
@@ -323,32 +346,9 @@ class BlasEmitter {
     const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
     Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
     Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
+    if (f32 && EmitKernelProduct(loc, m, n, k, a, b, c)) return;
     if (a.elem != elem || b.elem != elem) {
-      EmitHalfProduct(loc, m, n, k, a, b, c);
-      return;
-    }
-    if (f32 && !ta && (m == 1 || n == 1)) {
-      // Decode-shaped f32 products: tinymlir's bandwidth-bound kernels (gemv_kernels.h).
-      auto row = [&] { return Declare("tm_rt_sgemv_row", {i64, i64, ptr, ptr, i64, ptr}); };
-      auto col = [&] {
-        return Declare("tm_rt_sgemv_col", {i64, i64, ptr, i64, ptr, i64, ptr, i64});
-      };
-      if (m == 1 && !tb) {  // c += a B: rows of B scaled by a
-        mlir::func::CallOp::create(b_, loc, row(),
-                                   mlir::ValueRange{I64(loc, k), I64(loc, n), a.ptr, b.ptr,
-                                                    I64(loc, b.ld), c.ptr});
-      } else if (m == 1) {  // B^T stored row-major (n x k): c[j] = B^T row j . a
-        mlir::func::CallOp::create(b_, loc, col(),
-                                   mlir::ValueRange{I64(loc, n), I64(loc, k), b.ptr,
-                                                    I64(loc, b.ld), a.ptr, I64(loc, 1), c.ptr,
-                                                    I64(loc, 1)});
-      } else {  // n == 1: c[i] = A row i . b, b strided by its leading dimension
-        mlir::func::CallOp::create(b_, loc, col(),
-                                   mlir::ValueRange{I64(loc, m), I64(loc, k), a.ptr,
-                                                    I64(loc, a.ld), b.ptr,
-                                                    I64(loc, tb ? 1 : b.ld), c.ptr,
-                                                    I64(loc, c.ld)});
-      }
+      EmitHalfGemm(loc, m, n, k, a, b, c);
       return;
     }
     Value one = mlir::arith::ConstantOp::create(b_, loc, b_.getFloatAttr(elem, 1.0));

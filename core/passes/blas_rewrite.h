@@ -1,21 +1,22 @@
-// The CPU target step: row-major matmuls on memrefs become OpenBLAS calls.
+// The CPU target step: matmuls on memrefs become calls to tinymlir's GEMV kernels or to
+// OpenBLAS.
 //
-// After bufferization every linalg.matmul / linalg.batch_matmul on f32/f64 memrefs whose
-// operands BLAS can address (rows contiguous, or columns contiguous: a transposed view) is
+// After bufferization every linalg.matmul / linalg.batch_matmul on f32/f64 memrefs (f32
+// with one f16/bf16 operand: a half weight read in place) whose operands can be addressed
+// by pointer and strides (rows contiguous, or columns contiguous: a transposed view) is
 // replaced by
-//   - cblas_sgemm / cblas_dgemm (row-major, a transpose flag per operand, beta = 1 because
-//     linalg.matmul accumulates into its output), with the base pointer, offset and strides
-//     taken from memref.extract_strided_metadata;
-//   - when one side is a single row or column (M == 1 or N == 1, every product of a decode
-//     step): tm_rt_sgemv_row / tm_rt_sgemv_col for f32 (our bandwidth-bound kernels, see
-//     core/target/cpu/gemv_kernels.h), cblas_dgemv for f64. GEMM is several times slower
-//     than GEMV on such shapes;
+//   - f32 products of at most 16 rows, or of one column: tm_rt_gemv_rows / tm_rt_gemv_dots
+//     (core/target/cpu/gemv_kernels.h), bandwidth-bound, each row summed as it is alone;
+//   - longer ones: cblas_sgemm / cblas_dgemm (row-major, a transpose flag per operand,
+//     beta = 1 because linalg.matmul accumulates into its output), with the base pointer,
+//     offset and strides taken from memref.extract_strided_metadata; tm_rt_sgemm_half
+//     with a half operand; f64 single rows and columns: cblas_dgemv;
 //   - batch matmul: an scf.for over the batch of the same calls.
-// First, a transpose copy (linalg.transpose, or a permuting linalg.generic) of a read-only
-// function argument whose only readers are matmul operands is replaced by a transposed
-// view: the attention's K and V cache rows are then read in place, not copied every step.
-// Matmuls it cannot express (other element types, no unit stride, user-defined
-// indexing maps) are left alone and lower to loops.
+// First, a transpose copy (linalg.transpose, or a permuting linalg.generic) or a widening
+// copy of a read-only function argument whose only readers are matmul operands is replaced
+// by a view of the argument: the attention's K and V cache rows are read in place, and a
+// half-precision weight is never copied to f32. Matmuls it cannot express (other element
+// types, no unit stride, user-defined indexing maps) are left alone and lower to loops.
 #pragma once
 
 namespace mlir {

@@ -407,7 +407,7 @@ TEST(ErrorsNoFixture, DestroyAndReleaseAcceptNull) {
 // ---- IR stages, statuses, versions ----------------------------------------------------------
 
 TEST_F(Errors, EveryStageHasText) {
-  tm_value a = Input(t, TM_F32, {4, 4});
+  tm_value a = Input(t, TM_F32, {20, 20});  // more rows than the GEMV kernels take: GEMM
   End(t, {Op(tm_op_exp, t, Op(tm_op_matmul, t, a, a))});
   Program p;
   TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));

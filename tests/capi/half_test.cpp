@@ -253,7 +253,7 @@ TEST(HalfPrecision, MatmulWithAHalfWeight) {
   const int64_t k = 300, n = 517;  // k > one 128-row chunk; k * n above the parallel cut-off
   const int32_t swap[] = {1, 0};
   for (tm_dtype dtype : {TM_F16, TM_BF16}) {
-    for (int64_t m : {int64_t{1}, int64_t{7}}) {
+    for (int64_t m : {int64_t{1}, int64_t{7}, int64_t{20}}) {  // decode, short and long prompts
       struct Case {
         const char *name;
         bool transposed;   // W given as (n, k) and transposed in the trace
@@ -261,9 +261,9 @@ TEST(HalfPrecision, MatmulWithAHalfWeight) {
         const char *kernel;
       };
       const std::vector<Case> cases = {
-          {"x @ W", false, false, m == 1 ? "tm_rt_hgemv_row" : "tm_rt_sgemm_half"},
-          {"x @ W^T", true, false, m == 1 ? "tm_rt_hgemv_col" : "tm_rt_sgemm_half"},
-          {"W @ x^T", false, true, m == 1 ? "tm_rt_hgemv_col" : "tm_rt_sgemm_half"},
+          {"x @ W", false, false, m <= 16 ? "tm_rt_gemv_rows" : "tm_rt_sgemm_half"},
+          {"x @ W^T", true, false, m <= 16 ? "tm_rt_gemv_dots" : "tm_rt_sgemm_half"},
+          {"W @ x^T", false, true, m == 1 ? "tm_rt_gemv_dots" : "tm_rt_sgemm_half"},
       };
       for (const Case &c : cases) {
         SCOPED_TRACE(std::string(Name(dtype)) + " " + c.name + " m=" + std::to_string(m));
@@ -337,6 +337,51 @@ TEST(HalfPrecision, DecodeKernelsGiveTheBitsOfTheWidenedWeight) {
         };
         std::vector<float> from_half = run(dtype, w.view()), from_f32 = run(TM_F32, wide.view());
         EXPECT_EQ(0, std::memcmp(from_half.data(), from_f32.data(), from_half.size() * sizeof(float)));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tmtest
+
+namespace tmtest {
+namespace {
+
+// The rows of a short prompt's product (up to 16) get exactly the bits each row gets alone,
+// as in a decode step: x @ W (rows of W streamed) and x @ W^T (dot products, the attention's
+// scores against cached keys), with W in f32 and in f16. So the KV cache and recomputing
+// the prefix agree to the bit on prompts of up to 16 tokens.
+TEST(GemvKernels, RowsOfAShortPromptHaveTheirDecodeBits) {
+  const int64_t k = 300, n = 257, m = 16;
+  const int32_t swap[] = {1, 0};
+  Host<float> x({m, k}, Cast<float>(Pseudo(static_cast<size_t>(m * k), -1, 1, 61)));
+  for (tm_dtype dtype : {TM_F32, TM_F16}) {
+    for (bool transposed : {false, true}) {
+      SCOPED_TRACE(std::string(dtype == TM_F32 ? "f32" : "f16") + (transposed ? " x @ W^T" : " x @ W"));
+      const std::vector<int64_t> wshape = transposed ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+      HalfHost half = RandomHalf(TM_F16, wshape, 62);
+      Host<float> wide(wshape, 0.0f);
+      for (size_t i = 0; i < half.bits.size(); ++i) wide[i] = static_cast<float>(half.at(i));
+      auto run = [&](int64_t rows, const float *xdata) {
+        Context ctx = NewContext();
+        Trace t = NewTrace(ctx);
+        tm_value xv = Input(t, TM_F32, {rows, k}), wv = Input(t, dtype, wshape);
+        End(t, {Op(tm_op_matmul, t, xv, transposed ? Op(tm_op_transpose, t, wv, swap, 2) : wv)});
+        std::vector<int64_t> xs = {rows, k};
+        Host<float> y({rows, n}, 0.0f);
+        tm_tensor weight = dtype == TM_F32 ? wide.view() : half.view();
+        tm_compile_options o = Options();
+        EXPECT_EQ(CompileInvoke(ctx, t, {View(const_cast<float *>(xdata), xs), weight}, {y.view()}, &o),
+                  TM_OK)
+            << tm_last_error();
+        return y.data;
+      };
+      const std::vector<float> all = run(m, x.data.data());
+      for (int64_t i : {int64_t{0}, int64_t{5}, m - 1}) {
+        const std::vector<float> one = run(1, x.data.data() + i * k);
+        EXPECT_EQ(0, std::memcmp(one.data(), all.data() + i * n, static_cast<size_t>(n) * sizeof(float)))
+            << "row " << i;
       }
     }
   }

@@ -248,12 +248,13 @@ TEST(KernelTiming, CountsTheMatrixKernelsWhileOn) {
   Context ctx = NewContext();
   Trace t = NewTrace(ctx);
   tm_value x = Input(t, TM_F32, {1, 64}), w = Input(t, TM_F32, {64, 32});
-  tm_value a = Input(t, TM_F32, {8, 64}), b = Input(t, TM_F32, {64, 16});
-  End(t, {Op(tm_op_matmul, t, x, w), Op(tm_op_matmul, t, a, b)});  // a GEMV and a GEMM
+  // A GEMV, and a GEMM (more rows than the GEMV kernels take: 16).
+  tm_value a = Input(t, TM_F32, {24, 64}), b = Input(t, TM_F32, {64, 16});
+  End(t, {Op(tm_op_matmul, t, x, w), Op(tm_op_matmul, t, a, b)});
   Program p;
   TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
-  Host<float> xs({1, 64}, 1.0f), ws({64, 32}, 0.5f), as({8, 64}, 1.0f), bs({64, 16}, 0.25f);
-  Host<float> y({1, 32}, 0.0f), z({8, 16}, 0.0f);
+  Host<float> xs({1, 64}, 1.0f), ws({64, 32}, 0.5f), as({24, 64}, 1.0f), bs({64, 16}, 0.25f);
+  Host<float> y({1, 32}, 0.0f), z({24, 16}, 0.0f);
   auto run = [&] { return Invoke(p, {xs.view(), ws.view(), as.view(), bs.view()}, {y.view(), z.view()}); };
   auto read = [] {
     tm_kernel_times k;

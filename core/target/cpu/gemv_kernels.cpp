@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/target/cpu/half_convert.h"
@@ -17,136 +18,173 @@ namespace {
 // would cost more than it saves.
 constexpr int64_t kParallelElements = 1 << 16;
 
-// Rows per chunk of tm_rt_sgemv_row's summed dimension (a multiple of RowsKernel's eight).
+// Rows per chunk of tm_rt_gemv_rows's summed dimension (a multiple of RowsKernel's eight).
 constexpr int64_t kRowsPerChunk = 128;
 
-// Rows of A per block of tm_rt_sgemv_col that a participant takes at a time (3 MB of
+// Rows of A per block of tm_rt_gemv_dots that a participant takes at a time (3 MB of
 // GPT-2's LM head): small enough that the last blocks finish close together.
 constexpr int64_t kRowsPerBlock = 1024;
 
 // The kernels are written once over an element type `E` (f32, f16 or bf16 bits) and
-// instantiated twice: with AVX2 intrinsics (f16 widened by F16C, bf16 by a shift, eight
-// elements at a time, straight from the streamed row into a register) and as portable scalar
-// code. Every variant does the same operations in the same order on every element: separate
-// multiplies and adds (never a fused multiply-add: the file is compiled with
-// -ffp-contract=off, and the AVX2 variant has no FMA), so
+// instantiated twice: with AVX2 and FMA intrinsics (f16 widened by F16C, bf16 by a shift,
+// eight elements at a time, straight from the streamed row into a register) and as portable
+// scalar code (std::fma). Every variant does the same operations in the same order on every
+// element (each fused multiply-add where the other has one; nothing else contracted: the
+// file is compiled with -ffp-contract=off), so
 // - results do not depend on which variant a machine runs, and
 // - a half-precision matrix gives exactly the bits of its f32 widening (an F16 checkpoint
 //   keeps the tokens of F32), since widening is exact.
 struct F32 {
   using T = float;
   static float One(const float *p) { return *p; }
-  __attribute__((target("avx2,f16c"), always_inline)) static __m256 Eight(const float *p) {
+  __attribute__((target("avx2,fma,f16c"), always_inline)) static __m256 Eight(const float *p) {
     return _mm256_loadu_ps(p);
   }
 };
 struct F16 {
   using T = uint16_t;
   static float One(const uint16_t *p) { return HalfToFloat(HalfKind::kF16, *p); }
-  __attribute__((target("avx2,f16c"), always_inline)) static __m256 Eight(const uint16_t *p) {
+  __attribute__((target("avx2,fma,f16c"), always_inline)) static __m256 Eight(const uint16_t *p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
   }
 };
 struct BF16 {
   using T = uint16_t;
   static float One(const uint16_t *p) { return HalfToFloat(HalfKind::kBF16, *p); }
-  __attribute__((target("avx2,f16c"), always_inline)) static __m256 Eight(const uint16_t *p) {
+  __attribute__((target("avx2,fma,f16c"), always_inline)) static __m256 Eight(const uint16_t *p) {
     const __m256i wide =
         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
 };
 
-// Which variant this machine runs (AVX2 and F16C, or the portable code).
+// Which variant this machine runs (AVX2, FMA and F16C, or the portable code).
 bool UseAvx2() {
   static const bool avx2 = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
   }();
   return avx2;
 }
 
-// y[j] += x[k] W[k, j] + ... for one group of `rows` (1 or 8) rows from k, columns [j0, n),
-// one element at a time: the sum over the group's rows first, in row order, then added to y.
+// y[j] += x[k] W[k, j] + ... for one group of `rows` (1 or 8) rows from k, columns [j0, j1),
+// one element at a time. A group of eight is summed in two chains, the even rows and the odd
+// rows (each a product, then fused multiply-adds in row order), added together, then added
+// to y; a single row is one product added to y.
 template <typename E>
 inline void RowsScalar(const float *x, const typename E::T *w, int64_t ldw, float *y,
-                       int64_t k, int rows, int64_t j0, int64_t n) {
-  for (int64_t j = j0; j < n; ++j) {
-    float t = x[k] * E::One(w + k * ldw + j);
-    for (int r = 1; r < rows; ++r) t = t + x[k + r] * E::One(w + (k + r) * ldw + j);
-    y[j] = y[j] + t;
+                       int64_t k, int rows, int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1; ++j) {
+    auto wv = [&](int r) { return E::One(w + (k + r) * ldw + j); };
+    if (rows == 1) {
+      y[j] = y[j] + x[k] * wv(0);
+      continue;
+    }
+    float even = x[k] * wv(0), odd = x[k + 1] * wv(1);
+    for (int r = 2; r < 8; r += 2) {
+      even = std::fma(x[k + r], wv(r), even);
+      odd = std::fma(x[k + r + 1], wv(r + 1), odd);
+    }
+    y[j] = y[j] + (even + odd);
   }
 }
 
-// y[0..n) += x[k0..k1) @ W[k0..k1, :]. Eight rows at a time: y is loaded and stored once
-// per eight streamed rows; the rows left over one at a time.
+// Columns of W per block when several rows of x share the weight rows: eight weight rows of
+// this many columns stay in L1 while each row of x takes its turn (8 KB of f32).
+constexpr int64_t kSharedColumns = 256;
+
+// Y[i, :] += X[i, k0..k1) @ W[k0..k1, :] for the m rows i of X (row stride ldx) and Y (ldy).
+// Eight weight rows at a time: each Y row is loaded and stored once per eight streamed
+// weight rows; the weight rows left over one at a time. Every Y element is summed the same
+// way whatever m is (the blocks of columns only change the order elements are visited in),
+// so a row of a prompt gets the bits it gets alone, as a decode step.
 template <typename E>
-__attribute__((target("avx2,f16c"))) void RowsAvx2(const float *x, const typename E::T *w,
-                                                   int64_t ldw, float *y, int64_t k0,
+__attribute__((target("avx2,fma,f16c"))) void RowsAvx2(int64_t m, const float *x, int64_t ldx,
+                                                   const typename E::T *w, int64_t ldw,
+                                                   float *y, int64_t ldy, int64_t k0,
                                                    int64_t k1, int64_t n) {
+  // One row streams each weight row from end to end (decode); several share column blocks.
+  const int64_t block = m == 1 ? n : kSharedColumns;
   int64_t k = k0;
   for (; k + 8 <= k1; k += 8) {
     const typename E::T *w0 = w + k * ldw;
-    __m256 a[8];
-    for (int r = 0; r < 8; ++r) a[r] = _mm256_set1_ps(x[k + r]);
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-      __m256 t = _mm256_mul_ps(a[0], E::Eight(w0 + j));
-      for (int r = 1; r < 8; ++r) t = _mm256_add_ps(t, _mm256_mul_ps(a[r], E::Eight(w0 + r * ldw + j)));
-      _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j), t));
+    for (int64_t c0 = 0; c0 < n; c0 += block) {
+      const int64_t c1 = std::min(n, c0 + block);
+      for (int64_t i = 0; i < m; ++i) {
+        const float *xi = x + i * ldx;
+        float *yi = y + i * ldy;
+        __m256 a[8];
+        for (int r = 0; r < 8; ++r) a[r] = _mm256_set1_ps(xi[k + r]);
+        int64_t j = c0;
+        for (; j + 8 <= c1; j += 8) {
+          __m256 even = _mm256_mul_ps(a[0], E::Eight(w0 + j));
+          __m256 odd = _mm256_mul_ps(a[1], E::Eight(w0 + ldw + j));
+          for (int r = 2; r < 8; r += 2) {
+            even = _mm256_fmadd_ps(a[r], E::Eight(w0 + r * ldw + j), even);
+            odd = _mm256_fmadd_ps(a[r + 1], E::Eight(w0 + (r + 1) * ldw + j), odd);
+          }
+          _mm256_storeu_ps(yi + j, _mm256_add_ps(_mm256_loadu_ps(yi + j), _mm256_add_ps(even, odd)));
+        }
+        RowsScalar<E>(xi, w, ldw, yi, k, 8, j, c1);
+      }
     }
-    RowsScalar<E>(x, w, ldw, y, k, 8, j, n);
   }
-  for (; k < k1; ++k) {
-    const __m256 a = _mm256_set1_ps(x[k]);
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-      _mm256_storeu_ps(y + j, _mm256_add_ps(_mm256_loadu_ps(y + j),
-                                            _mm256_mul_ps(a, E::Eight(w + k * ldw + j))));
-    RowsScalar<E>(x, w, ldw, y, k, 1, j, n);
+  for (; k < k1; ++k)
+    for (int64_t i = 0; i < m; ++i) {
+      const float *xi = x + i * ldx;
+      float *yi = y + i * ldy;
+      const __m256 a = _mm256_set1_ps(xi[k]);
+      int64_t j = 0;
+      for (; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(yi + j, _mm256_add_ps(_mm256_loadu_ps(yi + j),
+                                               _mm256_mul_ps(a, E::Eight(w + k * ldw + j))));
+      RowsScalar<E>(xi, w, ldw, yi, k, 1, j, n);
+    }
+}
+
+template <typename E>
+void RowsPortable(int64_t m, const float *x, int64_t ldx, const typename E::T *w, int64_t ldw,
+                  float *y, int64_t ldy, int64_t k0, int64_t k1, int64_t n) {
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t k = k0;
+    for (; k + 8 <= k1; k += 8) RowsScalar<E>(x + i * ldx, w, ldw, y + i * ldy, k, 8, 0, n);
+    for (; k < k1; ++k) RowsScalar<E>(x + i * ldx, w, ldw, y + i * ldy, k, 1, 0, n);
   }
 }
 
 template <typename E>
-void RowsPortable(const float *x, const typename E::T *w, int64_t ldw, float *y, int64_t k0,
-                  int64_t k1, int64_t n) {
-  int64_t k = k0;
-  for (; k + 8 <= k1; k += 8) RowsScalar<E>(x, w, ldw, y, k, 8, 0, n);
-  for (; k < k1; ++k) RowsScalar<E>(x, w, ldw, y, k, 1, 0, n);
-}
-
-template <typename E>
-void RowsKernel(const float *x, const typename E::T *w, int64_t ldw, float *y, int64_t k0,
-                int64_t k1, int64_t n) {
-  if (UseAvx2()) RowsAvx2<E>(x, w, ldw, y, k0, k1, n);
-  else RowsPortable<E>(x, w, ldw, y, k0, k1, n);
+void RowsKernel(int64_t m, const float *x, int64_t ldx, const typename E::T *w, int64_t ldw,
+                float *y, int64_t ldy, int64_t k0, int64_t k1, int64_t n) {
+  if (UseAvx2()) RowsAvx2<E>(m, x, ldx, w, ldw, y, ldy, k0, k1, n);
+  else RowsPortable<E>(m, x, ldx, w, ldw, y, ldy, k0, k1, n);
 }
 
 // Dot products of `S` rows of A with a contiguous x, in lockstep: each row is its own
 // stream (more prefetch streams in flight than one row after another: GPT-2's LM head,
 // interleaved runs, median 9.4 ms with four against 10.5 ms row by row, on a VM whose
 // figures move 20% between runs). Every row is summed the same way: eight lanes over j
-// (lane l takes j = l mod 8), then the lanes in order, then the tail.
+// (lane l takes j = l mod 8, fused multiply-adds), then the lanes in order, then the tail.
 template <typename E, int S>
 inline void DotFinish(float (*acc)[8], const typename E::T *const *row, const float *x,
                       int64_t body, int64_t k, float *out) {
   for (int s = 0; s < S; ++s) {
     float sum = 0.0f;
     for (int l = 0; l < 8; ++l) sum = sum + acc[s][l];
-    for (int64_t j = body; j < k; ++j) sum = sum + E::One(row[s] + j) * x[j];
+    for (int64_t j = body; j < k; ++j) sum = std::fma(E::One(row[s] + j), x[j], sum);
     out[s] = sum;
   }
 }
 
 template <typename E, int S>
-__attribute__((target("avx2,f16c"))) void DotRowsAvx2(const typename E::T *const *row,
+__attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const typename E::T *const *row,
                                                       const float *x, int64_t k, float *out) {
   __m256 acc[S];
   for (int s = 0; s < S; ++s) acc[s] = _mm256_setzero_ps();
   int64_t j = 0;
   for (; j + 8 <= k; j += 8) {
     const __m256 xv = _mm256_loadu_ps(x + j);
-    for (int s = 0; s < S; ++s) acc[s] = _mm256_add_ps(acc[s], _mm256_mul_ps(E::Eight(row[s] + j), xv));
+    for (int s = 0; s < S; ++s) acc[s] = _mm256_fmadd_ps(E::Eight(row[s] + j), xv, acc[s]);
   }
   float lanes[S][8];
   for (int s = 0; s < S; ++s) _mm256_storeu_ps(lanes[s], acc[s]);
@@ -159,7 +197,7 @@ void DotRowsPortable(const typename E::T *const *row, const float *x, int64_t k,
   int64_t j = 0;
   for (; j + 8 <= k; j += 8)
     for (int s = 0; s < S; ++s)
-      for (int l = 0; l < 8; ++l) acc[s][l] = acc[s][l] + E::One(row[s] + j + l) * x[j + l];
+      for (int l = 0; l < 8; ++l) acc[s][l] = std::fma(E::One(row[s] + j + l), x[j + l], acc[s][l]);
   DotFinish<E, S>(acc, row, x, j, k, out);
 }
 
@@ -208,23 +246,25 @@ using tinymlir::kRowsPerChunk;
 
 namespace {
 
-// y[0..n) += x @ W for W's k rows, where rows(out, k0, k1) adds x[k0..k1) @ W[k0..k1, :]
-// into out. The summed rows are cut into chunks of a fixed size, whatever the number of
-// threads; each chunk's sum goes to its own partial vector, and the partials are added to y
-// in chunk order. So every y[j] is summed in the same order for any TINYMLIR_NUM_THREADS
-// (bit-identical results), while each participant still streams whole contiguous rows
-// (splitting over the outputs instead measured 6-11% slower on GPT-2's decode products).
-// Which path runs depends on the shape alone.
+// Y[i, :] += X[i, :] @ W for m rows, W's k rows summed, where rows(out, ld, k0, k1) adds
+// X[:, k0..k1) @ W[k0..k1, :] into the m rows of out (row stride ld). The summed rows are cut
+// into chunks of a fixed size, whatever the number of threads; each chunk's sum goes to its
+// own partial rows, and the partials are added to Y in chunk order. So every Y element is
+// summed in the same order for any TINYMLIR_NUM_THREADS and any m (bit-identical results),
+// while each participant still streams whole contiguous weight rows (splitting over the
+// outputs instead measured 6-11% slower on GPT-2's decode products). Which path runs
+// depends on the shape alone.
 template <typename Rows>
-void GemvRow(int64_t k, int64_t n, float *y, const Rows &rows) {
+void GemvRows(int64_t m, int64_t k, int64_t n, float *y, int64_t ldy, const Rows &rows) {
   if (k * n < tinymlir::kParallelElements || k <= kRowsPerChunk) {
-    rows(y, 0, k);
+    rows(y, ldy, 0, k);
     return;
   }
   const int64_t chunks = (k + kRowsPerChunk - 1) / kRowsPerChunk;
-  float *partial = static_cast<float *>(std::calloc(static_cast<size_t>(chunks * n), sizeof(float)));
+  float *partial =
+      static_cast<float *>(std::calloc(static_cast<size_t>(chunks * m * n), sizeof(float)));
   if (!partial) {  // no scratch: the rows in one pass (another summation order)
-    rows(y, 0, k);
+    rows(y, ldy, 0, k);
     return;
   }
   WorkerPool &pool = WorkerPool::Get();
@@ -235,10 +275,12 @@ void GemvRow(int64_t k, int64_t n, float *y, const Rows &rows) {
   std::atomic<int64_t> next_chunk{0};
   auto run = [&](int) {
     for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < chunks;)
-      rows(partial + c * n, c * kRowsPerChunk, std::min(k, (c + 1) * kRowsPerChunk));
+      rows(partial + c * m * n, n, c * kRowsPerChunk, std::min(k, (c + 1) * kRowsPerChunk));
   };
   if (pool.size() > 1) pool.ParallelFor(run); else run(0);
-  for (int64_t c = 0; c < chunks; ++c) tinymlir::AddInto(y, partial + c * n, n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t c = 0; c < chunks; ++c)
+      tinymlir::AddInto(y + i * ldy, partial + (c * m + i) * n, n);
   std::free(partial);
 }
 
@@ -279,47 +321,45 @@ void GemvCol(int64_t m, int64_t k, const float *x, int64_t incx, float *y, int64
 
 }  // namespace
 
-extern "C" void tm_rt_sgemv_row(int64_t k, int64_t n, const float *x, const float *w,
-                                int64_t ldw, float *y) {
+extern "C" void tm_rt_gemv_rows(int32_t dtype, int64_t m, int64_t k, int64_t n,
+                                const float *x, int64_t ldx, const void *w, int64_t ldw,
+                                float *y, int64_t ldy) {
   tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
-  GemvRow(k, n, y, [&](float *out, int64_t k0, int64_t k1) {
-    tinymlir::RowsKernel<tinymlir::F32>(x, w, ldw, out, k0, k1, n);
+  using tinymlir::RowsKernel;
+  GemvRows(m, k, n, y, ldy, [&](float *out, int64_t ld, int64_t k0, int64_t k1) {
+    switch (static_cast<tinymlir::HalfKind>(dtype)) {
+      case tinymlir::HalfKind::kF16:
+        RowsKernel<tinymlir::F16>(m, x, ldx, static_cast<const uint16_t *>(w), ldw, out, ld, k0, k1, n);
+        break;
+      case tinymlir::HalfKind::kBF16:
+        RowsKernel<tinymlir::BF16>(m, x, ldx, static_cast<const uint16_t *>(w), ldw, out, ld, k0, k1, n);
+        break;
+      default:
+        RowsKernel<tinymlir::F32>(m, x, ldx, static_cast<const float *>(w), ldw, out, ld, k0, k1, n);
+    }
   });
 }
 
-extern "C" void tm_rt_hgemv_row(int32_t dtype, int64_t k, int64_t n, const float *x,
-                                const uint16_t *w, int64_t ldw, float *y) {
-  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
-  const bool f16 = static_cast<tinymlir::HalfKind>(dtype) == tinymlir::HalfKind::kF16;
-  GemvRow(k, n, y, [&](float *out, int64_t k0, int64_t k1) {
-    if (f16) tinymlir::RowsKernel<tinymlir::F16>(x, w, ldw, out, k0, k1, n);
-    else tinymlir::RowsKernel<tinymlir::BF16>(x, w, ldw, out, k0, k1, n);
-  });
-}
-
-extern "C" void tm_rt_sgemv_col(int64_t m, int64_t k, const float *a, int64_t lda,
-                                const float *x, int64_t incx, float *y, int64_t incy) {
-  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
-  GemvCol(
-      m, k, x, incx, y, incy,
-      [&](const float *xs, int64_t i0, int64_t i1) {
-        tinymlir::DotsKernel<tinymlir::F32>(a, lda, xs, k, y, incy, i0, i1);
-      },
-      [&](int64_t i, int64_t j) { return a[i * lda + j]; });
-}
-
-extern "C" void tm_rt_hgemv_col(int32_t dtype, int64_t m, int64_t k, const uint16_t *a,
+extern "C" void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void *a,
                                 int64_t lda, const float *x, int64_t incx, float *y,
                                 int64_t incy) {
   tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  using tinymlir::DotsKernel;
   const auto kind = static_cast<tinymlir::HalfKind>(dtype);
+  const bool half = kind == tinymlir::HalfKind::kF16 || kind == tinymlir::HalfKind::kBF16;
+  const auto *af = static_cast<const float *>(a);
+  const auto *ah = static_cast<const uint16_t *>(a);
   GemvCol(
       m, k, x, incx, y, incy,
       [&](const float *xs, int64_t i0, int64_t i1) {
         if (kind == tinymlir::HalfKind::kF16)
-          tinymlir::DotsKernel<tinymlir::F16>(a, lda, xs, k, y, incy, i0, i1);
+          DotsKernel<tinymlir::F16>(ah, lda, xs, k, y, incy, i0, i1);
+        else if (kind == tinymlir::HalfKind::kBF16)
+          DotsKernel<tinymlir::BF16>(ah, lda, xs, k, y, incy, i0, i1);
         else
-          tinymlir::DotsKernel<tinymlir::BF16>(a, lda, xs, k, y, incy, i0, i1);
+          DotsKernel<tinymlir::F32>(af, lda, xs, k, y, incy, i0, i1);
       },
-      [&](int64_t i, int64_t j) { return tinymlir::HalfToFloat(kind, a[i * lda + j]); });
+      [&](int64_t i, int64_t j) {
+        return half ? tinymlir::HalfToFloat(kind, ah[i * lda + j]) : af[i * lda + j];
+      });
 }
