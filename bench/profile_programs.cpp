@@ -174,6 +174,7 @@ int main(int argc, char **argv) {
   config.n_layer = 12;
   config.n_head = 12;
   config.n_inner = 3072;
+  config.projections_out_major = true;  // as the model holds them on the CPU target
   tinymlir::ContextHandle ctx;
   Check(tm_context_create(ctx.out()), "context");
   const Kernel kernels[] = {{"embed", ProgramKind::kEmbed, 1},

@@ -285,19 +285,16 @@ class BlasEmitter {
     Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
     Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
     auto dots = [&] {
-      return Declare("tm_rt_gemv_dots", {i32, i64, i64, ptr, i64, ptr, i64, ptr, i64});
-    };
-    auto row_of = [&](const Matrix &x, int64_t i) {
-      return mlir::LLVM::GEPOp::create(b_, loc, ptr, x.elem, x.ptr,
-                                       mlir::ValueRange{I64(loc, i * x.ld)});
+      return Declare("tm_rt_gemv_dots",
+                     {i32, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, i64});
     };
     if (ta || !f32_a || m > kMaxKernelRows || (n == 1 && m > 1)) {
       if (n == 1 && !ta && f32_b) {  // c[i] = A row i . b, b strided by its leading dimension
         mlir::func::CallOp::create(
             b_, loc, dots(),
             mlir::ValueRange{I32(loc, DtypeCode(a.elem)), I64(loc, m), I64(loc, k), a.ptr,
-                             I64(loc, a.ld), b.ptr, I64(loc, tb ? 1 : b.ld), c.ptr,
-                             I64(loc, c.ld)});
+                             I64(loc, a.ld), I64(loc, 1), b.ptr, I64(loc, 0),
+                             I64(loc, tb ? 1 : b.ld), c.ptr, I64(loc, 0), I64(loc, c.ld)});
         return true;
       }
       return false;
@@ -310,13 +307,12 @@ class BlasEmitter {
                            a.ptr, I64(loc, a.ld), b.ptr, I64(loc, b.ld), c.ptr, I64(loc, c.ld)});
       return true;
     }
-    // B^T stored row-major (n x k): C[i, j] = B^T row j . A row i, one call per row of A.
-    for (int64_t i = 0; i < m; ++i)
-      mlir::func::CallOp::create(
-          b_, loc, dots(),
-          mlir::ValueRange{I32(loc, DtypeCode(b.elem)), I64(loc, n), I64(loc, k), b.ptr,
-                           I64(loc, b.ld), i == 0 ? a.ptr : Value(row_of(a, i)), I64(loc, 1),
-                           i == 0 ? c.ptr : Value(row_of(c, i)), I64(loc, 1)});
+    // B^T stored row-major (n x k): C[i, j] = B^T row j . A row i, for every row of A.
+    mlir::func::CallOp::create(
+        b_, loc, dots(),
+        mlir::ValueRange{I32(loc, DtypeCode(b.elem)), I64(loc, n), I64(loc, k), b.ptr,
+                         I64(loc, b.ld), I64(loc, m), a.ptr, I64(loc, a.ld), I64(loc, 1),
+                         c.ptr, I64(loc, c.ld), I64(loc, 1)});
     return true;
   }
 
@@ -344,7 +340,7 @@ class BlasEmitter {
                    const Matrix &b, const Matrix &c) {
     const bool f32 = elem.isF32();
     const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
-    Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
+    Type i32 = b_.getI32Type();
     Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
     if (f32 && EmitKernelProduct(loc, m, n, k, a, b, c)) return;
     if (a.elem != elem || b.elem != elem) {

@@ -33,7 +33,8 @@ std::string BundleDimensions(const Gpt2Config &c) {
   return "n_embd " + std::to_string(c.n_embd) + "\nn_head " + std::to_string(c.n_head) +
          "\nn_inner " + std::to_string(c.n_inner) + "\nvocab_size " +
          std::to_string(c.vocab_size) + "\nn_ctx " + std::to_string(c.n_ctx) +
-         "\nlayer_norm_epsilon " + eps + "\nweights " + DtypeText(c.matrices) + "\n";
+         "\nlayer_norm_epsilon " + eps + "\nweights " + DtypeText(c.matrices) +
+         (c.projections_out_major ? " out-major" : "") + "\n";
 }
 
 // manifest.txt of the bundle in `dir` (at most 1 MiB of it).

@@ -1,5 +1,6 @@
 #include "gpt2/src/checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <cstring>
@@ -281,6 +282,42 @@ Status ChooseMatrixDtype(const SafetensorsFile &file, tm_dtype requested, tm_tar
   }
   *out = common == SafetensorsDtype::kF16 ? TM_F16 : common == SafetensorsDtype::kBF16 ? TM_BF16 : TM_F32;
   return Status::Ok();
+}
+
+namespace {
+
+// dst (cols x rows) = src (rows x cols) transposed, in 32 x 32 tiles (both sides stay in
+// the cache while a tile moves).
+template <typename T>
+void Transpose(const std::vector<T> &src, int64_t rows, int64_t cols, std::vector<T> *dst) {
+  constexpr int64_t kTile = 32;
+  dst->resize(src.size());
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
+          (*dst)[c * rows + r] = src[r * cols + c];
+}
+
+void TransposeMatrix(Weight *w) {
+  const int64_t rows = w->shape[0], cols = w->shape[1];
+  if (w->dtype == TM_F32) {
+    std::vector<float> t;
+    Transpose(w->data, rows, cols, &t);
+    w->data.swap(t);
+  } else {
+    std::vector<uint16_t> t;
+    Transpose(w->half, rows, cols, &t);
+    w->half.swap(t);
+  }
+  w->shape = {cols, rows};
+}
+
+}  // namespace
+
+void TransposeProjections(Gpt2Weights *weights) {
+  for (Gpt2Layer &l : weights->layers)
+    for (Weight *w : {&l.attn_w, &l.attn_proj_w, &l.fc_w, &l.mlp_proj_w}) TransposeMatrix(w);
 }
 
 }  // namespace tinymlir::gpt2

@@ -80,6 +80,12 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
     TM_RETURN_IF_ERROR(ChooseMatrixDtype(*file, weights, target, &m->config_.matrices));
     TM_RETURN_IF_ERROR(LoadGpt2Weights(*file, m->config_, &m->weights_));
   }
+  // On the CPU every decode product then streams weight rows as dot products
+  // (Gpt2Config::projections_out_major); the GPU's tiled matmul takes them as stored.
+  if (target == TM_TARGET_CPU) {
+    m->config_.projections_out_major = true;
+    TransposeProjections(&m->weights_);
+  }
 
   std::string vocab = dir + "/vocab.json", merges = dir + "/merges.txt";
   bool has_vocab = PathExists(vocab), has_merges = PathExists(merges);

@@ -6,9 +6,17 @@
 namespace tinymlir::gpt2 {
 namespace {
 
-// x @ w + b: a GPT-2 Conv1D (weights stored [in, out]). A half-precision w is promoted by
-// the matmul; the CPU target widens it inside its kernels (never a copy in f32).
-tm_value Linear(Tracer &tr, tm_value x, tm_value w, tm_value b) { return tr.add(tr.matmul(x, w), b); }
+// x @ w + b: a GPT-2 Conv1D, w held [in, out] as stored or [out, in]
+// (projections_out_major; the transpose is a view, read in place). A half-precision w is
+// promoted by the matmul; the CPU target widens it inside its kernels (never a copy in f32).
+tm_value Linear(Tracer &tr, const Gpt2Config &c, tm_value x, tm_value w, tm_value b) {
+  return tr.add(tr.matmul(x, c.projections_out_major ? tr.transpose(w, {1, 0}) : w), b);
+}
+
+// A projection's weight input, (in, out) as stored or (out, in).
+tm_value Projection(Tracer &tr, const Gpt2Config &c, int64_t in, int64_t out) {
+  return c.projections_out_major ? tr.input(c.matrices, {out, in}) : tr.input(c.matrices, {in, out});
+}
 
 void TraceEmbed(Tracer &tr, const Gpt2Config &c, int64_t t) {
   tm_value ids = tr.input(TM_I32, {t});
@@ -24,8 +32,8 @@ void TraceQkv(Tracer &tr, const Gpt2Config &c, int64_t t) {
   const int64_t d = c.n_embd;
   tm_value x = tr.input(TM_F32, {t, d});
   tm_value g = tr.input(TM_F32, {d}), b = tr.input(TM_F32, {d});
-  tm_value w = tr.input(c.matrices, {d, 3 * d}), bias = tr.input(TM_F32, {3 * d});
-  tm_value qkv = Linear(tr, tr.layer_norm(x, g, b, c.layer_norm_epsilon), w, bias);  // (t, 3d)
+  tm_value w = Projection(tr, c, d, 3 * d), bias = tr.input(TM_F32, {3 * d});
+  tm_value qkv = Linear(tr, c, tr.layer_norm(x, g, b, c.layer_norm_epsilon), w, bias);  // (t, 3d)
   tr.end({tr.slice(qkv, {0, 0}, {t, d}), tr.slice(qkv, {0, d}, {t, 2 * d}),
           tr.slice(qkv, {0, 2 * d}, {t, 3 * d})});
 }
@@ -37,10 +45,10 @@ void TraceAttnMlp(Tracer &tr, const Gpt2Config &c, int64_t t, int64_t l) {
   tm_value k = tr.input(TM_F32, {l, d});
   tm_value v = tr.input(TM_F32, {l, d});
   tm_value mask = tr.input(TM_F32, {t, l});  // 0 = visible, lowest float = hidden
-  tm_value proj_w = tr.input(c.matrices, {d, d}), proj_b = tr.input(TM_F32, {d});
+  tm_value proj_w = Projection(tr, c, d, d), proj_b = tr.input(TM_F32, {d});
   tm_value ln2_g = tr.input(TM_F32, {d}), ln2_b = tr.input(TM_F32, {d});
-  tm_value fc_w = tr.input(c.matrices, {d, inner}), fc_b = tr.input(TM_F32, {inner});
-  tm_value mp_w = tr.input(c.matrices, {inner, d}), mp_b = tr.input(TM_F32, {d});
+  tm_value fc_w = Projection(tr, c, d, inner), fc_b = tr.input(TM_F32, {inner});
+  tm_value mp_w = Projection(tr, c, inner, d), mp_b = tr.input(TM_F32, {d});
 
   tm_value qh = tr.transpose(tr.reshape(q, {t, h, hd}), {1, 0, 2});   // (h, t, hd)
   tm_value kt = tr.transpose(tr.reshape(k, {l, h, hd}), {1, 2, 0});   // (h, hd, l)
@@ -49,10 +57,10 @@ void TraceAttnMlp(Tracer &tr, const Gpt2Config &c, int64_t t, int64_t l) {
   tm_value probs = tr.softmax(tr.add(scores, mask));                   // (h, t, l)
   tm_value heads = tr.matmul(probs, vh);                                // (h, t, hd)
   tm_value merged = tr.reshape(tr.transpose(heads, {1, 0, 2}), {t, d});  // (t, d)
-  tm_value x1 = tr.add(x, Linear(tr, merged, proj_w, proj_b));
-  tm_value hidden = tr.gelu_tanh(Linear(tr, tr.layer_norm(x1, ln2_g, ln2_b, c.layer_norm_epsilon),
+  tm_value x1 = tr.add(x, Linear(tr, c, merged, proj_w, proj_b));
+  tm_value hidden = tr.gelu_tanh(Linear(tr, c, tr.layer_norm(x1, ln2_g, ln2_b, c.layer_norm_epsilon),
                                       fc_w, fc_b));                     // (t, inner)
-  tr.end({tr.add(x1, Linear(tr, hidden, mp_w, mp_b))});
+  tr.end({tr.add(x1, Linear(tr, c, hidden, mp_w, mp_b))});
 }
 
 void TraceHead(Tracer &tr, const Gpt2Config &c) {

@@ -201,27 +201,34 @@ void DotRowsPortable(const typename E::T *const *row, const float *x, int64_t k,
   DotFinish<E, S>(acc, row, x, j, k, out);
 }
 
-// y[i * incy] += A row i . x for rows [i0, i1): four quarters of the range side by side.
+// Y[v * ldy + i * incy] += A row i . X row v for rows [i0, i1) of A and the nx rows of X
+// (row stride ldx, contiguous): four quarters of A's range side by side, each group of four
+// A rows dotted with every X row while it is in the cache. Each output is one DotRows sum,
+// the same for any nx.
 template <typename E>
-void DotsKernel(const typename E::T *a, int64_t lda, const float *x, int64_t k, float *y,
-                int64_t incy, int64_t i0, int64_t i1) {
+void DotsKernel(const typename E::T *a, int64_t lda, int64_t nx, const float *x, int64_t ldx,
+                int64_t k, float *y, int64_t ldy, int64_t incy, int64_t i0, int64_t i1) {
   constexpr int kStreams = 4;
   const bool avx2 = UseAvx2();
   const int64_t quarter = (i1 - i0) / kStreams;
   for (int64_t r = 0; r < quarter; ++r) {
     const typename E::T *rows[kStreams];
     for (int s = 0; s < kStreams; ++s) rows[s] = a + (i0 + s * quarter + r) * lda;
-    float sums[kStreams];
-    if (avx2) DotRowsAvx2<E, kStreams>(rows, x, k, sums);
-    else DotRowsPortable<E, kStreams>(rows, x, k, sums);
-    for (int s = 0; s < kStreams; ++s) y[(i0 + s * quarter + r) * incy] += sums[s];
+    for (int64_t v = 0; v < nx; ++v) {
+      float sums[kStreams];
+      if (avx2) DotRowsAvx2<E, kStreams>(rows, x + v * ldx, k, sums);
+      else DotRowsPortable<E, kStreams>(rows, x + v * ldx, k, sums);
+      for (int s = 0; s < kStreams; ++s) y[v * ldy + (i0 + s * quarter + r) * incy] += sums[s];
+    }
   }
   for (int64_t i = i0 + kStreams * quarter; i < i1; ++i) {
     const typename E::T *row = a + i * lda;
-    float sum;
-    if (avx2) DotRowsAvx2<E, 1>(&row, x, k, &sum);
-    else DotRowsPortable<E, 1>(&row, x, k, &sum);
-    y[i * incy] += sum;
+    for (int64_t v = 0; v < nx; ++v) {
+      float sum;
+      if (avx2) DotRowsAvx2<E, 1>(&row, x + v * ldx, k, &sum);
+      else DotRowsPortable<E, 1>(&row, x + v * ldx, k, &sum);
+      y[v * ldy + i * incy] += sum;
+    }
   }
 }
 
@@ -284,36 +291,40 @@ void GemvRows(int64_t m, int64_t k, int64_t n, float *y, int64_t ldy, const Rows
   std::free(partial);
 }
 
-// y[i * incy] += A row i . x for A's m rows, where dots(x, i0, i1) adds rows [i0, i1)
-// against a contiguous x into y, and element(i, j) reads A[i, j] (for the fallback).
+// Y[v * ldy + i * incy] += A row i . X row v for A's m rows and X's nx rows (elements
+// incx apart), where dots(x, ldx, i0, i1) adds rows [i0, i1) against contiguous rows of x,
+// and element(i, j) reads A[i, j] (for the fallback).
 template <typename Dots, typename Element>
-void GemvCol(int64_t m, int64_t k, const float *x, int64_t incx, float *y, int64_t incy,
-             const Dots &dots, const Element &element) {
+void GemvCol(int64_t m, int64_t k, int64_t nx, const float *x, int64_t ldx, int64_t incx,
+             float *y, int64_t ldy, int64_t incy, const Dots &dots, const Element &element) {
   float *packed = nullptr;
-  if (incx != 1) {  // gather a strided x once; the kernel streams A against it m times
-    packed = static_cast<float *>(std::malloc(static_cast<size_t>(k) * sizeof(float)));
+  if (incx != 1) {  // gather strided x rows once; the kernel streams A against them m times
+    packed = static_cast<float *>(std::malloc(static_cast<size_t>(nx * k) * sizeof(float)));
     if (!packed) {  // no scratch: dot products straight from the strided x
-      for (int64_t i = 0; i < m; ++i) {
-        float sum = 0.0f;
-        for (int64_t j = 0; j < k; ++j) sum += element(i, j) * x[j * incx];
-        y[i * incy] += sum;
-      }
+      for (int64_t v = 0; v < nx; ++v)
+        for (int64_t i = 0; i < m; ++i) {
+          float sum = 0.0f;
+          for (int64_t j = 0; j < k; ++j) sum += element(i, j) * x[v * ldx + j * incx];
+          y[v * ldy + i * incy] += sum;
+        }
       return;
     }
-    for (int64_t j = 0; j < k; ++j) packed[j] = x[j * incx];
+    for (int64_t v = 0; v < nx; ++v)
+      for (int64_t j = 0; j < k; ++j) packed[v * k + j] = x[v * ldx + j * incx];
     x = packed;
+    ldx = k;
   }
   WorkerPool &pool = WorkerPool::Get();
   if (m * k < tinymlir::kParallelElements || pool.size() == 1) {
-    dots(x, 0, m);
+    dots(x, ldx, 0, m);
   } else {
-    // Blocks of rows taken from a shared counter, as in GemvRow; each output is one
+    // Blocks of rows taken from a shared counter, as in GemvRows; each output is one
     // thread's dot product, so the split never changes the bits.
     const int64_t block = tinymlir::kRowsPerBlock;
     std::atomic<int64_t> next_row{0};
     pool.ParallelFor([&](int) {
       for (int64_t i0; (i0 = next_row.fetch_add(block, std::memory_order_relaxed)) < m;)
-        dots(x, i0, std::min(m, i0 + block));
+        dots(x, ldx, i0, std::min(m, i0 + block));
     });
   }
   std::free(packed);
@@ -341,8 +352,8 @@ extern "C" void tm_rt_gemv_rows(int32_t dtype, int64_t m, int64_t k, int64_t n,
 }
 
 extern "C" void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void *a,
-                                int64_t lda, const float *x, int64_t incx, float *y,
-                                int64_t incy) {
+                                int64_t lda, int64_t nx, const float *x, int64_t ldx,
+                                int64_t incx, float *y, int64_t ldy, int64_t incy) {
   tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
   using tinymlir::DotsKernel;
   const auto kind = static_cast<tinymlir::HalfKind>(dtype);
@@ -350,14 +361,14 @@ extern "C" void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void 
   const auto *af = static_cast<const float *>(a);
   const auto *ah = static_cast<const uint16_t *>(a);
   GemvCol(
-      m, k, x, incx, y, incy,
-      [&](const float *xs, int64_t i0, int64_t i1) {
+      m, k, nx, x, ldx, incx, y, ldy, incy,
+      [&](const float *xs, int64_t ld, int64_t i0, int64_t i1) {
         if (kind == tinymlir::HalfKind::kF16)
-          DotsKernel<tinymlir::F16>(ah, lda, xs, k, y, incy, i0, i1);
+          DotsKernel<tinymlir::F16>(ah, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
         else if (kind == tinymlir::HalfKind::kBF16)
-          DotsKernel<tinymlir::BF16>(ah, lda, xs, k, y, incy, i0, i1);
+          DotsKernel<tinymlir::BF16>(ah, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
         else
-          DotsKernel<tinymlir::F32>(af, lda, xs, k, y, incy, i0, i1);
+          DotsKernel<tinymlir::F32>(af, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
       },
       [&](int64_t i, int64_t j) {
         return half ? tinymlir::HalfToFloat(kind, ah[i * lda + j]) : af[i * lda + j];

@@ -22,8 +22,12 @@ extern "C" {
 void tm_rt_gemv_rows(int32_t dtype, int64_t m, int64_t k, int64_t n, const float *x,
                      int64_t ldx, const void *w, int64_t ldw, float *y, int64_t ldy);
 
-// y[i * incy] += sum_j A[i * lda + j] * x[j * incx], i in [0, m), j in [0, k): A row-major.
+// Y[v * ldy + i * incy] += sum_j A[i * lda + j] * X[v * ldx + j * incx], for the m rows i of
+// A (row-major), the nx rows v of X, j in [0, k): dot products of A's rows (a weight stored
+// output-major, such as GPT-2's tied LM head) with one row of X (decode) or a few (a short
+// prompt; each output summed exactly as with one).
 void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void *a, int64_t lda,
-                     const float *x, int64_t incx, float *y, int64_t incy);
+                     int64_t nx, const float *x, int64_t ldx, int64_t incx, float *y,
+                     int64_t ldy, int64_t incy);
 
 }  // extern "C"
