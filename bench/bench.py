@@ -135,11 +135,11 @@ def table(r):
                    f"(max |logit| {x['max_abs_ref']:.3g}, relative {x['relative']:.2g}) "
                    f"{'OK' if x['ok'] else 'FAIL'}; same argmax: {x['same_argmax']}")
     g, g16 = r["tinymlir"]["gemv_vs_gemm_row"], r["tinymlir"]["gemv_vs_prompt16_row"]
-    out.append(f"KV cache vs recompute, a row alone (decode) against the same row in a prompt, "
-               f"768 x 2304: in a 16-row prompt (the GEMV kernels) "
-               f"{100 * g16['fraction_differing']:.0f}% of outputs differ in their bits; in a "
-               f"64-row prompt (OpenBLAS GEMM) {100 * g['fraction_differing']:.0f}%, by at most "
-               f"{g['max_abs_diff']:.2g} (outputs up to {g['max_abs']:.2g})")
+    out.append(f"KV cache vs recompute, a row alone (decode) against the same row in a 16-row "
+               f"prompt, 768 x 2304: with an f16 weight (the GEMV kernels for both) "
+               f"{100 * g16['fraction_differing']:.0f}% of outputs differ in their bits; with an "
+               f"f32 weight (OpenBLAS's GEMM for the prompt) {100 * g['fraction_differing']:.0f}%, "
+               f"by at most {g['max_abs_diff']:.2g} (outputs up to {g['max_abs']:.2g})")
     out.append(f"greedy ids equal to numpy's: tinymlir {r['same_generated_ids']['tinymlir']}"
                + (f", pytorch {r['same_generated_ids']['pytorch']}" if r.get("pytorch") else ""))
     if r.get("artifacts"):

@@ -239,12 +239,26 @@ DecodeBreakdown MedianBreakdown(const std::vector<DecodeBreakdown> &runs) {
 }
 
 // A program of one binary op on two f32 inputs, traced with the public C++ header's Tracer.
+// f32 -> f16 bits, rounded to nearest even (the values here are normal and in range).
+uint16_t HalfBits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x < 0x38800000u) return sign;  // below f16's normals: not produced here
+  x -= 0x38000000u;
+  uint32_t q = x >> 13, rem = x & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) ++q;
+  return sign | static_cast<uint16_t>(q);
+}
+
 tinymlir::ProgramHandle CompileBinary(tm_context *ctx, const char *name,
                                       const std::vector<int64_t> &a_shape,
                                       const std::vector<int64_t> &b_shape,
-                                      tm_status (*op)(tm_trace *, tm_value, tm_value, tm_value *)) {
+                                      tm_status (*op)(tm_trace *, tm_value, tm_value, tm_value *),
+                                      tm_dtype b_dtype = TM_F32) {
   tinymlir::Tracer tr(ctx, name);
-  tm_value a = tr.input(TM_F32, a_shape), b = tr.input(TM_F32, b_shape), y = 0;
+  tm_value a = tr.input(TM_F32, a_shape), b = tr.input(b_dtype, b_shape), y = 0;
   if (tr.ok()) Check(op(tr.get(), a, b, &y), name);
   tr.end({y});
   tinymlir::ProgramHandle p;
@@ -273,12 +287,15 @@ double InvokeOverheadMicroseconds(tm_context *ctx) {
 
 // Do the KV-cache and recompute paths agree bit for bit? A decode step computes a new row's
 // products with the GEMV kernels (M = 1); recomputing puts the same row in a product with
-// the other `rows` rows (the GEMV kernels up to 16 rows, OpenBLAS's GEMM beyond). Both
-// products of GPT-2's c_attn shape (768 x 2304) on the same row of random inputs; returns
-// {fraction of outputs that differ, largest |difference|, largest |output|}.
-std::vector<double> GemvAgainstPromptRow(tm_context *ctx, int64_t rows) {
+// the other `rows` rows: through the GEMV kernels too with a half-precision weight and up
+// to 16 rows, through OpenBLAS's GEMM otherwise. Both products of GPT-2's c_attn shape
+// (768 x 2304, the weight in `dtype`, TM_F32 or TM_F16) on the same row of random inputs;
+// returns {fraction of outputs that differ, largest |difference|, largest |output|}.
+std::vector<double> GemvAgainstPromptRow(tm_context *ctx, int64_t rows, tm_dtype dtype) {
   const int64_t k = 768, n = 2304;
-  auto compile = [&](int64_t m) { return CompileBinary(ctx, "product", {m, k}, {k, n}, tm_op_matmul); };
+  auto compile = [&](int64_t m) {
+    return CompileBinary(ctx, "product", {m, k}, {k, n}, tm_op_matmul, dtype);
+  };
   std::vector<float> x(rows * k), w(k * n), all(rows * n), one(n);
   uint32_t state = 12345;
   auto next = [&] {
@@ -287,14 +304,18 @@ std::vector<double> GemvAgainstPromptRow(tm_context *ctx, int64_t rows) {
   };
   for (float &v : x) v = next();
   for (float &v : w) v = next();
+  // An f16 weight: the same values' f16 bits (F16C converts; exact for what it keeps).
+  std::vector<uint16_t> w16(w.size());
+  for (size_t i = 0; i < w.size(); ++i) w16[i] = HalfBits(w[i]);
+  void *weight = dtype == TM_F16 ? static_cast<void *>(w16.data()) : static_cast<void *>(w.data());
   const int64_t x_all[] = {rows, k}, x_one[] = {1, k}, w_shape[] = {k, n};
   const int64_t y_all[] = {rows, n}, y_one[] = {1, n}, s_row[] = {k, 1}, s_w[] = {n, 1};
   const int64_t s_all[] = {n, 1};
   tinymlir::ProgramHandle prompt = compile(rows), gemv = compile(1);
-  tm_tensor in_all[2] = {{x.data(), TM_F32, 2, x_all, s_row}, {w.data(), TM_F32, 2, w_shape, s_w}};
+  tm_tensor in_all[2] = {{x.data(), TM_F32, 2, x_all, s_row}, {weight, dtype, 2, w_shape, s_w}};
   tm_tensor out_all = {all.data(), TM_F32, 2, y_all, s_all};
   tm_tensor in_one[2] = {{x.data() + (rows - 1) * k, TM_F32, 2, x_one, s_row},
-                         {w.data(), TM_F32, 2, w_shape, s_w}};
+                         {weight, dtype, 2, w_shape, s_w}};
   tm_tensor out_one = {one.data(), TM_F32, 2, y_one, s_all};
   Check(tm_invoke(prompt, in_all, 2, &out_all, 1), "tm_invoke");
   Check(tm_invoke(gemv, in_one, 2, &out_one, 1), "tm_invoke");
@@ -453,12 +474,12 @@ int main(int argc, char **argv) {
     parts.push_back(Breakdown(GetStats(m), decode_kernels));
   }
   const double invoke_overhead_us = core_only ? 0.0 : InvokeOverheadMicroseconds(ctx);
-  // The last row of a prompt's product against the same row alone (a decode step): through
-  // the GEMV kernels (16 rows) and through GEMM (64 rows).
+  // The last row of a prompt's product against the same row alone (a decode step): a
+  // 16-row prompt with an f16 weight (the GEMV kernels) and with an f32 one (GEMM).
   const std::vector<double> kv_vs_prompt16 =
-      core_only ? std::vector<double>{0, 0, 0} : GemvAgainstPromptRow(ctx, 16);
+      core_only ? std::vector<double>{0, 0, 0} : GemvAgainstPromptRow(ctx, 16, TM_F16);
   const std::vector<double> kv_vs_recompute =
-      core_only ? std::vector<double>{0, 0, 0} : GemvAgainstPromptRow(ctx, 64);
+      core_only ? std::vector<double>{0, 0, 0} : GemvAgainstPromptRow(ctx, 16, TM_F32);
   double rss_end = CurrentRssMb(), peak = PeakRssMb();
 
   // The disk cache: a second context starts with an empty memory cache, as a new process

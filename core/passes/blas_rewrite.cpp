@@ -19,8 +19,9 @@ using mlir::Location;
 using mlir::Type;
 using mlir::Value;
 
-// Products of at most this many rows go to tinymlir's GEMV kernels, each row summed as a
-// decode step sums it (a prompt of up to 16 tokens gets its decode steps' bits).
+// Products with a half-precision matrix of at most this many rows go to tinymlir's GEMV
+// kernels, each row summed as a decode step sums it (a prompt of up to 16 tokens gets its
+// decode steps' bits); with an f32 matrix only single rows do.
 constexpr int64_t kMaxKernelRows = 16;
 
 // CBLAS enum values (cblas.h): fixed by the CBLAS standard.
@@ -274,10 +275,10 @@ class BlasEmitter {
   static int64_t DtypeCode(Type t) { return t.isF16() ? 6 : t.isBF16() ? 7 : 1; }
 
   // Products tinymlir's GEMV kernels (gemv_kernels.h) take, with an f32 result, f32 vectors
-  // and an f32, f16 or bf16 matrix: rows of A against B (decode, and prompts of at most
-  // kMaxKernelRows rows: each row summed as it is alone, so a prompt's rows get their decode
-  // steps' bits), dot products with B^T's rows per row of A, and A's rows against a column.
-  // Returns false for what they do not cover.
+  // and an f32, f16 or bf16 matrix: rows of A against B and dot products with B^T's rows
+  // (decode; and with a half matrix, prompts of at most kMaxKernelRows rows, each row summed
+  // as it is alone, so a prompt's rows get their decode steps' bits), and A's rows against
+  // a column. Returns false for what they do not cover.
   bool EmitKernelProduct(Location loc, int64_t m, int64_t n, int64_t k, const Matrix &a,
                          const Matrix &b, const Matrix &c) {
     const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
@@ -288,7 +289,11 @@ class BlasEmitter {
       return Declare("tm_rt_gemv_dots",
                      {i32, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, i64});
     };
-    if (ta || !f32_a || m > kMaxKernelRows || (n == 1 && m > 1)) {
+    // With an f32 matrix, OpenBLAS's GEMM beats the kernels from two rows on (prefill-16 of
+    // GPT-2 124M: 84-95 ms through them against 64-71 ms through sgemm); a half matrix would
+    // need widening for it, and the kernels win up to kMaxKernelRows.
+    const int64_t max_rows = f32_b ? 1 : kMaxKernelRows;
+    if (ta || !f32_a || m > max_rows || (n == 1 && m > 1)) {
       if (n == 1 && !ta && f32_b) {  // c[i] = A row i . b, b strided by its leading dimension
         mlir::func::CallOp::create(
             b_, loc, dots(),

@@ -5,8 +5,9 @@
 // with one f16/bf16 operand: a half weight read in place) whose operands can be addressed
 // by pointer and strides (rows contiguous, or columns contiguous: a transposed view) is
 // replaced by
-//   - f32 products of at most 16 rows, or of one column: tm_rt_gemv_rows / tm_rt_gemv_dots
-//     (core/target/cpu/gemv_kernels.h), bandwidth-bound, each row summed as it is alone;
+//   - f32 products of one row or one column, and products of at most 16 rows with a half
+//     matrix: tm_rt_gemv_rows / tm_rt_gemv_dots (core/target/cpu/gemv_kernels.h),
+//     bandwidth-bound, each row summed as it is alone;
 //   - longer ones: cblas_sgemm / cblas_dgemm (row-major, a transpose flag per operand,
 //     beta = 1 because linalg.matmul accumulates into its output), with the base pointer,
 //     offset and strides taken from memref.extract_strided_metadata; tm_rt_sgemm_half

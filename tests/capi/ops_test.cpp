@@ -256,8 +256,7 @@ TYPED_TEST(OpsT, MatmulWithAndWithoutBlas) {
   using T = TypeParam;
   const bool f32 = std::is_same<T, float>::value;
   const std::string gemm = f32 ? "cblas_sgemm" : "cblas_dgemm";
-  // f32 products of at most 16 rows, or of one column, go to tinymlir's GEMV kernels; f64
-  // single-row/column products to cblas_dgemv.
+  // Single-row/column f32 products go to tinymlir's GEMV kernels, f64 to cblas_dgemv.
   const std::string gemv = f32 ? "tm_rt_gemv_" : "cblas_dgemv";
   struct Case { std::vector<int64_t> a, b, y; bool vector; };
   const std::vector<Case> cases = {
@@ -301,8 +300,7 @@ TYPED_TEST(OpsT, MatmulWithAndWithoutBlas) {
       EXPECT_TRUE(AllClose(y, want, Tol<T>::rel, f32 ? 1e-5 : 1e-12))
           << "case " << c << " blas " << blas;
       if (blas) {
-        const bool kernel = f32 ? (m <= 16 || n == 1) : cs.vector;
-        EXPECT_GE(CountSubstr(lowered, kernel ? gemv : gemm), 1) << "case " << c;
+        EXPECT_GE(CountSubstr(lowered, cs.vector ? gemv : gemm), 1) << "case " << c;
       } else {
         EXPECT_EQ(CountSubstr(lowered, "cblas_"), 0) << "case " << c;
       }

@@ -1,5 +1,5 @@
 // The dtype a model holds its weight matrices in (tm_model_options.weights): an F16
-// checkpoint kept in F16 gives the bits of its F32 widening; F32 checkpoints converted to
+// checkpoint kept in F16 gives the tokens (and a decode step the bits) of its F32 widening; F32 checkpoints converted to
 // F16/BF16 stay within the stated distance of F32; bad requests and mismatched bundles are
 // clear errors.
 #include <gtest/gtest.h>
@@ -71,19 +71,25 @@ class WeightsDtype : public ::testing::Test {
   std::vector<tm_model *> models_;
 };
 
-// kjv-tiny is stored in F16: held as stored by default, its logits are bit for bit those of
-// its F32 widening, for a one-token prompt (the decode kernels) and a longer one (the
-// prefill products, half panels through sgemm), and the decode path's tokens agree.
-TEST_F(WeightsDtype, HalfCheckpointHeldAsStoredGivesTheBitsOfItsWidening) {
+// kjv-tiny is stored in F16: held as stored by default. A decode-shaped step (one token)
+// gives bit for bit the logits of its F32 widening: the same kernels, widening exactly. A
+// longer prompt's products go through different kernels (the half GEMV kernels against
+// OpenBLAS's sgemm for F32), so its logits agree to the last few bits, and the greedy
+// tokens, with and without the KV cache, are the same.
+TEST_F(WeightsDtype, HalfCheckpointHeldAsStoredMatchesItsWidening) {
   tm_model *half = Load(kKjv, 0), *wide = Load(kKjv, TM_F32);
   ASSERT_TRUE(half && wide);
-  for (const std::vector<int32_t> &prompt :
-       {std::vector<int32_t>{464}, std::vector<int32_t>{464, 262, 3726, 1793, 2727, 262, 7232}}) {
-    std::vector<float> a = Logits(half, prompt), b = Logits(wide, prompt);
-    ASSERT_EQ(a.size(), b.size());
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
-        << "prompt of " << prompt.size() << " tokens";
+  std::vector<float> a = Logits(half, {464}), b = Logits(wide, {464});
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  a = Logits(half, {464, 262, 3726, 1793, 2727, 262, 7232});
+  b = Logits(wide, {464, 262, 3726, 1793, 2727, 262, 7232});
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(double(b[i])));
   }
+  EXPECT_LE(worst, 1e-5 * scale) << worst << " of " << scale;  // f32 rounding, not weights
   const std::vector<int32_t> prompt = {464, 262, 3726};
   EXPECT_EQ(Greedy(half, prompt, 24), Greedy(wide, prompt, 24));
 }

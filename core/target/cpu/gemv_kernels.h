@@ -1,6 +1,6 @@
-// Matrix-vector kernels: the products of a decode step (one row, or one column), and the
-// products of a short prompt (a few rows, each summed as it is alone), with f32 vectors and
-// an f32, f16 or bf16 matrix. They are memory-bound: each streams its matrix once, split
+// Matrix-vector kernels: the products of a decode step (one row, or one column), and, with
+// half-precision weights, those of a short prompt (a few rows, each summed as it is alone),
+// with f32 vectors and an f32, f16 or bf16 matrix. They are memory-bound: each streams its matrix once, split
 // into contiguous chunks across the worker pool. Their summation order depends on the shapes
 // alone, never on the number of threads, so results are bit-identical for any
 // TINYMLIR_NUM_THREADS (on the 2-vCPU Zen 4 machine: ~35 GB/s with 2 threads, where
