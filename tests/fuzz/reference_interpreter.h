@@ -39,6 +39,8 @@ namespace tmref {
 
 // ---- dtypes ------------------------------------------------------------------------------
 
+// tm_dtype also has TM_F16 (6) and TM_BF16 (7), storage types this model does not cover:
+// the fuzzer never generates them (tests/capi/half_test.cpp covers them).
 enum DType : int { kF32 = 1, kF64 = 2, kI32 = 3, kI64 = 4, kBool = 5 };
 
 inline bool ValidDtype(int d) { return d >= kF32 && d <= kBool; }
