@@ -148,12 +148,16 @@ SourceCopy MatchSourceCopy(mlir::linalg::LinalgOp op) {
 //   readers (recreated with the half operand); a batched reader keeps the copy.
 // Returns the number of copies removed.
 int ReadSourcesInPlace(mlir::ModuleOp module, mlir::RewriterBase &rewriter) {
-  llvm::SmallVector<mlir::linalg::LinalgOp> candidates;
-  module.walk([&](mlir::linalg::LinalgOp op) { candidates.push_back(op); });
+  // The copies are collected first: folding a widening copy replaces its matmul readers,
+  // so no other op may be kept across iterations (an erased matmul in the list was a
+  // use-after-free under AddressSanitizer).
+  llvm::SmallVector<std::pair<mlir::linalg::LinalgOp, SourceCopy>> candidates;
+  module.walk([&](mlir::linalg::LinalgOp op) {
+    const SourceCopy match = MatchSourceCopy(op);
+    if (match.map) candidates.push_back({op, match});
+  });
   int removed = 0;
-  for (mlir::linalg::LinalgOp copy : candidates) {
-    const SourceCopy match = MatchSourceCopy(copy);
-    if (!match.map) continue;
+  for (auto [copy, match] : candidates) {
     Value source = copy.getDpsInputOperand(0)->get();
     Value dest = copy.getDpsInitOperand(0)->get();
     auto alloc = dest.getDefiningOp<mlir::memref::AllocOp>();
