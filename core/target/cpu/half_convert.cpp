@@ -15,8 +15,7 @@ inline float BitsToFloat(uint32_t bits) {
 
 // binary16 -> binary32 without F16C: the exponent and mantissa moved into place, then
 // scaled by 2^112 (which re-biases the exponent and normalises subnormals, exactly);
-// infinities and NaNs keep an all-ones exponent. Written as a plain loop so the compiler
-// vectorises it.
+// infinities and NaNs keep an all-ones exponent.
 inline float F16ToF32Portable(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t magnitude = h & 0x7fffu;
@@ -26,25 +25,6 @@ inline float F16ToF32Portable(uint16_t h) {
                            : __builtin_bit_cast(uint32_t, BitsToFloat(moved) * 0x1p112f);
   return BitsToFloat(sign | bits);
 }
-
-void WidenF16Portable(const uint16_t *src, float *dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32Portable(src[i]);
-}
-
-__attribute__((target("avx,f16c"))) void WidenF16F16c(const uint16_t *src, float *dst,
-                                                         int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i,
-                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i))));
-  for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
-}
-
-void WidenBF16(const uint16_t *src, float *dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = BitsToFloat(static_cast<uint32_t>(src[i]) << 16);
-}
-
-using WidenFn = void (*)(const uint16_t *, float *, int64_t);
 
 __attribute__((target("avx,f16c"))) void WidenRowsF16c(const uint16_t *src, int64_t ld,
                                                           int64_t rows, int64_t cols, float *dst,
@@ -59,7 +39,7 @@ __attribute__((target("avx,f16c"))) void WidenRowsF16c(const uint16_t *src, int6
     for (int64_t jj = j; jj < cols; ++jj) dst[r * dst_stride + jj] = _cvtsh_ss(src[r * ld + jj]);
 }
 
-// The same for any half type on any x86-64: eight elements of each row in turn.
+// WidenRows for any half type on any x86-64: eight elements of each row in turn.
 void WidenRowsPortable(HalfKind kind, const uint16_t *src, int64_t ld, int64_t rows,
                        int64_t cols, float *dst, int64_t dst_stride) {
   int64_t j = 0;
@@ -82,15 +62,7 @@ bool HasF16c() {
   return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
 }
 
-WidenFn PickF16() { return HasF16c() ? &WidenF16F16c : &WidenF16Portable; }
-
 }  // namespace
-
-void WidenHalf(HalfKind kind, const uint16_t *src, float *dst, int64_t n) {
-  static const WidenFn widen_f16 = PickF16();
-  if (kind == HalfKind::kF16) widen_f16(src, dst, n);
-  else WidenBF16(src, dst, n);
-}
 
 void WidenRows(HalfKind kind, const uint16_t *src, int64_t ld, int64_t rows, int64_t cols,
                float *dst, int64_t dst_stride) {

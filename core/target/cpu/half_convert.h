@@ -1,8 +1,7 @@
 // Widening half-precision values to f32, exactly, with the fastest instructions the
-// machine has (F16C for f16, checked at run time; bf16 is a shift). The matrix kernels
-// that read half-precision weights widen small blocks with it into L1-resident buffers
-// and run the f32 arithmetic unchanged, so an f16 weight gives the bits its f32 widening
-// would.
+// machine has (F16C for f16, checked at run time; bf16 is a shift): for the panels
+// tm_rt_sgemm_half hands to sgemm, and one element at a time for the kernels' tails. (The
+// GEMV kernels widen in registers as they load: gemv_kernels.cpp.)
 #pragma once
 
 #include <cstdint>
@@ -11,9 +10,6 @@ namespace tinymlir {
 
 // The C API's TM_F16 / TM_BF16 values, as generated code passes them to the runtime.
 enum class HalfKind : int32_t { kF16 = 6, kBF16 = 7 };
-
-// dst[i] = (float)src[i] for i in [0, n).
-void WidenHalf(HalfKind kind, const uint16_t *src, float *dst, int64_t n);
 
 // dst[r * dst_stride + j] = (float)src[r * ld + j] for r in [0, rows), j in [0, cols): the
 // rows side by side, eight elements of each in turn, so that their streams from memory are
