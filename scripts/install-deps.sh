@@ -6,8 +6,10 @@ set -euo pipefail
 packages=(
   # build
   cmake ninja-build pkg-config g++ ccache
-  # compiler core
-  llvm-22-dev libmlir-22-dev mlir-22-tools libopenblas-dev
+  # compiler core; OpenBLAS's single-threaded static library, linked in privately
+  llvm-22-dev libmlir-22-dev mlir-22-tools libopenblas-serial-dev
+  # NumPy's BLAS: the threaded OpenBLAS (the bench's references and GEMM floor)
+  libopenblas-dev
   # model
   nlohmann-json3-dev libpcre2-dev
   # tests (clang with its runtime libraries builds the libFuzzer targets)

@@ -24,8 +24,7 @@ using mlir::Value;
 // decode steps' bits); with an f32 matrix only single rows do.
 constexpr int64_t kMaxKernelRows = 16;
 
-// CBLAS enum values (cblas.h): fixed by the CBLAS standard.
-constexpr int kRowMajor = 101;
+// CBLAS transpose flags (cblas.h), as tm_rt_gemm and tm_rt_sgemm_half take them.
 constexpr int kNoTrans = 111;
 constexpr int kTrans = 112;
 
@@ -264,7 +263,7 @@ class BlasEmitter {
     return mlir::LLVM::GEPOp::create(b_, loc, ptr_type, elem, ptr, mlir::ValueRange{step_i64});
   }
 
-  // Declares (once) and returns a CBLAS function with the given argument types.
+  // Declares (once) and returns a runtime function with the given argument types.
   mlir::func::FuncOp Declare(llvm::StringRef name, llvm::ArrayRef<Type> args) {
     if (auto f = module_.lookupSymbol<mlir::func::FuncOp>(name)) return f;
     mlir::OpBuilder::InsertionGuard guard(b_);
@@ -283,30 +282,37 @@ class BlasEmitter {
   // (decode; and with a half matrix, prompts of at most kMaxKernelRows rows, each row summed
   // as it is alone, so a prompt's rows get their decode steps' bits), and A's rows against
   // a column. Returns false for what they do not cover.
+  // With an f32 matrix, OpenBLAS's GEMM beats the kernels from two rows on (prefill-16 of
+  // GPT-2 124M: 84-95 ms through them against 64-71 ms through sgemm); a half matrix would
+  // need widening for it, and the kernels win up to kMaxKernelRows.
+  static int64_t MaxKernelRows(const Matrix &b) { return b.elem.isF32() ? 1 : kMaxKernelRows; }
+
+  // Whether EmitKernelProduct takes an f32 product of these operands.
+  static bool KernelTakes(int64_t m, int64_t n, const Matrix &a, const Matrix &b) {
+    const bool ta = a.layout == Layout::kTransposed;
+    if (!ta && a.elem.isF32() && m <= MaxKernelRows(b) && !(n == 1 && m > 1)) return true;
+    return n == 1 && !ta && b.elem.isF32();  // A's rows against a column
+  }
+
   bool EmitKernelProduct(Location loc, int64_t m, int64_t n, int64_t k, const Matrix &a,
                          const Matrix &b, const Matrix &c) {
     const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
-    const bool f32_a = a.elem.isF32(), f32_b = b.elem.isF32();
+    const bool f32_a = a.elem.isF32();
     Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
     Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
     auto dots = [&] {
       return Declare("tm_rt_gemv_dots",
                      {i32, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, i64});
     };
-    // With an f32 matrix, OpenBLAS's GEMM beats the kernels from two rows on (prefill-16 of
-    // GPT-2 124M: 84-95 ms through them against 64-71 ms through sgemm); a half matrix would
-    // need widening for it, and the kernels win up to kMaxKernelRows.
-    const int64_t max_rows = f32_b ? 1 : kMaxKernelRows;
-    if (ta || !f32_a || m > max_rows || (n == 1 && m > 1)) {
-      if (n == 1 && !ta && f32_b) {  // c[i] = A row i . b, b strided by its leading dimension
-        mlir::func::CallOp::create(
-            b_, loc, dots(),
-            mlir::ValueRange{I32(loc, DtypeCode(a.elem)), I64(loc, m), I64(loc, k), a.ptr,
-                             I64(loc, a.ld), I64(loc, 1), b.ptr, I64(loc, 0),
-                             I64(loc, tb ? 1 : b.ld), c.ptr, I64(loc, 0), I64(loc, c.ld)});
-        return true;
-      }
-      return false;
+    if (!KernelTakes(m, n, a, b)) return false;
+    if (ta || !f32_a || m > MaxKernelRows(b) || (n == 1 && m > 1)) {
+      // What KernelTakes leaves: c[i] = A row i . b, b strided by its leading dimension.
+      mlir::func::CallOp::create(
+          b_, loc, dots(),
+          mlir::ValueRange{I32(loc, DtypeCode(a.elem)), I64(loc, m), I64(loc, k), a.ptr,
+                           I64(loc, a.ld), I64(loc, 1), b.ptr, I64(loc, 0),
+                           I64(loc, tb ? 1 : b.ld), c.ptr, I64(loc, 0), I64(loc, c.ld)});
+      return true;
     }
     if (!tb) {  // C rows += A rows B: rows of B scaled by each row of A
       auto rows = Declare("tm_rt_gemv_rows", {i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64});
@@ -347,38 +353,32 @@ class BlasEmitter {
   // (pointers already advanced to the batch element).
   void EmitProduct(Location loc, Type elem, int64_t m, int64_t n, int64_t k, const Matrix &a,
                    const Matrix &b, const Matrix &c) {
-    const bool f32 = elem.isF32();
-    const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
-    Type i32 = b_.getI32Type();
-    Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
-    if (f32 && EmitKernelProduct(loc, m, n, k, a, b, c)) return;
+    if (elem.isF32() && EmitKernelProduct(loc, m, n, k, a, b, c)) return;
     if (a.elem != elem || b.elem != elem) {
       EmitHalfGemm(loc, m, n, k, a, b, c);
       return;
     }
-    Value one = mlir::arith::ConstantOp::create(b_, loc, b_.getFloatAttr(elem, 1.0));
-    if (!ta && !tb && (m == 1 || n == 1)) {
-      // y = alpha * op(M) x + beta * y
-      auto gemv = Declare(f32 ? "cblas_sgemv" : "cblas_dgemv",
-                          {i32, i32, i32, i32, elem, ptr, i32, ptr, i32, elem, ptr, i32});
-      llvm::SmallVector<Value> args;
-      if (m == 1)  // row vector: c = B^T a, B is (k x n)
-        args = {I32(loc, kRowMajor), I32(loc, kTrans), I32(loc, k), I32(loc, n), one, b.ptr,
-                I32(loc, b.ld), a.ptr, I32(loc, 1), one, c.ptr, I32(loc, 1)};
-      else  // column vector: c = A b, b strided by ldb, c by ldc
-        args = {I32(loc, kRowMajor), I32(loc, kNoTrans), I32(loc, m), I32(loc, k), one, a.ptr,
-                I32(loc, a.ld), b.ptr, I32(loc, b.ld), one, c.ptr, I32(loc, c.ld)};
-      mlir::func::CallOp::create(b_, loc, gemv, args);
-      return;
-    }
-    auto gemm = Declare(f32 ? "cblas_sgemm" : "cblas_dgemm",
-                        {i32, i32, i32, i32, i32, i32, elem, ptr, i32, ptr, i32, elem, ptr, i32});
+    Value none = I64(loc, 0);
+    EmitBlasProducts(loc, elem, I64(loc, 1), m, n, k, a, none, b, none, c, none);
+  }
+
+  // `batch` products C_i += A_i @ B_i through tm_rt_gemm (blas_products.h): OpenBLAS on
+  // blocks of C fixed by the shapes, so the bits do not depend on the thread count. The
+  // strides (i64 values, in elements) step from one batch element to the next.
+  void EmitBlasProducts(Location loc, Type elem, Value batch, int64_t m, int64_t n, int64_t k,
+                        const Matrix &a, Value stride_a, const Matrix &b, Value stride_b,
+                        const Matrix &c, Value stride_c) {
+    Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
+    Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
+    auto gemm = Declare("tm_rt_gemm", {i32, i64, i32, i32, i64, i64, i64, ptr, i64, i64, ptr,
+                                       i64, i64, ptr, i64, i64});
+    const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
     mlir::func::CallOp::create(
         b_, loc, gemm,
-        mlir::ValueRange{I32(loc, kRowMajor), I32(loc, ta ? kTrans : kNoTrans),
-                         I32(loc, tb ? kTrans : kNoTrans), I32(loc, m), I32(loc, n),
-                         I32(loc, k), one, a.ptr, I32(loc, a.ld), b.ptr, I32(loc, b.ld), one,
-                         c.ptr, I32(loc, c.ld)});
+        mlir::ValueRange{I32(loc, elem.isF32() ? 1 : 2), batch, I32(loc, ta ? kTrans : kNoTrans),
+                         I32(loc, tb ? kTrans : kNoTrans), I64(loc, m), I64(loc, n),
+                         I64(loc, k), a.ptr, I64(loc, a.ld), stride_a, b.ptr, I64(loc, b.ld),
+                         stride_b, c.ptr, I64(loc, c.ld), stride_c});
   }
 
   bool Rewrite(mlir::linalg::LinalgOp op, bool batched) {
@@ -417,6 +417,12 @@ class BlasEmitter {
            mc = Describe(loc, c, elem);
     if (!batched) {
       EmitProduct(loc, elem, m, n, k, ma, mb, mc);
+    } else if (same && !(elem.isF32() && KernelTakes(m, n, ma, mb))) {
+      // One call for the whole batch: its blocks spread over the pool together (attention's
+      // per-head products are too small to split one at a time).
+      EmitBlasProducts(loc, elem, I64(loc, tc.getShape()[0]), m, n, k, ma,
+                       ToI64(loc, ma.batch_stride), mb, ToI64(loc, mb.batch_stride), mc,
+                       ToI64(loc, mc.batch_stride));
     } else {
       Value zero = mlir::arith::ConstantIndexOp::create(b_, loc, 0);
       Value step = mlir::arith::ConstantIndexOp::create(b_, loc, 1);

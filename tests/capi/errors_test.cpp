@@ -420,8 +420,8 @@ TEST_F(Errors, EveryStageHasText) {
        "linalg.matmul", "math.exp"},
       {"linalg.matmul", "linalg.generic", "bufferization.materialize_in_destination"},
       {"memref.alloc", "memref.dealloc", "linalg.matmul"},
-      {"llvm.func", "cblas_sgemm", "_mlir_ciface_kernel"},
-      {"define", "@_mlir_ciface_kernel", "cblas_sgemm"},
+      {"llvm.func", "tm_rt_gemm", "_mlir_ciface_kernel"},
+      {"define", "@_mlir_ciface_kernel", "tm_rt_gemm"},
       {"_mlir_ciface_kernel", ".globl"}};
   for (int s = TM_STAGE_TRACED; s <= TM_STAGE_ASSEMBLY; ++s) {
     std::string text = StageText(p, static_cast<tm_stage>(s));

@@ -263,9 +263,9 @@ def test_compile_options_are_passed_through(rng):
     f = tm.jit(lambda x, w: x @ w, use_blas=False, optimize=False, opt_level=0)
     check(f(x, w), x @ w)
     lowered = f.lower(x, w).lowered
-    assert "cblas" not in lowered and "tm_rt_gemv" not in lowered
+    assert "tm_rt_gem" not in lowered
     # With the rewrite (the default): one row goes to tinymlir's GEMV kernels, 3 to OpenBLAS.
-    assert "cblas_sgemm" in tm.jit(lambda x, w: x @ w).lower(x, w).lowered
+    assert "tm_rt_gemm" in tm.jit(lambda x, w: x @ w).lower(x, w).lowered
     assert "tm_rt_gemv_rows" in tm.jit(lambda x, w: x @ w).lower(x[:1], w).lowered
 
 

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "core/engine/guarded_call.h"
+#include "core/target/cpu/blas_products.h"
 #include "core/target/cpu/half_convert.h"
 #include "core/target/cpu/kernel_times.h"
 #include "core/target/cpu/worker_pool.h"
@@ -59,8 +60,6 @@ extern "C" void tm_rt_sgemm_half(int32_t dtype, int32_t half_operand, int32_t tr
   float *panel = static_cast<float *>(tm_rt_malloc(static_cast<size_t>(width * k) * sizeof(float)));
   if (!panel) return;  // only outside a guarded call, where nothing can be reported
   tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kBlas);
-  const CBLAS_TRANSPOSE op_a = ta ? CblasTrans : CblasNoTrans;
-  const CBLAS_TRANSPOSE op_b = tb ? CblasTrans : CblasNoTrans;
   if (half_operand == 1) {  // panels of C's columns: B's columns j0 .. j0 + w
     const auto *hb = static_cast<const uint16_t *>(b);
     for (int64_t j0 = 0; j0 < n; j0 += width) {
@@ -69,10 +68,8 @@ extern "C" void tm_rt_sgemm_half(int32_t dtype, int32_t half_operand, int32_t tr
       // they are w stored rows, given to sgemm transposed.
       if (tb) WidenBlock(kind, hb, ldb, j0, 0, w, k, panel);
       else WidenBlock(kind, hb, ldb, 0, j0, k, w, panel);
-      cblas_sgemm(CblasRowMajor, op_a, op_b, static_cast<int>(m), static_cast<int>(w),
-                  static_cast<int>(k), 1.0f, static_cast<const float *>(a),
-                  static_cast<int>(lda), panel, static_cast<int>(tb ? k : w), 1.0f, c + j0,
-                  static_cast<int>(ldc));
+      tinymlir::RunBlasProducts(1, 1, trans_a, trans_b, m, w, k, a, lda, 0, panel,
+                                tb ? k : w, 0, c + j0, ldc, 0);
     }
   } else {  // panels of C's rows: op(A)'s rows i0 .. i0 + w
     const auto *ha = static_cast<const uint16_t *>(a);
@@ -80,10 +77,8 @@ extern "C" void tm_rt_sgemm_half(int32_t dtype, int32_t half_operand, int32_t tr
       const int64_t w = std::min(width, m - i0);
       if (ta) WidenBlock(kind, ha, lda, 0, i0, k, w, panel);
       else WidenBlock(kind, ha, lda, i0, 0, w, k, panel);
-      cblas_sgemm(CblasRowMajor, op_a, op_b, static_cast<int>(w), static_cast<int>(n),
-                  static_cast<int>(k), 1.0f, panel, static_cast<int>(ta ? w : k),
-                  static_cast<const float *>(b), static_cast<int>(ldb), 1.0f, c + i0 * ldc,
-                  static_cast<int>(ldc));
+      tinymlir::RunBlasProducts(1, 1, trans_a, trans_b, w, n, k, panel, ta ? w : k, 0, b,
+                                ldb, 0, c + i0 * ldc, ldc, 0);
     }
   }
   tm_rt_free(panel);

@@ -1,6 +1,7 @@
 // Matrix products with one half-precision operand that are not matrix-vector products
 // (prefill with f16/bf16 weights): the half operand is widened panel by panel into a
-// scratch block that stays in the cache, and each panel goes through OpenBLAS's sgemm.
+// scratch block that stays in the cache, and each panel goes through OpenBLAS on fixed
+// blocks (RunBlasProducts, blas_products.h).
 // Called from generated code (the BLAS rewrite), so it has C linkage.
 #pragma once
 

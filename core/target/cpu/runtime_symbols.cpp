@@ -1,16 +1,14 @@
 #include "core/target/cpu/runtime_symbols.h"
 
-#include <cblas.h>
-
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "core/engine/guarded_call.h"
+#include "core/target/cpu/blas_products.h"
 #include "core/target/cpu/gemv_kernels.h"
 #include "core/target/cpu/half_matmul.h"
 #include "core/target/cpu/parallel_for.h"
-#include "core/target/cpu/kernel_times.h"
 
 extern "C" void tm_rt_memref_copy(int64_t elem_size, void *src_arg, void *dst_arg) {
   struct Unranked {
@@ -64,31 +62,13 @@ extern "C" void tm_rt_memref_copy(int64_t elem_size, void *src_arg, void *dst_ar
 }
 
 namespace tinymlir {
-namespace {
-
-// OpenBLAS entry points as generated code sees them: the same function, timed when kernel
-// timing is on (kernel_times.h).
-template <auto Fn>
-struct TimedBlas;
-template <typename R, typename... Args, R (*Fn)(Args...)>
-struct TimedBlas<Fn> {
-  static R Call(Args... args) {
-    ScopedKernelTimer timer(KernelClass::kBlas);
-    return Fn(args...);
-  }
-};
-
-}  // namespace
 
 // External functions the generated code may call, by the addresses this library links
 // against. The linker must not depend on a process-global symbol search: a host that loads
 // libtinymlir with RTLD_LOCAL (Python does) hides OpenBLAS and libm from such a search.
 const std::unordered_map<std::string, void *> &RuntimeSymbols() {
   static const auto *symbols = new std::unordered_map<std::string, void *>{
-      {"cblas_sgemm", reinterpret_cast<void *>(&TimedBlas<&cblas_sgemm>::Call)},
-      {"cblas_dgemm", reinterpret_cast<void *>(&TimedBlas<&cblas_dgemm>::Call)},
-      {"cblas_sgemv", reinterpret_cast<void *>(&TimedBlas<&cblas_sgemv>::Call)},
-      {"cblas_dgemv", reinterpret_cast<void *>(&TimedBlas<&cblas_dgemv>::Call)},
+      {"tm_rt_gemm", reinterpret_cast<void *>(&tm_rt_gemm)},
       {"tm_rt_gemv_rows", reinterpret_cast<void *>(&tm_rt_gemv_rows)},
       {"tm_rt_gemv_dots", reinterpret_cast<void *>(&tm_rt_gemv_dots)},
       {"tm_rt_sgemm_half", reinterpret_cast<void *>(&tm_rt_sgemm_half)},

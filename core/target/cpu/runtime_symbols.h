@@ -1,4 +1,5 @@
-// The functions generated CPU code may call, by address: OpenBLAS, tinymlir's GEMV
+// The functions generated CPU code may call, by address: matrix products (OpenBLAS on
+// fixed blocks, blas_products.h), tinymlir's GEMV
 // kernels, the guarded allocator, strided memref copies and libm. Both linkers use this
 // table (ORC in the compiler, elf_object.h in the runtime library), so a program finds the
 // same functions whichever library runs it. No LLVM here.
