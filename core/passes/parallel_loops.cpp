@@ -213,7 +213,10 @@ class ParallelizeLoopsPass
     llvm::SmallVector<Word> words;
     for (Value v : used) {
       mlir::Operation *def = v.getDefiningOp();
-      if (def && def->hasTrait<mlir::OpTrait::ConstantLike>() && def->getNumOperands() == 0) {
+      // By op: the ConstantLike trait check returns false for arith.constant here (a
+      // trait's type id is resolved per shared library, and ours does not match
+      // libMLIR's), and a captured bound leaves LLVM with loops it cannot vectorise.
+      if (def && def->getNumOperands() == 0 && mlir::isa<mlir::arith::ConstantOp>(def)) {
         cloned.push_back(v);
         continue;
       }

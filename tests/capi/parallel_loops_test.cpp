@@ -92,6 +92,31 @@ TEST(ParallelLoops, RowProgramsMatchTheReferenceAndTheirRowsComputedAlone) {
   }
 }
 
+// An outlined loop gets the constants it uses (the bounds and steps of its inner loops, the
+// polynomial's coefficients) as constants, cloned, and captures only what varies: here the
+// input and output buffers, two words. Captured, the inner loops' bounds would be unknown
+// to LLVM, which then leaves them scalar. (They were, while constants were recognised by
+// the ConstantLike trait, a check that fails on arith.constant in this library: GPT-2
+// 124M's attention-and-MLP program at 128 tokens took 16.8-17.7 ms, against 13.4-15.4 ms
+// vectorised.)
+TEST(ParallelLoops, OutlinedBodiesCaptureOnlyWhatVaries) {
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx);
+  tm_value x = Input(t, TM_F32, {12, 128, 128});  // softmax-sized: inner loops of 128 x 128
+  End(t, {Op(tm_op_exp, t, x)});
+  Host<float> in({12, 128, 128}, 0.25f), out({12, 128, 128}, 0.0f);
+  Program p;
+  ASSERT_EQ(CompileInvoke(ctx, t, {in.view()}, {out.view()}, nullptr, &p), TM_OK) << tm_last_error();
+  EXPECT_FLOAT_EQ(out[12 * 128 * 128 - 1], std::exp(0.25f));
+  const std::string lowered = StageText(p, TM_STAGE_LOWERED);
+  const size_t begin = lowered.find("llvm.func @__tm_parallel_0(");
+  ASSERT_NE(begin, std::string::npos) << lowered;
+  const size_t end = lowered.find("llvm.func ", begin + 1);
+  const std::string body = lowered.substr(begin, end == std::string::npos ? end : end - begin);
+  // Each captured word is one i64 load from the captures array.
+  EXPECT_EQ(CountSubstr(body, ": !llvm.ptr -> i64"), 2) << body;
+}
+
 // Small loops stay on the calling thread (handing out ranges costs more than they take).
 TEST(ParallelLoops, SmallLoopsStaySerial) {
   Context ctx = NewContext();
