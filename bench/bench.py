@@ -9,8 +9,10 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
+import tempfile
 import sys
 import time
 
@@ -121,6 +123,7 @@ def table(r):
             f"the rest {r['tinymlir']['prefill128_other_ms_median']:.1f} ms",
             breakdown(r["tinymlir"]),
             half_weights(r),
+            *([deployment(r)] if "deployment" in r else []),
             small_model(r),
             f"tinymlir cold compile {r['tinymlir']['cold_compile_seconds']:.2f} s "
             f"({r['tinymlir']['cold_programs_compiled']} programs for prefill-16 + decode), "
@@ -188,6 +191,41 @@ def half_weights(r):
             f"argmax {a['same_argmax']}, greedy ids equal to F32's for "
             f"{a['greedy_ids_equal']} of {len(tm['generated_ids'])}")
     return "\n".join(out)
+
+
+def deployment_rss(build, folder, prompt, tokens, weights, env):
+    """Peak RSS of the deployment path: a bundle compiled ahead of time (`tinymlir compile
+    --weights W`), run by `tinymlir-run` over libtinymlir_runtime.so (no LLVM, no compiler)
+    for the same greedy generation as the driver. Returns the peak resident memory it
+    reports (`--verbose`: its VmHWM; a child's ru_maxrss would also count this Python
+    process, which spawns it through vfork) and the ids it printed."""
+    bundle = tempfile.mkdtemp(prefix=f"tinymlir-bundle-{weights}-")
+    try:
+        subprocess.run([os.path.join(build, "bin", "tinymlir"), "compile", "--model", folder,
+                        "--weights", weights, "--out", bundle], env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.run(
+            [os.path.join(build, "bin", "tinymlir-run"), "generate", "--greedy", "--ids",
+             "--verbose", "--tokens", str(tokens), "--model", folder, "--bundle", bundle,
+             "--weights", weights, " ".join(map(str, prompt))],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        peak = re.search(r"peak resident memory: ([0-9.]+) MB", p.stderr)
+        if p.returncode != 0 or not peak:
+            sys.exit(f"[bench] tinymlir-run --bundle ({weights}) failed:\n{p.stderr}")
+        printed = [int(x) for x in p.stdout.split()]
+        return {"peak_rss_mb": float(peak.group(1)), "generated_ids": printed[len(prompt):]}
+    finally:
+        shutil.rmtree(bundle, ignore_errors=True)
+
+
+def deployment(r):
+    """Peak RSS of the deployment path (bundle + runtime library) against the weights held."""
+    d = r["deployment"]
+    parts = [f"{w.upper()} {x['peak_rss_mb']:.0f} MB for {x['weights_mb']:.0f} MB of weights "
+             f"(+{100 * (x['peak_rss_mb'] / x['weights_mb'] - 1):.0f}%, ids equal to the "
+             f"driver's: {x['same_ids']})" for w, x in d.items()]
+    return ("peak RSS, bundle + runtime library (tinymlir-run, no compiler in the process; "
+            "prompt-16 and the same decode): " + "; ".join(parts))
 
 
 def breakdown(tm):
@@ -293,6 +331,16 @@ def main():
     if args.build:
         print("[bench] compiled artifacts (bench/artifacts.py)", file=sys.stderr, flush=True)
         r["artifacts"] = artifacts.measure(args.build, args.reps)
+        print("[bench] peak RSS of the deployment path (tinymlir-run --bundle)", file=sys.stderr,
+              flush=True)
+        r["deployment"] = {}
+        for w, bytes_per, ids in (("f32", 4, r["tinymlir"]["generated_ids"]),
+                                  ("f16", 2, r["half"]["f16"]["generated_ids"])):
+            x = deployment_rss(args.build, folder, prompt16, args.decode_tokens + 1, w,
+                               dict(blas_env, TINYMLIR_CACHE_DIR="off"))
+            x["weights_mb"] = checkpoint.weight_bytes(config, bytes_per) / 1e6
+            x["same_ids"] = x["generated_ids"] == ids[:len(x["generated_ids"])]
+            r["deployment"][w] = x
     bw.append(run_json("bandwidth (again)", bw_cmd, {}))
     r["environment"]["loadavg_end"] = os.getloadavg()
 

@@ -15,7 +15,6 @@
 #include <tinymlir/tinymlir.h>
 #include <tinymlir/tinymlir.hpp>
 
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -68,20 +67,23 @@ std::string JsonIds(const std::vector<int32_t> &v) {
   return o.str() + "]";
 }
 
-// Resident set size now (VmRSS), in MB; peak is getrusage's ru_maxrss.
-double CurrentRssMb() {
+// A line of /proc/self/status ("VmRSS:", "VmHWM:"), in MB.
+double StatusMb(const char *field) {
   std::ifstream in("/proc/self/status");
   std::string line;
+  const size_t n = std::strlen(field);
   while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+    if (line.compare(0, n, field) == 0) return std::atof(line.c_str() + n) / 1024.0;
   return 0.0;
 }
 
-double PeakRssMb() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;  // KiB on Linux
-}
+// Resident set size now, in MB.
+double CurrentRssMb() { return StatusMb("VmRSS:"); }
+
+// Peak resident set size of this process's memory, in MB: VmHWM, not getrusage's
+// ru_maxrss, which also counts the parent's memory when the parent (Python's subprocess)
+// started this process through vfork.
+double PeakRssMb() { return StatusMb("VmHWM:"); }
 
 std::vector<std::vector<int32_t>> ReadPrompts(const std::string &path) {
   std::ifstream in(path);

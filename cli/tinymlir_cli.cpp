@@ -72,7 +72,8 @@ const char kUsage[] =
     "  --no-kv-cache      recompute the whole prefix for every token\n"
     "  --stop-at-eos      stop after the end-of-text token\n"
     "  --ids              the prompt is token ids (\"1 2 3\"); print ids, not text\n"
-    "  --verbose          where the compile time went, and the disk cache's state\n";
+    "  --verbose          where the compile time went, the disk cache's state, and the\n"
+    "                     process's peak resident memory\n";
 
 struct Args {
   bool compile = false;  // `tinymlir compile`
@@ -307,6 +308,18 @@ void EmitIr(const std::string &bundle, const std::string &dir) {
   std::fprintf(stderr, "[tinymlir] wrote %zu stage files to %s\n", files, dir.c_str());
 }
 
+// This process's peak resident memory (VmHWM), in MB; 0 where /proc is not there.
+double PeakResidentMb() {
+  std::FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0.0;
+  char line[256];
+  double mb = 0.0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "VmHWM:", 6) == 0) mb = std::atof(line + 6) / 1024.0;
+  std::fclose(f);
+  return mb;
+}
+
 void PrintCompileBreakdown(const tm_model_stats &st, tm_context *ctx) {
   static const char *const kPhases[TM_NUM_COMPILE_PHASES] = {
       "build", "optimize", "bufferize", "lower", "llvm-opt", "codegen", "link", "disk-read"};
@@ -423,6 +436,9 @@ int main(int argc, char **argv) {
                st.prefill_seconds * 1e3,
                st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0,
                static_cast<unsigned long long>(st.decode_tokens));
-  if (args.verbose) PrintCompileBreakdown(st, ctx);
+  if (args.verbose) {
+    PrintCompileBreakdown(st, ctx);
+    std::fprintf(stderr, "[tinymlir] peak resident memory: %.1f MB\n", PeakResidentMb());
+  }
   return 0;
 }
