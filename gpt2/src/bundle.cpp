@@ -89,10 +89,14 @@ class BundleSource : public ProgramSource {
 
 }  // namespace
 
-Status BundleTarget(const std::string &dir, tm_target *target) {
+Status BundleChoices(const std::string &dir, tm_target *target, tm_dtype *weights) {
   std::string text;
   TM_RETURN_IF_ERROR(ReadManifest(dir, &text));
   *target = ManifestTarget(text);
+  if (*weights == 0) {
+    for (tm_dtype d : {TM_F32, TM_F16, TM_BF16})
+      if (text.find(std::string("\nweights ") + DtypeText(d)) != std::string::npos) *weights = d;
+  }
   return Status::Ok();
 }
 

@@ -76,7 +76,7 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
     std::unique_ptr<SafetensorsFile> file;
     TM_RETURN_IF_ERROR(SafetensorsFile::Open(dir + "/model.safetensors", &file));
     // A bundle's manifest names its target; the weights are held for that one.
-    if (!bundle_dir.empty()) TM_RETURN_IF_ERROR(BundleTarget(bundle_dir, &target));
+    if (!bundle_dir.empty()) TM_RETURN_IF_ERROR(BundleChoices(bundle_dir, &target, &weights));
     TM_RETURN_IF_ERROR(ChooseMatrixDtype(*file, weights, target, &m->config_.matrices));
     TM_RETURN_IF_ERROR(LoadGpt2Weights(*file, m->config_, &m->weights_));
   }

@@ -39,8 +39,11 @@ class ProgramSource {
 Status NewCompilerSource(tm_context *ctx, const Gpt2Config &config, tm_target target,
                          std::unique_ptr<ProgramSource> *out);
 
-// The target the bundle in `dir` was compiled for (its manifest says).
-Status BundleTarget(const std::string &dir, tm_target *target);
+// What the bundle in `dir` was compiled for (its manifest says): its target, and, when
+// *weights is 0 (the caller did not choose: "as the checkpoint stores them"), the dtype its
+// weight matrices are held in, so that a bundle compiled with --weights f16 loads without
+// the caller repeating the choice. An explicit *weights is left for OpenBundle to check.
+Status BundleChoices(const std::string &dir, tm_target *target, tm_dtype *weights);
 
 // The programs of the bundle in `dir`, once its manifest matches `config` (dimensions and
 // the weight matrices' dtype).

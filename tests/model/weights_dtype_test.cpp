@@ -144,7 +144,8 @@ TEST_F(WeightsDtype, BadRequestsAreClearErrors) {
 }
 
 // A bundle is compiled for one weight dtype and says so: loading it for another is an
-// error naming the manifest's line; loading it for its own gives the compiler's logits.
+// error naming the manifest's line; loading it for its own, or without choosing (weights
+// 0: the bundle's), gives the compiler's logits.
 TEST_F(WeightsDtype, BundlesNameTheirWeightDtype) {
   const std::string dir = (std::filesystem::temp_directory_path() /
                            ("tm_weights_bundle_" + std::to_string(getpid())))
@@ -154,14 +155,18 @@ TEST_F(WeightsDtype, BundlesNameTheirWeightDtype) {
   ASSERT_EQ(tm_model_compile_bundle(compiled, dir.c_str(), nullptr, nullptr), TM_OK)
       << tm_last_error();
   tm_model *m = nullptr;
-  EXPECT_EQ(TryLoad(kTinyA, 0, &m, TM_TARGET_CPU, dir.c_str()), TM_ERROR_IO);
+  EXPECT_EQ(TryLoad(kTinyA, TM_F32, &m, TM_TARGET_CPU, dir.c_str()), TM_ERROR_IO);
   EXPECT_NE(std::string(tm_last_error()).find("weights bf16"), std::string::npos)
       << tm_last_error();
-  tm_model *bundled = Load(kTinyA, TM_BF16, dir.c_str());
-  ASSERT_TRUE(bundled);
   const std::vector<int32_t> prompt = {5, 6, 7};
-  std::vector<float> a = Logits(compiled, prompt), b = Logits(bundled, prompt);
-  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  const std::vector<float> want = Logits(compiled, prompt);
+  for (int weights : {int{TM_BF16}, 0}) {
+    tm_model *bundled = Load(kTinyA, weights, dir.c_str());
+    ASSERT_TRUE(bundled) << "weights " << weights;
+    const std::vector<float> got = Logits(bundled, prompt);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+        << "weights " << weights;
+  }
   std::filesystem::remove_all(dir);
 }
 

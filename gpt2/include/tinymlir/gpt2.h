@@ -49,7 +49,8 @@ typedef struct tm_model_options {
    * load (rounded to nearest even), half the memory and about half the bytes per decoded
    * token; the README gives the measured accuracy. TM_F32: widened at load. The GPU target
    * holds F32 (a half request there is TM_ERROR_UNSUPPORTED). A bundle is compiled for one
-   * choice and names it in its manifest. */
+   * choice and names it in its manifest: with bundle_dir set, 0 means the bundle's choice,
+   * and any other value must match it. */
   tm_dtype weights;
 } tm_model_options;
 
