@@ -28,7 +28,7 @@ constexpr int64_t kRowsPerChunk = 128;
 constexpr int64_t kBytesPerBlock = int64_t{1} << 17;
 
 // Rows per block for rows of k elements of `element_bytes`: a multiple of eight, at least
-// eight (128 KB is 42 rows of a 768-wide f32 matrix, 85 of an f16 one).
+// eight (128 KB is 40 rows of a 768-wide f32 matrix, 80 of an f16 one).
 int64_t RowsPerBlock(int64_t k, int64_t element_bytes) {
   return std::max<int64_t>(8, kBytesPerBlock / std::max<int64_t>(1, k * element_bytes) / 8 * 8);
 }
