@@ -277,36 +277,42 @@ class BlasEmitter {
   // The C API's dtype value of an element type (the kernels' `dtype` argument).
   static int64_t DtypeCode(Type t) { return t.isF16() ? 6 : t.isBF16() ? 7 : 1; }
 
-  // Products tinymlir's GEMV kernels (gemv_kernels.h) take, with an f32 result, f32 vectors
-  // and an f32, f16 or bf16 matrix: rows of A against B and dot products with B^T's rows
-  // (decode; and with a half matrix, prompts of at most kMaxKernelRows rows, each row summed
-  // as it is alone, so a prompt's rows get their decode steps' bits), and A's rows against
-  // a column. Returns false for what they do not cover.
   // With an f32 matrix, OpenBLAS's GEMM beats the kernels from two rows on (prefill-16 of
   // GPT-2 124M: 84-95 ms through them against 64-71 ms through sgemm); a half matrix would
   // need widening for it, and the kernels win up to kMaxKernelRows.
   static int64_t MaxKernelRows(const Matrix &b) { return b.elem.isF32() ? 1 : kMaxKernelRows; }
 
-  // Whether EmitKernelProduct takes an f32 product of these operands.
+  // The two kinds of f32 product the GEMV kernels take: A's rows (an f32 A, not transposed,
+  // at most MaxKernelRows of them) against B or B^T's rows; or any A's rows against one f32
+  // column.
+  static bool KernelTakesRowsOfA(int64_t m, int64_t n, const Matrix &a, const Matrix &b) {
+    return a.layout != Layout::kTransposed && a.elem.isF32() && m <= MaxKernelRows(b) &&
+           !(n == 1 && m > 1);
+  }
+  static bool KernelTakesColumn(int64_t n, const Matrix &a, const Matrix &b) {
+    return n == 1 && a.layout != Layout::kTransposed && b.elem.isF32();
+  }
   static bool KernelTakes(int64_t m, int64_t n, const Matrix &a, const Matrix &b) {
-    const bool ta = a.layout == Layout::kTransposed;
-    if (!ta && a.elem.isF32() && m <= MaxKernelRows(b) && !(n == 1 && m > 1)) return true;
-    return n == 1 && !ta && b.elem.isF32();  // A's rows against a column
+    return KernelTakesRowsOfA(m, n, a, b) || KernelTakesColumn(n, a, b);
   }
 
+  // Products tinymlir's GEMV kernels (gemv_kernels.h) take, with an f32 result, f32 vectors
+  // and an f32, f16 or bf16 matrix: rows of A against B and dot products with B^T's rows
+  // (decode; and with a half matrix, prompts of at most kMaxKernelRows rows, each row summed
+  // as it is alone, so a prompt's rows get their decode steps' bits), and A's rows against
+  // a column. Returns false for what they do not cover.
   bool EmitKernelProduct(Location loc, int64_t m, int64_t n, int64_t k, const Matrix &a,
                          const Matrix &b, const Matrix &c) {
-    const bool ta = a.layout == Layout::kTransposed, tb = b.layout == Layout::kTransposed;
-    const bool f32_a = a.elem.isF32();
+    const bool tb = b.layout == Layout::kTransposed;
     Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
     Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
     auto dots = [&] {
       return Declare("tm_rt_gemv_dots",
                      {i32, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, i64});
     };
-    if (!KernelTakes(m, n, a, b)) return false;
-    if (ta || !f32_a || m > MaxKernelRows(b) || (n == 1 && m > 1)) {
-      // What KernelTakes leaves: c[i] = A row i . b, b strided by its leading dimension.
+    if (!KernelTakesRowsOfA(m, n, a, b)) {
+      if (!KernelTakesColumn(n, a, b)) return false;
+      // c[i] = A row i . b, b strided by its leading dimension.
       mlir::func::CallOp::create(
           b_, loc, dots(),
           mlir::ValueRange{I32(loc, DtypeCode(a.elem)), I64(loc, m), I64(loc, k), a.ptr,
