@@ -184,6 +184,27 @@ inline void DotFinish(float (*acc)[8], const typename E::T *const *row, const fl
   }
 }
 
+// DotFinish for four rows with their lanes in registers: the lanes transposed so that one
+// 4-wide add takes lane l of all four rows, in lane order from 0.0f, as DotFinish's scalar
+// sums do (the same operations on each row, so the same bits); then the tails.
+template <typename E>
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void DotFinish4(
+    const __m256 *acc, const typename E::T *const *row, const float *x, int64_t body, int64_t k,
+    float *out) {
+  const __m256 t0 = _mm256_unpacklo_ps(acc[0], acc[1]), t1 = _mm256_unpackhi_ps(acc[0], acc[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(acc[2], acc[3]), t3 = _mm256_unpackhi_ps(acc[2], acc[3]);
+  // lane l of rows 0-3: l = 0 and 4 in u[0] (low and high half), 1 and 5 in u[1], 2 and 6
+  // in u[2], 3 and 7 in u[3].
+  const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xee),
+                       _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xee)};
+  __m128 sum = _mm_setzero_ps();
+  for (int l = 0; l < 4; ++l) sum = _mm_add_ps(sum, _mm256_castps256_ps128(u[l]));
+  for (int l = 0; l < 4; ++l) sum = _mm_add_ps(sum, _mm256_extractf128_ps(u[l], 1));
+  _mm_storeu_ps(out, sum);
+  for (int s = 0; s < 4; ++s)
+    for (int64_t j = body; j < k; ++j) out[s] = std::fma(E::One(row[s] + j), x[j], out[s]);
+}
+
 template <typename E, int S>
 __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const typename E::T *const *row,
                                                       const float *x, int64_t k, float *out) {
@@ -194,9 +215,13 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const typename E::T *c
     const __m256 xv = _mm256_loadu_ps(x + j);
     for (int s = 0; s < S; ++s) acc[s] = _mm256_fmadd_ps(E::Eight(row[s] + j), xv, acc[s]);
   }
-  float lanes[S][8];
-  for (int s = 0; s < S; ++s) _mm256_storeu_ps(lanes[s], acc[s]);
-  DotFinish<E, S>(lanes, row, x, j, k, out);
+  if constexpr (S == 4) {
+    DotFinish4<E>(acc, row, x, j, k, out);
+  } else {
+    float lanes[S][8];
+    for (int s = 0; s < S; ++s) _mm256_storeu_ps(lanes[s], acc[s]);
+    DotFinish<E, S>(lanes, row, x, j, k, out);
+  }
 }
 
 // DotRowsAvx2 for two rows of x at once: each weight vector loaded once feeds both (a
@@ -218,13 +243,18 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2Pair(const typename E::
       acc1[s] = _mm256_fmadd_ps(wv, xv1, acc1[s]);
     }
   }
-  float lanes0[S][8], lanes1[S][8];
-  for (int s = 0; s < S; ++s) {
-    _mm256_storeu_ps(lanes0[s], acc0[s]);
-    _mm256_storeu_ps(lanes1[s], acc1[s]);
+  if constexpr (S == 4) {
+    DotFinish4<E>(acc0, row, x0, j, k, out0);
+    DotFinish4<E>(acc1, row, x1, j, k, out1);
+  } else {
+    float lanes0[S][8], lanes1[S][8];
+    for (int s = 0; s < S; ++s) {
+      _mm256_storeu_ps(lanes0[s], acc0[s]);
+      _mm256_storeu_ps(lanes1[s], acc1[s]);
+    }
+    DotFinish<E, S>(lanes0, row, x0, j, k, out0);
+    DotFinish<E, S>(lanes1, row, x1, j, k, out1);
   }
-  DotFinish<E, S>(lanes0, row, x0, j, k, out0);
-  DotFinish<E, S>(lanes1, row, x1, j, k, out1);
 }
 
 template <typename E, int S>
