@@ -387,13 +387,11 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
     }
     // A NaN or infinite logit (non-finite weights, or an overflow) has no meaningful
     // sample; stop rather than emit whatever the comparison order picks.
-    for (int32_t id = 0; id < candidates; ++id) {
-      if (!std::isfinite(logits[id]))
-        return RuntimeError("tm_generate: step " + std::to_string(step) + " (position " +
-                            std::to_string(tokens.size() - 1) + "): the logit of token " +
-                            std::to_string(id) + " is " + std::to_string(logits[id]) +
-                            "; the model's weights or activations are not finite");
-    }
+    if (const int32_t id = FirstNonFinite(logits.data(), candidates); id >= 0)
+      return RuntimeError("tm_generate: step " + std::to_string(step) + " (position " +
+                          std::to_string(tokens.size() - 1) + "): the logit of token " +
+                          std::to_string(id) + " is " + std::to_string(logits[id]) +
+                          "; the model's weights or activations are not finite");
     int32_t token = sampler.Next(logits.data(), candidates);
     tokens.push_back(token);
     out->push_back(token);

@@ -33,4 +33,7 @@ class Sampler {
 
 int32_t Argmax(const float *logits, int32_t n);
 
+// The first index of a NaN or infinite value, or -1 when every value is finite.
+int32_t FirstNonFinite(const float *values, int32_t n);
+
 }  // namespace tinymlir::gpt2
