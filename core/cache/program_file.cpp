@@ -52,7 +52,8 @@ class Reader {
   bool Type(TensorType *t) {
     int64_t dtype;
     uint64_t rank;
-    if (!I64(&dtype) || !IsValidDtype(static_cast<DType>(dtype)) || !Count(kMaxRank, &rank))
+    if (!I64(&dtype) || !IsValidDtype(static_cast<DType>(dtype)) ||
+        !Count(static_cast<uint64_t>(kMaxRank), &rank))
       return false;
     t->dtype = static_cast<DType>(dtype);
     t->shape.resize(rank);
@@ -63,7 +64,6 @@ class Reader {
   bool AtEnd() const { return pos_ == bytes_.size(); }
 
  private:
-  static constexpr uint64_t kMaxRank = 64;
   const std::string &bytes_;
   size_t pos_ = 0;
 };

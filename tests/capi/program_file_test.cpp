@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 
 #include "test_util.h"
@@ -220,6 +221,24 @@ TEST(ProgramFile, BadFilesAreRefusedWithAReason) {
   const size_t c = other_cpu.manifest.find("target cpu x86_64-") + 11;
   other_cpu.manifest.replace(c, 6, "aarch64");
   expect_refused(Join(good.substr(0, 8), other_cpu), TM_ERROR_UNSUPPORTED, "aarch64");
+
+  // A tensor of a rank no traced program can have (above TM_MAX_RANK): the program's input
+  // f32[4] becomes f32[4,1,...,1] of rank TM_MAX_RANK + 1, checksum and all else valid.
+  Parts too_deep = parts;
+  const size_t rank_at = 4 * 8;  // format, device flag, input count, the input's dtype
+  uint64_t rank = 0, dim = 0;
+  std::memcpy(&rank, too_deep.payload.data() + rank_at, 8);
+  std::memcpy(&dim, too_deep.payload.data() + rank_at + 8, 8);
+  ASSERT_EQ(rank, 1u) << "the test's reading of the format";
+  ASSERT_EQ(dim, 4u) << "the test's reading of the format";
+  rank = TM_MAX_RANK + 1;
+  std::string dims(reinterpret_cast<const char *>(&dim), 8);
+  const uint64_t one = 1;
+  for (int d = 1; d < TM_MAX_RANK + 1; ++d) dims.append(reinterpret_cast<const char *>(&one), 8);
+  too_deep.payload = too_deep.payload.substr(0, rank_at) +
+                     std::string(reinterpret_cast<const char *>(&rank), 8) + dims +
+                     too_deep.payload.substr(rank_at + 16);
+  expect_refused(Join(good.substr(0, 8), too_deep), TM_ERROR_IO, "malformed");
 
   std::remove(path.c_str());
   tm_program *p = nullptr;
