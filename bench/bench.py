@@ -125,6 +125,7 @@ def table(r):
             half_weights(r),
             *([deployment(r)] if "deployment" in r else []),
             small_model(r),
+            side_by_side(r),
             f"tinymlir cold compile {r['tinymlir']['cold_compile_seconds']:.2f} s "
             f"({r['tinymlir']['cold_programs_compiled']} programs for prefill-16 + decode), "
             f"+{r['tinymlir']['compile_prefill128_seconds']:.2f} s for prefill-128",
@@ -151,6 +152,50 @@ def table(r):
     out.append(f"load average at start {la[0][0]:.2f}, at end {la[1][0]:.2f} (counts this run) "
                f"(on {e['cpus']} CPUs; other work on the machine skews every figure)")
     return "\n".join(out)
+
+
+def side_by_side_ratios(sbs, bytes_per_token, separate_runs):
+    """Per round of gpt2_bench --side-by-side: each model's decode as a fraction of its read
+    ceiling (the better of the reads before and after the round, over the model's bytes per
+    token) and the half-precision models against F32 in the same round; the medians over the
+    rounds, and whether each model's tokens equal its separate run's."""
+    read = sbs["read_bytes_per_s"]
+    rounds = sbs["rounds"]
+    per_round = []
+    for i in range(rounds):
+        ceiling = max(read[i], read[i + 1])
+        x = {"read_gb_per_s": ceiling / 1e9}
+        for m, b in bytes_per_token.items():
+            x[f"{m}_fraction_of_ceiling"] = sbs[m]["decode_tokens_per_s"][i] / (ceiling / b)
+        for m in ("f16", "bf16"):
+            x[f"{m}_over_f32"] = sbs[m]["decode_tokens_per_s"][i] / sbs["f32"]["decode_tokens_per_s"][i]
+        per_round.append(x)
+    median = {k: float(np.median([x[k] for x in per_round])) for k in per_round[0]}
+    spread = {k: [min(x[k] for x in per_round), max(x[k] for x in per_round)] for k in per_round[0]}
+    same = {m: sbs[m]["generated_ids"] == separate_runs[m]["generated_ids"] for m in separate_runs}
+    return {"per_round": per_round, "median": median, "range": spread, "same_ids_as_separate_runs": same}
+
+
+def side_by_side(r):
+    """The decode ratios from interleaved rounds in one process (gpt2_bench --side-by-side)."""
+    sbs = r["side_by_side"]
+    m, lo_hi = sbs["ratios"]["median"], sbs["ratios"]["range"]
+
+    def pct(k):
+        return f"{100 * m[k]:.0f}% (rounds {100 * lo_hi[k][0]:.0f}-{100 * lo_hi[k][1]:.0f}%)"
+
+    def times(k):
+        return f"{m[k]:.2f}x (rounds {lo_hi[k][0]:.2f}-{lo_hi[k][1]:.2f}x)"
+
+    same = all(sbs["ratios"]["same_ids_as_separate_runs"].values())
+    return (f"decode side by side: one process holding F32, F16, BF16 and kjv-tiny, {sbs['rounds']} "
+            f"rounds of (read bandwidth, then each model's decode, order alternating); medians of "
+            f"the rounds' ratios, each round against its own read ceiling "
+            f"(median {m['read_gb_per_s']:.1f} GB/s):\n"
+            f"  F32 {pct('f32_fraction_of_ceiling')} of the read ceiling; F16 {times('f16_over_f32')} "
+            f"F32 ({pct('f16_fraction_of_ceiling')} of its ceiling); BF16 {times('bf16_over_f32')} F32; "
+            f"kjv-tiny {pct('small_fraction_of_ceiling')} of its ceiling; tokens equal to the "
+            f"separate runs': {same}")
 
 
 def small_model(r):
@@ -324,6 +369,13 @@ def main():
     small_config = dict(vocab_size=c["vocab_size"], n_positions=c["n_positions"],
                         n_embd=c["n_embd"], n_layer=c["n_layer"], n_head=c["n_head"])
     r["small"]["bytes_per_token"] = checkpoint.decode_bytes_per_token(small_config, 2)
+    # The decode ratios once more, from one process: F32, F16, BF16 and kjv-tiny decoded in
+    # interleaved rounds, each round next to its own read-bandwidth measurement.
+    r["side_by_side"] = run_json("side by side", [
+        args.driver, "--side-by-side", str(2 * args.reps + 1), "--model", folder, "--small",
+        small_dir, "--prompts", prompts, "--decode-tokens", str(args.decode_tokens),
+        "--bandwidth-mb", str(args.bandwidth_mb), "--threads", n],
+        dict(blas_env, TINYMLIR_CACHE_DIR=disk_cache))
     r["gemm_floor"] = run_json("gemm floor", [
         PY, os.path.join(HERE, "gemm_floor.py"), "--tokens", str(len(prompt128)), "--reps",
         str(args.reps), "--layers", str(config["n_layer"]), "--d", str(config["n_embd"]),
@@ -379,6 +431,11 @@ def main():
         q["prefill16_tinymlir_over_pytorch"] = tm["prefill16_ms_median"] / pt["prefill16_ms_median"]
         q["prefill128_tinymlir_over_pytorch"] = tm["prefill128_ms_median"] / pt["prefill128_ms_median"]
     r["ratios"] = q
+    r["side_by_side"]["ratios"] = side_by_side_ratios(
+        r["side_by_side"], {"f32": per_token, "f16": checkpoint.decode_bytes_per_token(config, 2),
+                            "bf16": checkpoint.decode_bytes_per_token(config, 2),
+                            "small": r["small"]["bytes_per_token"]},
+        {"f32": tm, "f16": r["half"]["f16"], "bf16": r["half"]["bf16"], "small": r["small"]})
     r["cross_check"] = [compare("tinymlir vs numpy", logits["tinymlir"], logits["numpy"])]
     if pt:
         r["cross_check"].append(compare("pytorch vs numpy", logits["pytorch"], logits["numpy"]))

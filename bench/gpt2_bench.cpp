@@ -3,11 +3,14 @@
 //   gpt2_bench --model DIR --prompts FILE [--decode-tokens 64] [--reps 5] [--logits-out F]
 //              [--weights f32|f16|bf16] [--core-only]
 //   gpt2_bench --bandwidth-mb 512 [--threads 2] [--reps 5]
+//   gpt2_bench --side-by-side ROUNDS --model DIR [--small DIR] --prompts FILE
+//              [--decode-tokens 64] [--bandwidth-mb 512] [--threads 2]
 //
 // FILE holds two lines of whitespace-separated token ids: the 16-token prompt (prefill-16,
 // decode prompt, logits cross-check) and the 128-token prompt (prefill-128).
 // --weights: the dtype the model holds its weight matrices in (tm_model_options.weights;
-// default as stored). --core-only: prefill, decode and its breakdown, logits and memory, not
+// default as stored). --side-by-side: decode of DIR in F32, F16 and BF16 and of the small
+// model, in interleaved rounds with the read bandwidth (SideBySide). --core-only: prefill, decode and its breakdown, logits and memory, not
 // the no-cache decode, the invoke overhead, the GEMV-vs-GEMM row or the disk cache.
 // Prints one JSON object on stdout. Threads: the BLAS calls use OpenBLAS's threads, so the
 // caller sets OPENBLAS_NUM_THREADS; the bandwidth mode uses --threads std::threads.
@@ -153,6 +156,49 @@ void Triad(V8 *a, const V8 *b, const V8 *c, size_t n) {
   for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
 }
 
+// A buffer of `mb` MB of V8s, 64-byte aligned, every element `value` (touched before any
+// timing). std::aligned_alloc, not std::vector: a vector_size attribute does not survive as
+// a template argument, so a std::vector<V8> is only 16-byte aligned.
+struct VectorBuffer {
+  explicit VectorBuffer(int mb, float value)
+      : count((static_cast<size_t>(mb) << 20) / sizeof(V8)),
+        data(static_cast<V8 *>(std::aligned_alloc(64, count * sizeof(V8))), std::free) {
+    if (!data) Die("cannot allocate the bandwidth buffers");
+    for (size_t i = 0; i < count; ++i) data.get()[i] = V8{} + value;
+  }
+  size_t bytes() const { return count * sizeof(V8); }
+  size_t count;
+  std::unique_ptr<V8, void (*)(void *)> data;
+};
+
+// Seconds for `threads` std::threads to run `work(lo, hi)` over their shares of [0, n).
+template <typename Work>
+double TimeShares(size_t n, int threads, const Work &work) {
+  double t0 = Now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      work(n / threads * t, t == threads - 1 ? n : n / threads * (t + 1), t);
+    });
+  for (auto &th : pool) th.join();
+  return Now() - t0;
+}
+
+// The read bandwidth of the ceiling: the best of `passes` passes of ReadStreams over the
+// buffer, in bytes per second.
+double ReadBytesPerSecond(const VectorBuffer &buf, int threads, int passes) {
+  std::vector<float> sums(threads);
+  double best = 1e30;
+  for (int r = 0; r < passes; ++r)
+    best = std::min(best, TimeShares(buf.count, threads, [&](size_t lo, size_t hi, int t) {
+                      sums[t] += ReadStreams(buf.data.get() + lo, hi - lo);
+                    }));
+  float keep = 0;
+  for (float s : sums) keep += s;
+  if (keep == 42.5f) std::fprintf(stderr, " ");  // keeps the read loop alive
+  return buf.bytes() / best;
+}
+
 // Memory bandwidth with `threads` std::threads, each working on its share of `mb` MB
 // buffers; the best of `reps` passes of each kind:
 //   read:  the sum above over one buffer (bytes = the buffer): the decode ceiling, since a
@@ -160,43 +206,76 @@ void Triad(V8 *a, const V8 *b, const V8 *c, size_t n) {
 //   copy:  memcpy (bytes = read + written, STREAM's convention);
 //   triad: STREAM's triad over three buffers (bytes = 2 read + 1 written).
 void Bandwidth(int mb, int threads, int reps) {
-  const size_t nv = (static_cast<size_t>(mb) << 20) / sizeof(V8), n = nv * sizeof(V8);
-  // std::aligned_alloc, not std::vector: a vector_size attribute does not survive as a
-  // template argument, so a std::vector<V8> is only 16-byte aligned.
-  auto buffer = [&](float value) {
-    V8 *p = static_cast<V8 *>(std::aligned_alloc(64, n));
-    if (!p) Die("cannot allocate the bandwidth buffers");
-    for (size_t i = 0; i < nv; ++i) p[i] = V8{} + value;  // touched before timing
-    return std::unique_ptr<V8, void (*)(void *)>(p, std::free);
-  };
-  auto a_buf = buffer(1.0f), b_buf = buffer(2.0f), c_buf = buffer(0.5f);
-  V8 *a = a_buf.get(), *b = b_buf.get(), *c = c_buf.get();
-  enum Kind { kRead, kCopy, kTriad };
-  std::vector<float> sums(threads);
-  auto run = [&](Kind kind) {
-    double best = 1e30;
-    for (int r = 0; r < reps; ++r) {
-      double t0 = Now();
-      std::vector<std::thread> pool;
-      for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-          size_t lo = nv / threads * t, hi = t == threads - 1 ? nv : nv / threads * (t + 1);
-          if (kind == kRead) sums[t] += ReadStreams(&a[lo], hi - lo);
-          else if (kind == kCopy) std::memcpy(&b[lo], &a[lo], (hi - lo) * sizeof(V8));
-          else Triad(&c[lo], &a[lo], &b[lo], hi - lo);
-        });
-      for (auto &th : pool) th.join();
-      best = std::min(best, Now() - t0);
-    }
-    return (kind == kRead ? 1.0 : kind == kCopy ? 2.0 : 3.0) * n / best;
-  };
-  double read_bps = run(kRead), copy_bps = run(kCopy), triad_bps = run(kTriad);
-  float keep = 0;
-  for (float s : sums) keep += s;
-  if (keep == 42.5f) std::fprintf(stderr, " ");  // keeps the read loop alive
+  VectorBuffer a(mb, 1.0f), b(mb, 2.0f), c(mb, 0.5f);
+  const double read_bps = ReadBytesPerSecond(a, threads, reps);
+  double copy = 1e30, triad = 1e30;
+  for (int r = 0; r < reps; ++r)
+    copy = std::min(copy, TimeShares(a.count, threads, [&](size_t lo, size_t hi, int) {
+                      std::memcpy(b.data.get() + lo, a.data.get() + lo, (hi - lo) * sizeof(V8));
+                    }));
+  for (int r = 0; r < reps; ++r)
+    triad = std::min(triad, TimeShares(a.count, threads, [&](size_t lo, size_t hi, int) {
+                       Triad(c.data.get() + lo, a.data.get() + lo, b.data.get() + lo, hi - lo);
+                     }));
   std::printf("{\"threads\": %d, \"buffer_mb\": %d, \"reps\": %d, \"read_bytes_per_s\": %.6g, "
               "\"copy_bytes_per_s\": %.6g, \"triad_bytes_per_s\": %.6g}\n",
-              threads, mb, reps, read_bps, copy_bps, triad_bps);
+              threads, mb, reps, read_bps, 2.0 * a.bytes() / copy, 3.0 * a.bytes() / triad);
+}
+
+// Decode side by side: the same checkpoint held in F32, F16 and BF16, and the small model,
+// all loaded in this process, decoded in `rounds` rounds; each round first measures the read
+// bandwidth (the best of three passes), then decodes once with each model, in alternating
+// order (forward in even rounds, backward in odd ones, so that a drift within a round favours
+// none). This VM's bandwidth moves by a third between minutes; the ratios the bench draws
+// from one round (decode against the bandwidth measured next to it, F16 against F32 a
+// second apart) are free of that drift, unlike those of runs minutes apart. One read after
+// the last round closes it. Prints one JSON object.
+void SideBySide(tm_context *ctx, const std::string &model_dir, const std::string &small_dir,
+                const std::vector<int32_t> &prompt, int decode_tokens, int rounds, int mb,
+                int threads) {
+  struct Entry {
+    std::string name;
+    tm_model *model = nullptr;
+    std::vector<double> tokens_per_s;
+    std::vector<int32_t> ids;
+  };
+  std::vector<Entry> entries;
+  auto load = [&](const std::string &name, const std::string &dir, tm_dtype weights) {
+    tm_model_options o;
+    tm_model_options_init(&o);
+    o.weights = weights;
+    Entry e;
+    e.name = name;
+    Check(tm_model_load(ctx, dir.c_str(), &o, &e.model), "tm_model_load");
+    e.ids = Generate(e.model, prompt, decode_tokens + 1);  // compiles; the warm-up
+    entries.push_back(std::move(e));
+  };
+  load("f32", model_dir, TM_F32);
+  load("f16", model_dir, TM_F16);
+  load("bf16", model_dir, TM_BF16);
+  if (!small_dir.empty()) load("small", small_dir, static_cast<tm_dtype>(0));  // as stored (F16)
+  VectorBuffer buf(mb, 1.0f);
+  std::vector<double> read;
+  for (int r = 0; r < rounds; ++r) {
+    read.push_back(ReadBytesPerSecond(buf, threads, 3));
+    for (size_t i = 0; i < entries.size(); ++i) {
+      Entry &e = entries[r % 2 == 0 ? i : entries.size() - 1 - i];
+      std::vector<int32_t> ids = Generate(e.model, prompt, decode_tokens + 1);
+      if (ids != e.ids) Die("side by side: " + e.name + "'s tokens changed between rounds");
+      tm_model_stats s = GetStats(e.model);
+      e.tokens_per_s.push_back(s.decode_tokens / s.decode_seconds);
+    }
+  }
+  read.push_back(ReadBytesPerSecond(buf, threads, 3));
+  std::printf("{\"rounds\": %d, \"decode_tokens\": %d, \"threads\": %d, \"buffer_mb\": %d,\n",
+              rounds, decode_tokens, threads, mb);
+  std::printf("  \"read_bytes_per_s\": %s,\n", JsonList(read).c_str());
+  for (size_t i = 0; i < entries.size(); ++i)
+    std::printf("  \"%s\": {\"decode_tokens_per_s\": %s, \"generated_ids\": %s}%s\n",
+                entries[i].name.c_str(), JsonList(entries[i].tokens_per_s).c_str(),
+                JsonIds(entries[i].ids).c_str(), i + 1 < entries.size() ? "," : "");
+  std::printf("}\n");
+  for (Entry &e : entries) tm_model_destroy(e.model);
 }
 
 tm_kernel_times KernelTimes() {
@@ -336,6 +415,8 @@ std::vector<double> GemvAgainstPromptRow(tm_context *ctx, int64_t rows, tm_dtype
 int main(int argc, char **argv) {
   std::string model_dir, prompts_path, logits_out;
   int decode_tokens = 64, reps = 5, bandwidth_mb = 0, threads = 2;
+  int side_by_side_rounds = 0;
+  std::string small_dir;
   bool core_only = false;
   tm_model_options model_options;
   tm_model_options_init(&model_options);
@@ -353,6 +434,8 @@ int main(int argc, char **argv) {
     else if (a == "--bandwidth-mb") bandwidth_mb = std::atoi(next().c_str());
     else if (a == "--threads") threads = std::max(1, std::atoi(next().c_str()));
     else if (a == "--core-only") core_only = true;
+    else if (a == "--side-by-side") side_by_side_rounds = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--small") small_dir = next();
     else if (a == "--weights") {
       const std::string w = next();
       if (w != "f32" && w != "f16" && w != "bf16") Die("--weights expects f32, f16 or bf16");
@@ -360,13 +443,22 @@ int main(int argc, char **argv) {
     }
     else Die("unknown argument " + a);
   }
-  if (bandwidth_mb > 0) {
+  if (bandwidth_mb > 0 && model_dir.empty()) {
     Bandwidth(bandwidth_mb, threads, reps);
     return 0;
   }
   if (model_dir.empty() || prompts_path.empty()) Die("--model and --prompts are required");
   auto prompts = ReadPrompts(prompts_path);
   const std::vector<int32_t> &p16 = prompts[0], &p128 = prompts[1];
+
+  if (side_by_side_rounds > 0) {
+    tm_context *ctx = nullptr;
+    Check(tm_context_create(&ctx), "tm_context_create");
+    SideBySide(ctx, model_dir, small_dir, p16, decode_tokens, side_by_side_rounds,
+               bandwidth_mb > 0 ? bandwidth_mb : 512, threads);
+    tm_context_destroy(ctx);
+    return 0;
+  }
 
   // Cold: a fresh context compiles every program the prefill-16 + decode run needs.
   tm_context *ctx = nullptr;
