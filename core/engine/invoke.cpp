@@ -48,11 +48,12 @@ struct View {
   }
 };
 
-// Copies elements between two strided layouts of the same shape.
+// Copies v's elements (its shape and element size) between two strided layouts.
 void CopyStrided(const uint8_t *src, const int64_t *src_strides, uint8_t *dst,
-                 const int64_t *dst_strides, const View &shape, size_t elem) {
-  const int rank = shape.rank;
-  if (shape.NumElements() == 0) return;
+                 const int64_t *dst_strides, const View &v) {
+  const int rank = v.rank;
+  if (v.NumElements() == 0) return;
+  const int64_t elem = static_cast<int64_t>(v.elem);
   int64_t index[kMaxRank] = {};
   while (true) {
     int64_t so = 0, d = 0;
@@ -60,10 +61,9 @@ void CopyStrided(const uint8_t *src, const int64_t *src_strides, uint8_t *dst,
       so += index[i] * src_strides[i];
       d += index[i] * dst_strides[i];
     }
-    std::memcpy(dst + d * static_cast<int64_t>(elem), src + so * static_cast<int64_t>(elem),
-                elem);
+    std::memcpy(dst + d * elem, src + so * elem, v.elem);
     int i = rank;
-    while (i > 0 && ++index[i - 1] == shape.shape[i - 1]) index[--i] = 0;
+    while (i > 0 && ++index[i - 1] == v.shape[i - 1]) index[--i] = 0;
     if (i == 0) return;
   }
 }
@@ -179,7 +179,7 @@ Status CopyToContiguous(View *v, std::vector<Buffer> *keep) {
   TM_RETURN_IF_ERROR(Allocate(v->NumElements() * v->elem, &buffer));
   int64_t contiguous[kMaxRank];
   v->ContiguousStrides(contiguous);
-  CopyStrided(v->data, v->strides, buffer.get(), contiguous, *v, v->elem);
+  CopyStrided(v->data, v->strides, buffer.get(), contiguous, *v);
   v->data = buffer.get();
   std::copy(contiguous, contiguous + v->rank, v->strides);
   v->contiguous = true;
@@ -346,8 +346,7 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
 
   for (int i = 0; i < n_out; ++i)
     if (!outs[i].contiguous)
-      CopyStrided(results[i].data, results[i].strides, outs[i].data, outs[i].strides, outs[i],
-                  outs[i].elem);
+      CopyStrided(results[i].data, results[i].strides, outs[i].data, outs[i].strides, outs[i]);
   return Status::Ok();
 }
 

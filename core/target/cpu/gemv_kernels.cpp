@@ -286,14 +286,11 @@ struct Avx2Dots {
   }
 };
 struct PortableDots {
-  static constexpr bool kPairs = false;
+  static constexpr bool kPairs = false;  // no Pair: DotsLoop never asks
   template <typename E, int S>
   static void Rows(const typename E::T *const *row, const float *x, int64_t k, float *out) {
     DotRowsPortable<E, S>(row, x, k, out);
   }
-  template <typename E, int S>
-  static void Pair(const typename E::T *const *, const float *, const float *, int64_t, float *,
-                   float *) {}
 };
 
 // Y[v * ldy + i * incy] += A row i . X row v for rows [i0, i1) of A and the nx rows of X
