@@ -56,7 +56,8 @@ def dir_bytes(path):
 def measure(build, reps):
     cli, run_cli_path = os.path.join(build, "bin", "tinymlir"), os.path.join(build, "bin", "tinymlir-run")
     libs = {"libtinymlir.so": os.path.join(build, "capi", "libtinymlir.so"),
-            "libtinymlir_runtime.so": os.path.join(build, "capi", "libtinymlir_runtime.so")}
+            "libtinymlir_runtime.so": os.path.join(build, "capi", "libtinymlir_runtime.so"),
+            "libtinymlir_compiler.so": os.path.join(build, "capi", "libtinymlir_compiler.so")}
     generate = ["generate", "--greedy", "--tokens", "50", PROMPT]
     work = tempfile.mkdtemp(prefix="tinymlir-artifacts-")
     try:
@@ -103,6 +104,7 @@ def measure(build, reps):
 
 def table(r):
     rt, full = r["libraries"]["libtinymlir_runtime.so"], r["libraries"]["libtinymlir.so"]
+    compiler = r["libraries"].get("libtinymlir_compiler.so")
     return "\n".join([
         f"compiled artifacts, {r['model']}, median of {r['reps']} processes:",
         f"  cold compile {r['cold_compile_seconds_median']:.2f} s ({r['cold_programs_compiled']} "
@@ -115,7 +117,10 @@ def table(r):
         f"{r['generate50_bundle_runtime_only_wall_seconds_median']:.2f} s wall",
         f"  libtinymlir_runtime.so {rt['stripped_bytes'] / 1e3:.0f} KB stripped, dlopen "
         f"{1e3 * rt['dlopen_seconds_median']:.1f} ms; libtinymlir.so "
-        f"{full['stripped_bytes'] / 1e6:.1f} MB, dlopen {1e3 * full['dlopen_seconds_median']:.1f} ms"])
+        f"{full['stripped_bytes'] / 1e6:.1f} MB, dlopen {1e3 * full['dlopen_seconds_median']:.1f} ms"
+        + (f"; libtinymlir_compiler.so (loaded on the first compile) "
+           f"{compiler['stripped_bytes'] / 1e6:.1f} MB, dlopen with LLVM and MLIR "
+           f"{1e3 * compiler['dlopen_seconds_median']:.1f} ms" if compiler else "")])
 
 
 def main():

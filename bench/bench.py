@@ -249,28 +249,56 @@ def deployment_rss(build, folder, prompt, tokens, weights, env):
         subprocess.run([os.path.join(build, "bin", "tinymlir"), "compile", "--model", folder,
                         "--weights", weights, "--out", bundle], env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        p = subprocess.run(
-            [os.path.join(build, "bin", "tinymlir-run"), "generate", "--greedy", "--ids",
-             "--verbose", "--tokens", str(tokens), "--model", folder, "--bundle", bundle,
-             "--weights", weights, " ".join(map(str, prompt))],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        peak = re.search(r"peak resident memory: ([0-9.]+) MB", p.stderr)
-        if p.returncode != 0 or not peak:
-            sys.exit(f"[bench] tinymlir-run --bundle ({weights}) failed:\n{p.stderr}")
-        printed = [int(x) for x in p.stdout.split()]
-        return {"peak_rss_mb": float(peak.group(1)), "generated_ids": printed[len(prompt):]}
+        return generate_rss(os.path.join(build, "bin", "tinymlir-run"), folder, prompt, tokens,
+                            weights, env, ["--bundle", bundle])
     finally:
         shutil.rmtree(bundle, ignore_errors=True)
 
 
+def warm_cache_rss(build, folder, prompt, tokens, weights, env):
+    """Peak RSS of `tinymlir generate` (libtinymlir.so) with a warm disk cache: a first run
+    compiles into an empty cache directory, the second, measured, reads every program from
+    it and so never loads the compiler library (LLVM, MLIR)."""
+    cache = tempfile.mkdtemp(prefix=f"tinymlir-cache-{weights}-")
+    try:
+        cli = os.path.join(build, "bin", "tinymlir")
+        env = dict(env, TINYMLIR_CACHE_DIR=cache)
+        generate_rss(cli, folder, prompt, tokens, weights, env, [])
+        return generate_rss(cli, folder, prompt, tokens, weights, env, [])
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def generate_rss(cli, folder, prompt, tokens, weights, env, extra):
+    """Runs `cli generate` greedily on the prompt's ids; returns the peak resident memory it
+    reports (`--verbose`: its VmHWM; a child's ru_maxrss would also count this Python
+    process, which spawns it through vfork) and the ids it printed."""
+    p = subprocess.run(
+        [cli, "generate", "--greedy", "--ids", "--verbose", "--tokens", str(tokens), "--model",
+         folder, "--weights", weights] + extra + [" ".join(map(str, prompt))],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = re.search(r"peak resident memory: ([0-9.]+) MB", p.stderr)
+    if p.returncode != 0 or not peak:
+        sys.exit(f"[bench] {os.path.basename(cli)} generate {' '.join(extra)} ({weights}) "
+                 f"failed:\n{p.stderr}")
+    printed = [int(x) for x in p.stdout.split()]
+    return {"peak_rss_mb": float(peak.group(1)), "generated_ids": printed[len(prompt):]}
+
+
 def deployment(r):
-    """Peak RSS of the deployment path (bundle + runtime library) against the weights held."""
-    d = r["deployment"]
-    parts = [f"{w.upper()} {x['peak_rss_mb']:.0f} MB for {x['weights_mb']:.0f} MB of weights "
-             f"(+{100 * (x['peak_rss_mb'] / x['weights_mb'] - 1):.0f}%, ids equal to the "
-             f"driver's: {x['same_ids']})" for w, x in d.items()]
-    return ("peak RSS, bundle + runtime library (tinymlir-run, no compiler in the process; "
-            "prompt-16 and the same decode): " + "; ".join(parts))
+    """Peak RSS of the deployment path (bundle + runtime library) and of libtinymlir.so with
+    a warm disk cache, against the weights held."""
+    def parts(d):
+        return "; ".join(
+            f"{w.upper()} {x['peak_rss_mb']:.0f} MB for {x['weights_mb']:.0f} MB of weights "
+            f"(+{100 * (x['peak_rss_mb'] / x['weights_mb'] - 1):.0f}%, ids equal to the "
+            f"driver's: {x['same_ids']})" for w, x in d.items())
+    lines = ["peak RSS, bundle + runtime library (tinymlir-run, no compiler in the process; "
+             "prompt-16 and the same decode): " + parts(r["deployment"])]
+    if "warm_cache" in r:
+        lines.append("peak RSS, libtinymlir.so with a warm disk cache (tinymlir generate, "
+                     "second run; the compiler library is not loaded): " + parts(r["warm_cache"]))
+    return "\n".join(lines)
 
 
 def breakdown(tm):
@@ -393,6 +421,15 @@ def main():
             x["weights_mb"] = checkpoint.weight_bytes(config, bytes_per) / 1e6
             x["same_ids"] = x["generated_ids"] == ids[:len(x["generated_ids"])]
             r["deployment"][w] = x
+        print("[bench] peak RSS of tinymlir generate with a warm disk cache", file=sys.stderr,
+              flush=True)
+        r["warm_cache"] = {}
+        for w, bytes_per, ids in (("f32", 4, r["tinymlir"]["generated_ids"]),
+                                  ("f16", 2, r["half"]["f16"]["generated_ids"])):
+            x = warm_cache_rss(args.build, folder, prompt16, args.decode_tokens + 1, w, blas_env)
+            x["weights_mb"] = checkpoint.weight_bytes(config, bytes_per) / 1e6
+            x["same_ids"] = x["generated_ids"] == ids[:len(x["generated_ids"])]
+            r["warm_cache"][w] = x
     bw.append(run_json("bandwidth (again)", bw_cmd, {}))
     r["environment"]["loadavg_end"] = os.getloadavg()
 

@@ -10,6 +10,9 @@ install(TARGETS tinymlir tinymlir_runtime EXPORT tinymlirTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The compiler library beside libtinymlir.so, which loads it from its own folder; private
+# (no development name link, not part of the CMake package).
+install(TARGETS tinymlir_compiler LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/capi/include/tinymlir
   ${PROJECT_SOURCE_DIR}/gpt2/include/tinymlir ${PROJECT_BINARY_DIR}/include/tinymlir
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -11,7 +11,7 @@
 #include "core/target/cpu/kernel_times.h"
 #include "core/target/gpu/cuda_driver.h"
 #ifdef TINYMLIR_WITH_COMPILER
-#include "core/target/cpu/native_object.h"
+#include "core/target/compiler_library.h"
 #endif
 
 using tm_capi::Fail;
@@ -19,10 +19,10 @@ using tm_capi::Guard;
 
 namespace {
 
-// The text of `stage`. A program loaded from a file keeps no assembly, and
+// The text of `stage`. A CPU program keeps no assembly (the engine links its object), and
 // libtinymlir_runtime.so has no code generator to print it; libtinymlir.so
-// (TINYMLIR_WITH_COMPILER) prints it from the program's LLVM IR stage, at the codegen level
-// its manifest names.
+// (TINYMLIR_WITH_COMPILER) has the compiler library print it from the program's LLVM IR
+// stage, at the codegen level its manifest names.
 tinymlir::Status StageText(tinymlir::Program &program, tm_stage stage, std::string *out) {
   tinymlir::Status status = program.StageText(tm_capi::ToCore(stage), out);
 #ifdef TINYMLIR_WITH_COMPILER
@@ -31,7 +31,7 @@ tinymlir::Status StageText(tinymlir::Program &program, tm_stage stage, std::stri
       program.StageText(tinymlir::Stage::kLlvmIr, &llvm_ir).ok()) {
     const size_t at = program.manifest.find("opt_level=");
     const char level = at == std::string::npos ? '3' : program.manifest[at + 10];
-    return tinymlir::AssemblyFromLlvmIr(llvm_ir, level >= '0' && level <= '3' ? level - '0' : 3,
+    return tinymlir::AssemblyOfLlvmIr(llvm_ir, level >= '0' && level <= '3' ? level - '0' : 3,
                                         out);
   }
 #endif

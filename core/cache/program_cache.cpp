@@ -5,21 +5,22 @@
 #include "core/cache/program_file.h"
 #include "core/support/build_id.h"
 #include "core/support/fnv.h"
-#include "llvm/Config/llvm-config.h"
 
-#ifndef TINYMLIR_VERSION_STRING
-#error "TINYMLIR_VERSION_STRING must be defined by the build"
+#if !defined(TINYMLIR_VERSION_STRING) || !defined(TINYMLIR_LLVM_VERSION)
+#error "TINYMLIR_VERSION_STRING and TINYMLIR_LLVM_VERSION must be defined by the build"
 #endif
 
 namespace tinymlir {
 namespace {
 
 // The disk key's readable parts: everything besides the program that native code depends
-// on. The build ID changes with any change to the library's code, so a development build
-// never reuses another build's entries.
+// on. The build IDs (this library's and the compiler library's, read from its file so that
+// a hit needs no compiler) change with any change to the code, so a development build never
+// reuses another build's entries; the LLVM version is the one built against.
 std::string KeyHeader(const CompileOptions &options) {
   return std::string("tinymlir ") + TINYMLIR_VERSION_STRING + " build " + LibraryBuildId() +
-         "\nllvm " LLVM_VERSION_STRING "\ntarget " + TargetDescription(options) +
+         " compiler " + CompilerBuildId() + "\nllvm " TINYMLIR_LLVM_VERSION "\ntarget " +
+         TargetDescription(options) +
          "\noptions optimize=" + std::to_string(options.optimize) +
          " blas=" + std::to_string(options.use_blas) +
          " opt_level=" + std::to_string(options.opt_level) + "\n";

@@ -12,6 +12,7 @@
 #include "core/cache/program_file.h"
 #include "core/engine/elf_object.h"
 #include "core/support/file_io.h"
+#include "core/support/host_cpu.h"
 #include "core/target/cpu/runtime_symbols.h"
 #include "core/target/gpu/gpu_symbols.h"
 
@@ -29,8 +30,8 @@ class ElfCode : public CompiledCode {
  public:
   explicit ElfCode(std::unique_ptr<ElfImage> image) : image_(std::move(image)) {}
   Status Assembly(std::string *) const override {
-    return Unsupported("a program loaded from a file keeps no assembly; its LLVM IR stage "
-                       "shows the code it runs");
+    return Unsupported("a linked program keeps no assembly (only libtinymlir.so's compiler "
+                       "prints it, from the LLVM IR stage, which shows the code it runs)");
   }
 
  private:
@@ -43,23 +44,6 @@ std::string ManifestLine(const std::string &manifest, const std::string &prefix)
   for (std::string line; std::getline(lines, line);)
     if (line.compare(0, prefix.size(), prefix) == 0) return line.substr(prefix.size());
   return std::string();
-}
-
-// Whether this CPU has `feature` (LLVM's name), for the extensions compiled code may use.
-// Unknown names count as present: LLVM lists many that decide nothing about what runs.
-bool CpuHas(const std::string &feature) {
-  __builtin_cpu_init();
-#define TM_FEATURE(llvm_name, gcc_name) \
-  if (feature == llvm_name) return __builtin_cpu_supports(gcc_name);
-  TM_FEATURE("sse3", "sse3") TM_FEATURE("ssse3", "ssse3") TM_FEATURE("sse4.1", "sse4.1")
-  TM_FEATURE("sse4.2", "sse4.2") TM_FEATURE("popcnt", "popcnt") TM_FEATURE("avx", "avx")
-  TM_FEATURE("avx2", "avx2") TM_FEATURE("fma", "fma") TM_FEATURE("bmi", "bmi")
-  TM_FEATURE("bmi2", "bmi2") TM_FEATURE("avx512f", "avx512f") TM_FEATURE("avx512bw", "avx512bw")
-  TM_FEATURE("avx512dq", "avx512dq") TM_FEATURE("avx512vl", "avx512vl")
-  TM_FEATURE("avx512cd", "avx512cd") TM_FEATURE("avx512vnni", "avx512vnni")
-  TM_FEATURE("avx512bf16", "avx512bf16") TM_FEATURE("f16c", "f16c")
-#undef TM_FEATURE
-  return true;
 }
 
 Status CheckHost(const std::string &manifest) {

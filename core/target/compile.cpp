@@ -1,15 +1,29 @@
 #include "core/target/compile.h"
 
-#include "core/target/native_compiler.h"
+#include <chrono>
+
 #include "core/engine/program_loader.h"
-#include "core/target/cpu/native_object.h"
+#include "core/support/build_id.h"
+#include "core/support/host_cpu.h"
+#include "core/target/compiler_library.h"
+#include "core/target/cpu/runtime_symbols.h"
+#include "core/target/gpu/gpu_symbols.h"
 
 namespace tinymlir {
+namespace {
+
+bool CanLink(const char *symbol, bool gpu) {
+  return (gpu ? GpuRuntimeSymbols() : RuntimeSymbols()).count(symbol) > 0;
+}
+
+}  // namespace
 
 Status Compile(const Trace &trace, const CompileOptions &options,
                std::unique_ptr<Program> *program) {
   if (!trace.ended())
     return InvalidArgument("trace '" + trace.name() + "' has not ended");
+  if (options.target != Target::kCpu && options.target != Target::kGpu)
+    return InvalidArgument("unknown target " + std::to_string(static_cast<int>(options.target)));
   if (options.opt_level < 0 || options.opt_level > 3)
     return InvalidArgument("opt_level must be 0..3, got " + std::to_string(options.opt_level));
   if (options.gpu_sm < 50 || options.gpu_sm > 199)
@@ -18,11 +32,18 @@ Status Compile(const Trace &trace, const CompileOptions &options,
   if (options.gpu_matmul_tile < 1 || options.gpu_matmul_tile > 32)
     return InvalidArgument("gpu_matmul_tile must be 1..32 (tile * tile threads per block), got " +
                            std::to_string(options.gpu_matmul_tile));
-  switch (options.target) {
-    case Target::kCpu:
-    case Target::kGpu: return CompileNative(trace, options, program);
-  }
-  return InvalidArgument("unknown target " + std::to_string(static_cast<int>(options.target)));
+  const CompilerEntryPoints *compiler = nullptr;
+  TM_RETURN_IF_ERROR(LoadCompiler(&compiler));
+  std::unique_ptr<Program> compiled;
+  TM_RETURN_IF_ERROR(compiler->compile(trace, options, &CanLink, &compiled));
+  // The engine's linker runs the object's constructors (a GPU program's device module
+  // loading), and is what links the same object from a program file or the disk cache.
+  const auto start = std::chrono::steady_clock::now();
+  TM_RETURN_IF_ERROR(LinkProgramObject(compiled.get()));
+  compiled->seconds(CompilePhase::kLink) +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  *program = std::move(compiled);
+  return Status::Ok();
 }
 
 std::string TargetDescription(const CompileOptions &options) {
@@ -39,9 +60,12 @@ std::string TargetDescription(const CompileOptions &options) {
 Status LinkCompiled(const CompileOptions &options, Program *program) {
   if (program->gpu != (options.target == Target::kGpu))
     return IoError("the disk cache entry is for another target");
-  if (program->gpu) return LinkProgramObject(program);
-  return LoadNativeObject(program->object_code, program->stage(Stage::kLlvmIr),
-                          options.opt_level, &program->code, &program->entry);
+  return LinkProgramObject(program);
+}
+
+const std::string &CompilerBuildId() {
+  static const std::string id = BuildIdOfFile(CompilerLibraryPath());
+  return id;
 }
 
 }  // namespace tinymlir

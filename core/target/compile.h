@@ -1,4 +1,6 @@
-// Compilation entry point: a trace and options in, a Program out, for any target.
+// Compilation entry point: a trace and options in, a linked Program out, for any target.
+// No LLVM here: the options are checked, the compiler library (compiler_library.h) compiles
+// and the engine's ELF linker links.
 #pragma once
 
 #include <memory>
@@ -24,18 +26,23 @@ struct CompileOptions {
   bool gpu_cubin = false;
 };
 
-// Compiles `trace` (which must have ended) for options.target. Fails with a message
-// naming what was wrong: an unknown target or opt level, or MLIR/LLVM's diagnostics.
+// Compiles `trace` (which must have ended) for options.target and links it. Fails with a
+// message naming what was wrong: an unknown target or opt level, a compiler library that
+// cannot be loaded, or MLIR/LLVM's diagnostics.
 Status Compile(const Trace &trace, const CompileOptions &options,
                std::unique_ptr<Program> *program);
 
 // What native code for options.target depends on besides the program: for the CPU, the
-// host's triple, CPU and features; for the GPU, the chip and the device code format (and
-// the host, which runs the launching code). Part of the disk cache's key.
+// host's CPU and features (core/support/host_cpu.h); for the GPU, the chip and the device
+// code format (and the host, which runs the launching code). Part of the disk cache's key.
 std::string TargetDescription(const CompileOptions &options);
 
 // Links a program read back from the disk cache (its data and object filled in) for
 // options.target, setting its entry and code.
 Status LinkCompiled(const CompileOptions &options, Program *program);
+
+// The compiler library's build ID, read from its file without loading it ("" when it is
+// missing): part of the disk cache's key, since the compiler decides what code is cached.
+const std::string &CompilerBuildId();
 
 }  // namespace tinymlir

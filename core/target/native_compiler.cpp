@@ -11,11 +11,9 @@
 #include "core/builder/build_module.h"
 #include "core/passes/blas_rewrite.h"
 #include "core/passes/pipelines.h"
-#include "core/engine/program_loader.h"
 #include "core/support/diagnostics.h"
 #include "core/target/cpu/native_object.h"
 #include "core/target/gpu/gpu_lowering.h"
-#include "core/target/gpu/gpu_symbols.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -108,15 +106,15 @@ std::string Print(const llvm::Module &module) {
   return s;
 }
 
-// Every external function the lowered module declares must be one we can resolve; a
-// missing one is a compile error here, not a JIT error printed to stderr later.
-Status CheckExternals(mlir::ModuleOp module, bool gpu) {
+// Every external function the lowered module declares must be one the engine's linker
+// resolves; a missing one is a compile error here, not a link error later.
+Status CheckExternals(mlir::ModuleOp module, bool gpu, CanLinkSymbol can_link) {
   std::string missing;
   module.walk([&](mlir::LLVM::LLVMFuncOp f) {
     if (!f.isExternal()) return;
     if (mlir::isa<mlir::gpu::GPUModuleOp>(f->getParentOp())) return;  // device code
     std::string name = f.getName().str();
-    if (gpu ? GpuRuntimeSymbols().count(name) > 0 : CanResolveSymbol(name)) return;
+    if (can_link(name.c_str(), gpu)) return;
     missing += (missing.empty() ? "" : ", ") + name;
   });
   if (!missing.empty())
@@ -143,7 +141,7 @@ class PhaseClock {
 
 }  // namespace
 
-Status CompileNative(const Trace &trace, const CompileOptions &options,
+Status CompileNative(const Trace &trace, const CompileOptions &options, CanLinkSymbol can_link,
                      std::unique_ptr<Program> *out) {
   auto program = std::make_unique<Program>();
   const bool gpu = options.target == Target::kGpu;
@@ -194,7 +192,7 @@ Status CompileNative(const Trace &trace, const CompileOptions &options,
     TM_RETURN_IF_ERROR(RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline));
   }
   program->stage(Stage::kLowered) = Print(module);
-  TM_RETURN_IF_ERROR(CheckExternals(module, gpu));
+  TM_RETURN_IF_ERROR(CheckExternals(module, gpu, can_link));
   clock.Done(CompilePhase::kLower);
 
   std::string error;
@@ -218,16 +216,7 @@ Status CompileNative(const Trace &trace, const CompileOptions &options,
   TM_RETURN_IF_ERROR(EmitObject(*llvm_module, *target, &object));
   clock.Done(CompilePhase::kCodegen);
   program->object_code = std::move(object);
-  if (gpu) {
-    // The engine's linker runs the object's constructors (device module loading), and is
-    // what loads the same object from a program file where there is no LLVM.
-    program->stage(Stage::kAssembly) = std::move(device_code);
-    TM_RETURN_IF_ERROR(LinkProgramObject(program.get()));
-  } else {
-    TM_RETURN_IF_ERROR(LoadNativeObject(program->object_code, llvm_ir, options.opt_level,
-                                        &program->code, &program->entry));
-  }
-  clock.Done(CompilePhase::kLink);
+  if (gpu) program->stage(Stage::kAssembly) = std::move(device_code);
   program->stage(Stage::kLlvmIr) = std::move(llvm_ir);
   *out = std::move(program);
   return Status::Ok();

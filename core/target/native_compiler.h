@@ -1,19 +1,20 @@
 // Both targets: build -> optimize -> bufferize -> the target step -> lower to LLVM -> LLVM
-// optimisation -> object code (cpu/native_object.h), linked into this process. The target
-// step is the BLAS rewrite on the CPU and core/target/gpu/gpu_lowering.h on the GPU, whose
-// host object embeds the device code (PTX or cubin) and is linked by the engine's own ELF
-// linker (it has constructors, which load the device modules). Every stage's text and the
-// object are kept in the Program; the GPU's assembly stage is its PTX.
+// optimisation -> object code (cpu/native_object.h). The target step is the BLAS rewrite on
+// the CPU and core/target/gpu/gpu_lowering.h on the GPU, whose host object embeds the device
+// code (PTX or cubin). Every stage's text and the object are kept in the Program, unlinked:
+// the engine links it (core/target/compile.h). The GPU's assembly stage is its PTX.
+// Part of the compiler library.
 #pragma once
 
 #include <memory>
 
 #include "core/engine/program.h"
 #include "core/target/compile.h"
+#include "core/target/compiler_library.h"
 
 namespace tinymlir {
 
-Status CompileNative(const Trace &trace, const CompileOptions &options,
+Status CompileNative(const Trace &trace, const CompileOptions &options, CanLinkSymbol can_link,
                      std::unique_ptr<Program> *program);
 
 }  // namespace tinymlir

@@ -30,15 +30,24 @@ engine="core/trace core/engine core/cache/program_file.h core/cache/program_file
   core/target/cpu/parallel_for.h core/target/cpu/parallel_for.cpp
   core/target/cpu/worker_pool.cpp core/target/cpu/runtime_symbols.h
   core/target/cpu/runtime_symbols.cpp core/support/status.h core/support/build_id.h
-  core/support/build_id.cpp
+  core/support/build_id.cpp core/support/host_cpu.h core/support/host_cpu.cpp
   core/support/file_io.h core/support/file_io.cpp core/support/fnv.h
   core/target/gpu/cuda_driver.h core/target/gpu/cuda_driver.cpp core/target/gpu/gpu_runtime.h
   core/target/gpu/gpu_runtime.cpp core/target/gpu/gpu_symbols.h core/target/gpu/gpu_symbols.cpp"
 # shellcheck disable=SC2086
 violations 'llvm/|mlir/|core/builder|core/passes|core/target/compile|core/target/native_compiler|core/target/gpu/gpu_lowering|core/target/cpu/native_object|core/cache/(program_cache|disk_cache)' \
   "the engine (libtinymlir_runtime.so) includes LLVM, MLIR or the compiler" $engine
-violations 'capi/src/handles|core/target/compile|core/cache/program_cache' \
+violations 'capi/src/handles|core/target/compile\.h|core/cache/program_cache' \
   "capi/src/program_run.cpp (in the runtime library) includes the compiler" capi/src/program_run.cpp
+# libtinymlir.so links no LLVM: its compile driver (caches, option checks, loading the
+# compiler library) and the C boundary include nothing of the compiler library's half.
+compiler_half='llvm/|mlir/|core/builder|core/passes|core/target/native_compiler|core/target/gpu/gpu_lowering|core/target/cpu/native_object'
+driver="core/cache/program_cache.h core/cache/program_cache.cpp core/cache/disk_cache.h
+  core/cache/disk_cache.cpp core/target/compile.h core/target/compile.cpp
+  core/target/compiler_library.h core/target/compiler_library.cpp"
+# shellcheck disable=SC2086
+violations "$compiler_half" "the compile driver (libtinymlir.so, no LLVM) includes the compiler" $driver
+violations "$compiler_half" "capi/ (libtinymlir.so, no LLVM) includes the compiler" capi
 # The GPT-2 application stands on the public headers only.
 violations 'core/|capi/' "gpt2/ reaches past the public headers" gpt2
 # The C boundary converts to core; it does not know the application.

@@ -1,19 +1,9 @@
 #include "core/target/cpu/native_object.h"
 
-#include <dlfcn.h>
-
-#include <cmath>
 #include <cstring>
-#include <unordered_map>
 
-#include "core/target/cpu/runtime_symbols.h"
-#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
-#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/ExecutionEngine/Orc/LLJIT.h"
-#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
-#include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -23,7 +13,6 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/TargetParser/Host.h"
 
 namespace tinymlir {
 namespace {
@@ -39,21 +28,6 @@ void InitializeNativeTargetOnce() {
 }
 
 std::string ErrorText(llvm::Error error) { return llvm::toString(std::move(error)); }
-
-// Owns the linked code: the JIT's memory lives as long as this object.
-class NativeCode : public CompiledCode {
- public:
-  std::unique_ptr<llvm::orc::LLJIT> jit;
-  std::string llvm_ir;  // optimised, as compiled
-  int opt_level = 3;
-
-  Status Assembly(std::string *out) const override {
-    if (llvm_ir.empty())
-      return Unsupported("the program's LLVM IR was not kept (large constants, or the "
-                         "program was read from the disk cache without it)");
-    return AssemblyFromLlvmIr(llvm_ir, opt_level, out);
-  }
-};
 
 }  // namespace
 
@@ -99,20 +73,6 @@ std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::strin
   return std::move(*tm);
 }
 
-const std::string &HostDescription() {
-  static const std::string description = [] {
-    InitializeNativeTargetOnce();
-    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!builder) {
-      llvm::consumeError(builder.takeError());
-      return std::string("unknown host");
-    }
-    return builder->getTargetTriple().str() + " " + builder->getCPU() + " " +
-           builder->getFeatures().getString();
-  }();
-  return description;
-}
-
 Status AddPackedEntry(llvm::Module &module, const std::string &function) {
   llvm::Function *callee = module.getFunction(function);
   if (!callee || callee->isDeclaration())
@@ -143,57 +103,6 @@ Status EmitObject(llvm::Module &module, llvm::TargetMachine &target, std::string
   auto buffer = compiler(module);
   if (!buffer) return CompileError("code generation failed: " + ErrorText(buffer.takeError()));
   *object = (*buffer)->getBuffer().str();
-  return Status::Ok();
-}
-
-bool CanResolveSymbol(const std::string &symbol) {
-  return RuntimeSymbols().count(symbol) || dlsym(RTLD_DEFAULT, symbol.c_str());
-}
-
-Status LoadNativeObject(const std::string &object, std::string llvm_ir, int opt_level,
-                        std::unique_ptr<CompiledCode> *code, Program::Entry *entry) {
-  InitializeNativeTargetOnce();
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder) return CompileError("no host target: " + ErrorText(builder.takeError()));
-  // RuntimeDyld with a section memory manager, as MLIR's ExecutionEngine links its code.
-  auto jit = llvm::orc::LLJITBuilder()
-                 .setJITTargetMachineBuilder(std::move(*builder))
-                 .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession &session)
-                                                   -> llvm::Expected<std::unique_ptr<
-                                                       llvm::orc::ObjectLayer>> {
-                   return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
-                       session, [](const llvm::MemoryBuffer &) {
-                         return std::make_unique<llvm::SectionMemoryManager>();
-                       });
-                 })
-                 .create();
-  if (!jit) return CompileError("cannot create the JIT linker: " + ErrorText(jit.takeError()));
-  // Errors come back through the calls below; the session's default reporter would also
-  // print them to stderr.
-  (*jit)->getExecutionSession().setErrorReporter([](llvm::Error e) { llvm::consumeError(std::move(e)); });
-  llvm::orc::JITDylib &library = (*jit)->getMainJITDylib();
-  llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(), (*jit)->getDataLayout());
-  llvm::orc::SymbolMap symbols;
-  for (const auto &[name, address] : RuntimeSymbols())
-    symbols[mangle(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                             llvm::JITSymbolFlags::Exported};
-  if (llvm::Error e = library.define(llvm::orc::absoluteSymbols(std::move(symbols))))
-    return CompileError("cannot define the runtime symbols: " + ErrorText(std::move(e)));
-  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      (*jit)->getDataLayout().getGlobalPrefix());
-  if (!process) return CompileError("process symbols: " + ErrorText(process.takeError()));
-  library.addGenerator(std::move(*process));
-  if (llvm::Error e = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, "kernel")))
-    return CompileError("cannot add the native object: " + ErrorText(std::move(e)));
-  auto address = (*jit)->lookup(kPackedEntryName);
-  if (!address)
-    return CompileError("linking the native object failed: " + ErrorText(address.takeError()));
-  auto owner = std::make_unique<NativeCode>();
-  owner->jit = std::move(*jit);
-  owner->llvm_ir = std::move(llvm_ir);
-  owner->opt_level = opt_level;
-  *entry = address->toPtr<Program::Entry>();
-  *code = std::move(owner);
   return Status::Ok();
 }
 

@@ -1,0 +1,24 @@
+// The one symbol libtinymlir_compiler.so exports (core/target/compiler.map): its entry
+// points, for core/target/compiler_library.cpp in libtinymlir.so.
+#include "core/target/compiler_library.h"
+#include "core/target/cpu/native_object.h"
+#include "core/target/native_compiler.h"
+
+#ifndef TINYMLIR_VERSION_STRING
+#error "TINYMLIR_VERSION_STRING must be defined by the build"
+#endif
+
+extern "C" __attribute__((visibility("default"))) const tinymlir::CompilerEntryPoints *
+tm_compiler_entry_points() {
+  static const tinymlir::CompilerEntryPoints entry = {
+      tinymlir::kCompilerAbi,
+      TINYMLIR_VERSION_STRING,
+      sizeof(tinymlir::Trace),
+      sizeof(tinymlir::Program),
+      sizeof(tinymlir::CompileOptions),
+      sizeof(tinymlir::Status),
+      &tinymlir::CompileNative,
+      &tinymlir::AssemblyFromLlvmIr,
+  };
+  return &entry;
+}

@@ -1,0 +1,90 @@
+#include "core/target/compiler_library.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include <mutex>
+
+#ifndef TINYMLIR_VERSION_STRING
+#error "TINYMLIR_VERSION_STRING must be defined by the build"
+#endif
+#ifndef TINYMLIR_COMPILER_FILE
+#error "TINYMLIR_COMPILER_FILE must be defined by the build"
+#endif
+
+namespace tinymlir {
+namespace {
+
+Status Check(const CompilerEntryPoints *entry) {
+  if (entry->abi != kCompilerAbi || std::string(entry->version) != TINYMLIR_VERSION_STRING)
+    return Unsupported("it is from tinymlir " + std::string(entry->version) + " (compiler ABI " +
+                       std::to_string(entry->abi) + "); this is tinymlir " +
+                       TINYMLIR_VERSION_STRING + " (compiler ABI " +
+                       std::to_string(kCompilerAbi) + ")");
+  if (entry->trace_size != sizeof(Trace) || entry->program_size != sizeof(Program) ||
+      entry->options_size != sizeof(CompileOptions) || entry->status_size != sizeof(Status))
+    return Unsupported("it was built from other sources than this library (its types differ)");
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::string &CompilerLibraryPath() {
+  static const std::string path = [] {
+    std::string folder = ".";
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void *>(&LoadCompiler), &self) && self.dli_fname &&
+        *self.dli_fname) {
+      char resolved[PATH_MAX];
+      std::string file = realpath(self.dli_fname, resolved) ? resolved : self.dli_fname;
+      // A non-PIE executable's dladdr names it as it was started; /proc knows where it is.
+      if (file.find('/') == std::string::npos && realpath("/proc/self/exe", resolved))
+        file = resolved;
+      const size_t slash = file.rfind('/');
+      if (slash != std::string::npos) folder = file.substr(0, slash == 0 ? 1 : slash);
+    }
+    return folder + (folder.back() == '/' ? "" : "/") + TINYMLIR_COMPILER_FILE;
+  }();
+  return path;
+}
+
+Status LoadCompiler(const CompilerEntryPoints **out) {
+  // std::call_once: its calls go through pthread_once, which ThreadSanitizer sees.
+  static std::once_flag once;
+  static const CompilerEntryPoints *entry = nullptr;
+  static Status *failure = nullptr;
+  std::call_once(once, [] {
+    const std::string &path = CompilerLibraryPath();
+    auto fail = [&path](const std::string &why) {
+      failure = new Status(StatusCode::kUnsupported,
+                           "cannot load the compiler library " + path + ": " + why +
+                               " (programs from program files and the disk cache need no "
+                               "compiler)");
+    };
+    void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char *error = dlerror();
+      std::string why = error ? error : "dlopen failed";
+      if (why.compare(0, path.size() + 2, path + ": ") == 0) why.erase(0, path.size() + 2);
+      return fail(why);
+    }
+    using EntryFunction = const CompilerEntryPoints *(*)();
+    auto get = reinterpret_cast<EntryFunction>(dlsym(library, kCompilerEntryName));
+    if (!get) return fail(std::string("it has no ") + kCompilerEntryName);
+    const CompilerEntryPoints *candidate = get();
+    if (Status status = Check(candidate); !status.ok()) return fail(status.message());
+    entry = candidate;
+  });
+  if (failure) return *failure;
+  *out = entry;
+  return Status::Ok();
+}
+
+Status AssemblyOfLlvmIr(const std::string &llvm_ir, int opt_level, std::string *out) {
+  const CompilerEntryPoints *compiler = nullptr;
+  TM_RETURN_IF_ERROR(LoadCompiler(&compiler));
+  return compiler->assembly(llvm_ir, opt_level, out);
+}
+
+}  // namespace tinymlir
