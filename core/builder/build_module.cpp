@@ -200,7 +200,7 @@ Value ModuleBuilder::CastScalar(OpBuilder &b, Value x, DType from, DType to) con
 }
 
 // f32 -> bf16, rounded to nearest even in integer arithmetic (LLVM would call
-// __truncsfbf2, which this JIT does not resolve): bits + 0x7fff + (bit 16), top half kept;
+// __truncsfbf2, which the runtime symbol table does not have): bits + 0x7fff + (bit 16), top half kept;
 // a NaN stays a quiet NaN of its sign.
 Value ModuleBuilder::RoundToBF16(OpBuilder &b, Value x) const {
   namespace arith = mlir::arith;
@@ -296,7 +296,7 @@ Value ModuleBuilder::ElementwiseBody(OpBuilder &b, const Node &n,
       Value x = a[0];
       // Half precision converts through f32: widening is exact, and LLVM lowers f32 <->
       // f16 inline (F16C), where f64 or integers <-> f16 and any truncation to bf16 would
-      // be calls into a compiler runtime the JIT does not have.
+      // be calls into a compiler runtime the runtime symbol table does not have.
       if (IsHalf(operand)) {
         x = arith::ExtFOp::create(b, loc_, b.getF32Type(), x);
         operand = DType::kF32;

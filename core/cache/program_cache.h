@@ -3,7 +3,7 @@
 // The key is the trace's canonical fingerprint (ops, dtypes, shapes, constant hashes), so
 // the same function traced again with other weight *values* hits (weights are inputs) and a
 // new shape misses. The cache is bounded: each program is charged an estimate of the memory
-// it keeps (its MLIR context, module and JIT'd code, plus its stage texts and constants), and
+// it keeps (its linked code, object, stage texts and constants), and
 // when the total passes the budget the least recently used programs are dropped (programs
 // callers still hold stay alive until released). Two threads asking for the same new program
 // compile it once: the second waits for the first (single flight). Behind the memory
@@ -38,8 +38,9 @@ struct CacheStats {
 class ProgramCache {
  public:
   static constexpr uint64_t kDefaultBudget = 512ull << 20;
-  // What a compiled program costs beyond its texts and constants (measured: ~2-3 MB for a
-  // context, module and JIT'd object of a small program).
+  // What a compiled program costs beyond its texts and object: a deliberate overestimate
+  // (measured 2-3 MB when each program held an LLVM JIT instance; its linked image is now
+  // a few pages), which keeps the bound conservative.
   static constexpr uint64_t kProgramOverhead = 2ull << 20;
 
   ProgramCache() = default;

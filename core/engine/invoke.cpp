@@ -1,6 +1,6 @@
 // Program::Invoke: check every caller tensor against the specialisation, keep the
 // `restrict` promise (copy overlapping inputs), make strided tensors contiguous, check
-// gather indices, then call the JIT'd kernel with ranked memref descriptors.
+// gather indices, then call the linked kernel with ranked memref descriptors.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>

@@ -1,7 +1,7 @@
 // A compiled program: its specialisation (input/output types), the text of every stage,
-// and the JIT'd entry point, owned together with the MLIR context, module and execution
-// engine that produced it. Immutable after compilation, so invocations may run
-// concurrently. Shared (std::shared_ptr) between the context's cache and callers.
+// its relocatable object and the entry point of that object as linked into this process
+// (owned by `code`). Immutable after compilation, so invocations may run concurrently.
+// Shared (std::shared_ptr) between the context's cache and callers.
 #pragma once
 
 #include <array>
@@ -21,7 +21,7 @@ enum class Stage : int {
   kOptimized = 1,   // after canonicalize, cse and elementwise fusion
   kBufferized = 2,  // after one-shot bufferization and deallocation
   kLowered = 3,     // after the target step and LLVM lowering
-  kLlvmIr = 4,      // the LLVM IR module handed to the JIT
+  kLlvmIr = 4,      // the optimised LLVM IR the native object is generated from
   kAssembly = 5,    // native assembly
 };
 inline constexpr int kNumStages = static_cast<int>(Stage::kAssembly) + 1;

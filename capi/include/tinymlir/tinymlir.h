@@ -123,7 +123,7 @@ typedef TM_ENUM(tm_stage) {
   TM_STAGE_OPTIMIZED = 1,  /* after canonicalize, cse and elementwise fusion */
   TM_STAGE_BUFFERIZED = 2, /* after one-shot bufferization and deallocation */
   TM_STAGE_LOWERED = 3,    /* after the target step (BLAS rewrite) and LLVM lowering */
-  TM_STAGE_LLVM_IR = 4,    /* the LLVM IR module handed to the JIT */
+  TM_STAGE_LLVM_IR = 4,    /* the optimised LLVM IR the native object is generated from */
   TM_STAGE_ASSEMBLY = 5    /* native assembly (CPU) or PTX (GPU) */
 } tm_stage;
 

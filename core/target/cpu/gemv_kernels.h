@@ -5,7 +5,7 @@
 // alone, never on the number of threads, so results are bit-identical for any
 // TINYMLIR_NUM_THREADS (on the 2-vCPU Zen 4 machine: ~35 GB/s with 2 threads, where
 // OpenBLAS's sgemv managed 21-29 GB/s on GPT-2's shapes). The CPU target calls them from
-// JIT'd code, so they have C linkage and are registered with the JIT by address.
+// generated code, so they have C linkage and are in the runtime symbol table by address.
 #pragma once
 
 #include <cstdint>

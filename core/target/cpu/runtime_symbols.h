@@ -1,8 +1,8 @@
 // The functions generated CPU code may call, by address: matrix products (OpenBLAS on
 // fixed blocks, blas_products.h), tinymlir's GEMV
-// kernels, the guarded allocator, strided memref copies and libm. Both linkers use this
-// table (ORC in the compiler, elf_object.h in the runtime library), so a program finds the
-// same functions whichever library runs it. No LLVM here.
+// kernels, the guarded allocator, strided memref copies and libm. The engine's linker
+// (elf_object.h) resolves every CPU program's calls from this table, in either library,
+// and the compiler refuses code calling anything else. No LLVM here.
 #pragma once
 
 #include <cstdint>
