@@ -26,13 +26,17 @@ namespace {
 tinymlir::Status StageText(tinymlir::Program &program, tm_stage stage, std::string *out) {
   tinymlir::Status status = program.StageText(tm_capi::ToCore(stage), out);
 #ifdef TINYMLIR_WITH_COMPILER
-  std::string llvm_ir;
-  if (!status.ok() && stage == TM_STAGE_ASSEMBLY &&
-      program.StageText(tinymlir::Stage::kLlvmIr, &llvm_ir).ok()) {
+  if (!status.ok() && stage == TM_STAGE_ASSEMBLY && !program.gpu) {
+    std::string llvm_ir;
+    if (!program.StageText(tinymlir::Stage::kLlvmIr, &llvm_ir).ok())
+      return tinymlir::Unsupported("the program's LLVM IR was not kept (more than 1 MB of "
+                                   "constants), so its assembly cannot be printed");
     const size_t at = program.manifest.find("opt_level=");
     const char level = at == std::string::npos ? '3' : program.manifest[at + 10];
-    return tinymlir::AssemblyOfLlvmIr(llvm_ir, level >= '0' && level <= '3' ? level - '0' : 3,
-                                        out);
+    TM_RETURN_IF_ERROR(tinymlir::AssemblyOfLlvmIr(
+        llvm_ir, level >= '0' && level <= '3' ? level - '0' : 3, out));
+    program.KeepAssembly(*out);
+    return tinymlir::Status::Ok();
   }
 #endif
   return status;

@@ -5,6 +5,7 @@
 #include "core/cache/program_file.h"
 #include "core/support/build_id.h"
 #include "core/support/fnv.h"
+#include "core/target/compiler_library.h"
 
 #if !defined(TINYMLIR_VERSION_STRING) || !defined(TINYMLIR_LLVM_VERSION)
 #error "TINYMLIR_VERSION_STRING and TINYMLIR_LLVM_VERSION must be defined by the build"
@@ -14,12 +15,13 @@ namespace tinymlir {
 namespace {
 
 // The disk key's readable parts: everything besides the program that native code depends
-// on. The build IDs (this library's and the compiler library's, read from its file so that
-// a hit needs no compiler) change with any change to the code, so a development build never
-// reuses another build's entries; the LLVM version is the one built against.
+// on. The build IDs (this library's, and the compiler library's as recorded when this one
+// was linked, so that a hit needs no compiler) change with any change to the code, so a
+// development build never reuses another build's entries; the LLVM version is the one
+// built against.
 std::string KeyHeader(const CompileOptions &options) {
   return std::string("tinymlir ") + TINYMLIR_VERSION_STRING + " build " + LibraryBuildId() +
-         " compiler " + CompilerBuildId() + "\nllvm " TINYMLIR_LLVM_VERSION "\ntarget " +
+         " compiler " + kCompilerBuildId + "\nllvm " TINYMLIR_LLVM_VERSION "\ntarget " +
          TargetDescription(options) +
          "\noptions optimize=" + std::to_string(options.optimize) +
          " blas=" + std::to_string(options.use_blas) +

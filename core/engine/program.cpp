@@ -19,4 +19,10 @@ Status Program::StageText(Stage stage, std::string *out) {
   return Status::Ok();
 }
 
+void Program::KeepAssembly(const std::string &text) {
+  std::lock_guard<std::mutex> lock(assembly_mutex_);
+  std::string &kept = stages[static_cast<int>(Stage::kAssembly)];
+  if (kept.empty()) kept = text;
+}
+
 }  // namespace tinymlir

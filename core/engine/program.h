@@ -103,6 +103,10 @@ class Program {
   // Stage text; the assembly is produced on first request and kept.
   Status StageText(Stage stage, std::string *out);
 
+  // Keeps `text` as the assembly stage, unless one is kept already (two threads may both
+  // have printed it), for front ends that print it themselves (capi/src/program_run.cpp).
+  void KeepAssembly(const std::string &text);
+
 
  private:
   std::mutex assembly_mutex_;

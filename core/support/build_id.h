@@ -10,8 +10,4 @@ namespace tinymlir {
 
 const std::string &LibraryBuildId();
 
-// The GNU build ID of the ELF file at `path`, read from its notes without loading it; ""
-// when it cannot be read or has none.
-std::string BuildIdOfFile(const std::string &path);
-
 }  // namespace tinymlir

@@ -41,8 +41,4 @@ std::string TargetDescription(const CompileOptions &options);
 // options.target, setting its entry and code.
 Status LinkCompiled(const CompileOptions &options, Program *program);
 
-// The compiler library's build ID, read from its file without loading it ("" when it is
-// missing): part of the disk cache's key, since the compiler decides what code is cached.
-const std::string &CompilerBuildId();
-
 }  // namespace tinymlir

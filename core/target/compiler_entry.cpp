@@ -1,5 +1,6 @@
 // The one symbol libtinymlir_compiler.so exports (core/target/compiler.map): its entry
 // points, for core/target/compiler_library.cpp in libtinymlir.so.
+#include "core/support/build_id.h"
 #include "core/target/compiler_library.h"
 #include "core/target/cpu/native_object.h"
 #include "core/target/native_compiler.h"
@@ -13,6 +14,7 @@ tm_compiler_entry_points() {
   static const tinymlir::CompilerEntryPoints entry = {
       tinymlir::kCompilerAbi,
       TINYMLIR_VERSION_STRING,
+      tinymlir::LibraryBuildId().c_str(),  // this library's own: build_id.cpp is linked in
       sizeof(tinymlir::Trace),
       sizeof(tinymlir::Program),
       sizeof(tinymlir::CompileOptions),

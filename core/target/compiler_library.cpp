@@ -17,6 +17,7 @@ namespace tinymlir {
 namespace {
 
 Status Check(const CompilerEntryPoints *entry) {
+  if (!entry) return Unsupported(std::string(kCompilerEntryName) + " returned nothing");
   if (entry->abi != kCompilerAbi || std::string(entry->version) != TINYMLIR_VERSION_STRING)
     return Unsupported("it is from tinymlir " + std::string(entry->version) + " (compiler ABI " +
                        std::to_string(entry->abi) + "); this is tinymlir " +
@@ -25,6 +26,10 @@ Status Check(const CompilerEntryPoints *entry) {
   if (entry->trace_size != sizeof(Trace) || entry->program_size != sizeof(Program) ||
       entry->options_size != sizeof(CompileOptions) || entry->status_size != sizeof(Status))
     return Unsupported("it was built from other sources than this library (its types differ)");
+  if (std::string(entry->build_id) != kCompilerBuildId)
+    return Unsupported("it is not the compiler library this libtinymlir was built with (its "
+                       "build ID is " + std::string(entry->build_id) + ", expected " +
+                       kCompilerBuildId + ")");
   return Status::Ok();
 }
 
@@ -53,14 +58,14 @@ Status LoadCompiler(const CompilerEntryPoints **out) {
   // std::call_once: its calls go through pthread_once, which ThreadSanitizer sees.
   static std::once_flag once;
   static const CompilerEntryPoints *entry = nullptr;
-  static Status *failure = nullptr;
+  static Status failure;
   std::call_once(once, [] {
     const std::string &path = CompilerLibraryPath();
     auto fail = [&path](const std::string &why) {
-      failure = new Status(StatusCode::kUnsupported,
-                           "cannot load the compiler library " + path + ": " + why +
-                               " (programs from program files and the disk cache need no "
-                               "compiler)");
+      failure = Status(StatusCode::kUnsupported,
+                       "cannot load the compiler library " + path + ": " + why +
+                           " (programs from program files and the disk cache need no "
+                           "compiler)");
     };
     void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!library) {
@@ -71,12 +76,16 @@ Status LoadCompiler(const CompilerEntryPoints **out) {
     }
     using EntryFunction = const CompilerEntryPoints *(*)();
     auto get = reinterpret_cast<EntryFunction>(dlsym(library, kCompilerEntryName));
-    if (!get) return fail(std::string("it has no ") + kCompilerEntryName);
-    const CompilerEntryPoints *candidate = get();
-    if (Status status = Check(candidate); !status.ok()) return fail(status.message());
+    const CompilerEntryPoints *candidate = get ? get() : nullptr;
+    Status status = get ? Check(candidate)
+                        : Unsupported(std::string("it has no ") + kCompilerEntryName);
+    if (!status.ok()) {
+      dlclose(library);
+      return fail(status.message());
+    }
     entry = candidate;
   });
-  if (failure) return *failure;
+  if (!failure.ok()) return failure;
   *out = entry;
   return Status::Ok();
 }

@@ -27,11 +27,13 @@ namespace tinymlir {
 using CanLinkSymbol = bool (*)(const char *symbol, bool gpu);
 
 // What the compiler library hands out. The two libraries exchange C++ objects, so they must
-// come from one build: `abi`, `version` and the sizes of the exchanged types catch a
-// compiler library left over from another.
+// come from one build: the compiler's own GNU build ID must equal the one recorded in
+// libtinymlir.so when it was linked (kCompilerBuildId); `abi`, `version` and the sizes of the
+// exchanged types name what differs when it does not.
 struct CompilerEntryPoints {
   int abi;
   const char *version;
+  const char *build_id;  // the compiler library's, as hex
   size_t trace_size, program_size, options_size, status_size;
   // The trace compiled for options.target: the program's signature, stage texts,
   // temporary bytes, compile phase times and relocatable object. Not linked.
@@ -42,6 +44,11 @@ struct CompilerEntryPoints {
 };
 
 inline constexpr int kCompilerAbi = 1;
+
+// The GNU build ID of the compiler library this build linked, as hex: written by the build
+// (cmake/compiler_build_id.cmake) once the compiler library is linked. Part of the disk
+// cache's key, so a hit needs no compiler, and any change to the compiler is a new key.
+extern const char kCompilerBuildId[];
 // The one symbol the compiler library exports: const CompilerEntryPoints *(void).
 inline constexpr const char *kCompilerEntryName = "tm_compiler_entry_points";
 

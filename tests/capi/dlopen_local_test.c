@@ -1,8 +1,8 @@
 /* Loads libtinymlir with dlopen(RTLD_NOW | RTLD_LOCAL), as Python does, and runs a program
- * whose JIT'd code calls the library's BLAS products (tm_rt_gemm, over its private OpenBLAS)
- * and libm (tanhf, expf, erf).
+ * whose generated code calls the library's BLAS products (tm_rt_gemm, over its private
+ * OpenBLAS) and libm (tanhf, expf, erf).
  * With RTLD_LOCAL none of those symbols is visible to a process-global lookup, so this
- * passes only if the JIT resolves them through the library's own references.
+ * passes only if the linker resolves them through the library's own references.
  * This program links neither tinymlir nor BLAS nor libm (its double-precision references
  * use libm opened RTLD_LOCAL as well). Usage: dlopen_local_test LIB */
 #define _GNU_SOURCE /* RTLD_DEFAULT */

@@ -5,9 +5,13 @@
  *            and LLVM are mapped once it has compiled, not before;
  *   warm     a new process: the same program comes from the disk cache and runs with
  *            neither the compiler nor LLVM mapped; a new program then loads the compiler;
- *   missing  libtinymlir.so alone in a folder (LD_LIBRARY_PATH): a compile fails with a
- *            message naming the compiler library, and the assembly stage too, while the
- *            program file still loads and runs. */
+ *   missing  libtinymlir.so alone in a folder (LD_LIBRARY_PATH): the program still comes
+ *            from the disk cache and its file still loads and runs, while a new program
+ *            fails to compile with a message naming the compiler library, and the
+ *            assembly stage too;
+ *   foreign  beside libtinymlir.so, another library under the compiler library's name, or
+ *            the compiler library with another build ID (as from another build): refused
+ *            with a message saying why (the fourth argument is the expected words). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,8 +71,8 @@ static void check_runs(tm_program *program, int64_t m, const char *what) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: lazy_compiler_test cold|warm|missing DIR\n");
+  if (argc != 3 && !(argc == 4 && strcmp(argv[1], "foreign") == 0)) {
+    fprintf(stderr, "usage: lazy_compiler_test cold|warm|missing DIR | foreign DIR WORDS\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -82,7 +86,9 @@ int main(int argc, char **argv) {
   EXPECT(!llvm_mapped(), "%s: LLVM or the compiler is mapped before anything was compiled",
          mode);
   tm_trace *trace = NULL;
-  EXPECT(trace_program(ctx, M, &trace) == TM_OK, "trace: %s", tm_last_error());
+  // Foreign: a shape no earlier mode compiled, so that the disk cache cannot answer.
+  EXPECT(trace_program(ctx, strcmp(mode, "foreign") == 0 ? M + 4 : M, &trace) == TM_OK,
+         "trace: %s", tm_last_error());
   tm_program *program = NULL;
   const tm_status compiled = tm_compile(ctx, trace, NULL, &program);
 
@@ -112,10 +118,21 @@ int main(int argc, char **argv) {
     tm_program_release(second);
     tm_trace_destroy(other);
   } else if (strcmp(mode, "missing") == 0) {
-    EXPECT(compiled == TM_ERROR_UNSUPPORTED &&
+    EXPECT(compiled == TM_OK && tm_program_from_disk_cache(program) == 1,
+           "a disk cache hit without the compiler library gave %d '%s'", (int)compiled,
+           tm_last_error());
+    if (program) check_runs(program, M, "from the disk cache, no compiler library");
+    tm_trace *other = NULL;
+    tm_program *second = NULL;
+    // M + 2 is in the disk cache now (warm): a shape no mode compiled.
+    EXPECT(trace_program(ctx, M + 3, &other) == TM_OK, "trace: %s", tm_last_error());
+    const tm_status s = tm_compile(ctx, other, NULL, &second);
+    EXPECT(s == TM_ERROR_UNSUPPORTED && second == NULL &&
                strstr(tm_last_error(), "cannot load the compiler library") &&
-               strstr(tm_last_error(), "libtinymlir_compiler.so"),
-           "compile without the compiler library gave %d '%s'", (int)compiled, tm_last_error());
+               strstr(tm_last_error(), "libtinymlir_compiler.so") &&
+               strstr(tm_last_error(), "No such file"),
+           "compile without the compiler library gave %d '%s'", (int)s, tm_last_error());
+    tm_trace_destroy(other);
     tm_program *loaded = NULL;
     EXPECT(tm_program_load(file, &loaded) == TM_OK, "load: %s", tm_last_error());
     if (loaded) check_runs(loaded, M, "loaded from its file");
@@ -125,6 +142,12 @@ int main(int argc, char **argv) {
            "assembly without the compiler library gave '%s'", tm_last_error());
     tm_free(assembly);
     tm_program_release(loaded);
+  } else if (strcmp(mode, "foreign") == 0) {
+    EXPECT(compiled == TM_ERROR_UNSUPPORTED &&
+               strstr(tm_last_error(), "cannot load the compiler library") &&
+               strstr(tm_last_error(), argv[3]),
+           "compile with a foreign compiler library gave %d '%s'", (int)compiled,
+           tm_last_error());
   } else {
     fprintf(stderr, "unknown mode '%s'\n", mode);
     return 2;

@@ -61,6 +61,12 @@ extern "C" void tm_rt_memref_copy(int64_t elem_size, void *src_arg, void *dst_ar
   }
 }
 
+// libgcc's f16 <-> f32 conversions (GCC 12). LLVM calls them where the CPU has no F16C;
+// they are not visible to the compiler's check of the lowered module, since code generation
+// adds them.
+extern "C" float __extendhfsf2(_Float16);
+extern "C" _Float16 __truncsfhf2(float);
+
 namespace tinymlir {
 
 // External functions the generated code may call, by the addresses this library links
@@ -98,6 +104,8 @@ const std::unordered_map<std::string, void *> &RuntimeSymbols() {
       {"fminf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fminf))},
       {"fmax", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmax))},
       {"fmin", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmin))},
+      {"__extendhfsf2", reinterpret_cast<void *>(&__extendhfsf2)},
+      {"__truncsfhf2", reinterpret_cast<void *>(&__truncsfhf2)},
   };
   return *symbols;
 }
