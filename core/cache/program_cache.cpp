@@ -4,6 +4,7 @@
 
 #include "core/cache/program_file.h"
 #include "core/support/build_id.h"
+#include "core/support/elapsed.h"
 #include "core/support/fnv.h"
 #include "core/target/compiler_library.h"
 
@@ -116,20 +117,17 @@ Status ProgramCache::LoadOrCompile(const Trace &trace, const std::string &finger
                                Hex64(Fnv1a64(fingerprint)) + "\ninputs " + Signature(inputs) +
                                "\noutputs " + Signature(outputs) + "\n";
   using Clock = std::chrono::steady_clock;
-  auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
   const auto start = Clock::now();
   std::string payload;
   if (disk_.Load(key, manifest, &payload)) {
     auto program = std::make_unique<Program>();
     Status status = DeserializeProgram(payload, program.get());
-    program->seconds(CompilePhase::kDiskRead) = since(start);
+    program->seconds(CompilePhase::kDiskRead) = SecondsSince(start);
     const auto link_start = Clock::now();
     if (status.ok() && (program->inputs != inputs || program->outputs != outputs))
       status = IoError("its signature differs from the trace's");
     if (status.ok()) status = LinkCompiled(options, program.get());
-    program->seconds(CompilePhase::kLink) = since(link_start);
+    program->seconds(CompilePhase::kLink) = SecondsSince(link_start);
     if (status.ok()) {
       disk_.Accept();
       program->read_from_disk = true;

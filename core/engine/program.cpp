@@ -8,10 +8,11 @@ Status Program::StageText(Stage stage, std::string *out) {
     return InvalidArgument("unknown stage " + std::to_string(index));
   if (stage == Stage::kAssembly) {
     std::lock_guard<std::mutex> lock(assembly_mutex_);
-    if (stages[index].empty()) {
-      if (!code) return Unsupported("this program has no native code");
-      TM_RETURN_IF_ERROR(code->Assembly(&stages[index]));
-    }
+    if (stages[index].empty())
+      return Unsupported("a linked program keeps no assembly (only libtinymlir.so's compiler "
+                         "prints it, from the LLVM IR stage, which shows the code it runs)");
+    *out = stages[index];
+    return Status::Ok();
   }
   if (stages[index].empty())
     return Unsupported("stage " + std::to_string(index) + " was not produced for this program");

@@ -53,8 +53,6 @@ struct TensorView {
 class CompiledCode {
  public:
   virtual ~CompiledCode() = default;
-  // Native assembly (CPU) or device code, produced on demand because few callers ask.
-  virtual Status Assembly(std::string *out) const = 0;
 };
 
 // A gather whose indices are a program input: Invoke checks them against the table.
@@ -100,11 +98,13 @@ class Program {
   // native code. Inputs are only read; nothing is kept after the call.
   Status Invoke(const TensorView *in, int32_t n_in, const TensorView *out, int32_t n_out) const;
 
-  // Stage text; the assembly is produced on first request and kept.
+  // Stage text. A GPU program's assembly (its PTX) is kept from the compile; a CPU
+  // program's is printed from its LLVM IR on request, by libtinymlir.so's compiler
+  // (capi/src/program_run.cpp), and kept with KeepAssembly.
   Status StageText(Stage stage, std::string *out);
 
   // Keeps `text` as the assembly stage, unless one is kept already (two threads may both
-  // have printed it), for front ends that print it themselves (capi/src/program_run.cpp).
+  // have printed it).
   void KeepAssembly(const std::string &text);
 
 

@@ -29,10 +29,6 @@ constexpr uint64_t kMaxProgramFileBytes = 1ull << 30;
 class ElfCode : public CompiledCode {
  public:
   explicit ElfCode(std::unique_ptr<ElfImage> image) : image_(std::move(image)) {}
-  Status Assembly(std::string *) const override {
-    return Unsupported("a linked program keeps no assembly (only libtinymlir.so's compiler "
-                       "prints it, from the LLVM IR stage, which shows the code it runs)");
-  }
 
  private:
   std::unique_ptr<ElfImage> image_;

@@ -4,40 +4,35 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/support/fnv.h"
 
 namespace tinymlir {
 namespace {
 
-// LLVM's feature names and GCC's, for __builtin_cpu_supports.
 struct Feature {
-  const char *llvm;
-  const char *gcc;
+  const char *name;  // LLVM's, which is also GCC's for these
+  bool present;
 };
 
-#define TM_FEATURE(name) {name, name}
-constexpr Feature kFeatures[] = {
-    TM_FEATURE("sse3"),     TM_FEATURE("ssse3"),      TM_FEATURE("sse4.1"),
-    TM_FEATURE("sse4.2"),   TM_FEATURE("popcnt"),     TM_FEATURE("avx"),
-    TM_FEATURE("avx2"),     TM_FEATURE("fma"),        TM_FEATURE("bmi"),
-    TM_FEATURE("bmi2"),     TM_FEATURE("f16c"),       TM_FEATURE("avx512f"),
-    TM_FEATURE("avx512bw"), TM_FEATURE("avx512dq"),   TM_FEATURE("avx512vl"),
-    TM_FEATURE("avx512cd"), TM_FEATURE("avx512vnni"), TM_FEATURE("avx512bf16"),
-};
+// The extensions compiled code may use that program files check, probed once.
+// __builtin_cpu_supports takes a string literal only, hence one call per name.
+const std::vector<Feature> &Features() {
+  static const std::vector<Feature> features = [] {
+    __builtin_cpu_init();
+#define TM_FEATURE(name) Feature{name, __builtin_cpu_supports(name) != 0}
+    return std::vector<Feature>{
+        TM_FEATURE("sse3"),     TM_FEATURE("ssse3"),      TM_FEATURE("sse4.1"),
+        TM_FEATURE("sse4.2"),   TM_FEATURE("popcnt"),     TM_FEATURE("avx"),
+        TM_FEATURE("avx2"),     TM_FEATURE("fma"),        TM_FEATURE("bmi"),
+        TM_FEATURE("bmi2"),     TM_FEATURE("f16c"),       TM_FEATURE("avx512f"),
+        TM_FEATURE("avx512bw"), TM_FEATURE("avx512dq"),   TM_FEATURE("avx512vl"),
+        TM_FEATURE("avx512cd"), TM_FEATURE("avx512vnni"), TM_FEATURE("avx512bf16"),
+    };
 #undef TM_FEATURE
-
-bool Supports(const Feature &f) {
-  __builtin_cpu_init();
-  // __builtin_cpu_supports takes a string literal only, hence the table of calls.
-#define TM_CASE(name) \
-  if (std::strcmp(f.gcc, name) == 0) return __builtin_cpu_supports(name);
-  TM_CASE("sse3") TM_CASE("ssse3") TM_CASE("sse4.1") TM_CASE("sse4.2") TM_CASE("popcnt")
-  TM_CASE("avx") TM_CASE("avx2") TM_CASE("fma") TM_CASE("bmi") TM_CASE("bmi2")
-  TM_CASE("f16c") TM_CASE("avx512f") TM_CASE("avx512bw") TM_CASE("avx512dq")
-  TM_CASE("avx512vl") TM_CASE("avx512cd") TM_CASE("avx512vnni") TM_CASE("avx512bf16")
-#undef TM_CASE
-  return false;
+  }();
+  return features;
 }
 
 // Vendor, family, model and stepping ("AuthenticAMD-25-1-1"), and the FNV hash of every
@@ -61,21 +56,17 @@ std::string CpuIdentity(uint64_t *feature_hash) {
   const unsigned family = base_family == 0xf ? base_family + ((a >> 20) & 0xff) : base_family;
   const unsigned model = base_family >= 0x6 ? ((a >> 4) & 0xf) | (((a >> 16) & 0xf) << 4)
                                             : (a >> 4) & 0xf;
+  const bool osxsave = (c >> 27) & 1;  // XCR0 is readable
   add(c), add(d);
-  for (unsigned sub : {0u, 1u}) {
+  for (unsigned sub : {0u, 1u})
     if (max_leaf >= 7 && __get_cpuid_count(7, sub, &a, &b, &c, &d)) add(a), add(b), add(c), add(d);
-  }
   if (max_leaf >= 0xd && __get_cpuid_count(0xd, 1, &a, &b, &c, &d)) add(a);
   for (unsigned leaf : {0x80000001u, 0x80000008u})
     if (__get_cpuid(leaf, &a, &b, &c, &d)) add(b), add(c), add(d);
-  if (words.size() >= 4) {
-    unsigned leaf1_ecx;
-    std::memcpy(&leaf1_ecx, words.data(), 4);
-    if (leaf1_ecx & (1u << 27)) {  // OSXSAVE: XCR0 is readable
-      unsigned lo, hi;
-      __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-      add(lo), add(hi);
-    }
+  if (osxsave) {
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    add(lo), add(hi);
   }
   *feature_hash = Fnv1a64(words);
   return std::string(vendor) + "-" + std::to_string(family) + "-" + std::to_string(model) + "-" +
@@ -85,8 +76,8 @@ std::string CpuIdentity(uint64_t *feature_hash) {
 }  // namespace
 
 bool CpuHas(const std::string &feature) {
-  for (const Feature &f : kFeatures)
-    if (feature == f.llvm) return Supports(f);
+  for (const Feature &f : Features())
+    if (feature == f.name) return f.present;
   return true;
 }
 
@@ -94,8 +85,8 @@ const std::string &HostDescription() {
   static const std::string description = [] {
     uint64_t hash = 0;
     std::string text = "x86_64-linux-gnu " + CpuIdentity(&hash) + " ";
-    for (const Feature &f : kFeatures)
-      text += std::string(&f == kFeatures ? "" : ",") + (Supports(f) ? "+" : "-") + f.llvm;
+    for (const Feature &f : Features())
+      text += std::string(&f == &Features().front() ? "" : ",") + (f.present ? "+" : "-") + f.name;
     return text + " cpuid " + Hex64(hash);
   }();
   return description;

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/engine/program_loader.h"
+#include "core/support/elapsed.h"
 #include "core/support/host_cpu.h"
 #include "core/target/compiler_library.h"
 #include "core/target/cpu/runtime_symbols.h"
@@ -31,22 +32,18 @@ Status Compile(const Trace &trace, const CompileOptions &options,
   if (options.gpu_matmul_tile < 1 || options.gpu_matmul_tile > 32)
     return InvalidArgument("gpu_matmul_tile must be 1..32 (tile * tile threads per block), got " +
                            std::to_string(options.gpu_matmul_tile));
-  using Clock = std::chrono::steady_clock;
-  auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
-  const auto load_start = Clock::now();
+  const auto load_start = std::chrono::steady_clock::now();
   const CompilerEntryPoints *compiler = nullptr;
   TM_RETURN_IF_ERROR(LoadCompiler(&compiler));
-  const double load_seconds = since(load_start);  // 50-70 ms the first time, then nothing
+  const double load_seconds = SecondsSince(load_start);  // 50-70 ms the first time, then nothing
   std::unique_ptr<Program> compiled;
   TM_RETURN_IF_ERROR(compiler->compile(trace, options, &CanLink, &compiled));
   compiled->seconds(CompilePhase::kBuild) += load_seconds;
   // The engine's linker runs the object's constructors (a GPU program's device module
   // loading), and is what links the same object from a program file or the disk cache.
-  const auto link_start = Clock::now();
+  const auto link_start = std::chrono::steady_clock::now();
   TM_RETURN_IF_ERROR(LinkProgramObject(compiled.get()));
-  compiled->seconds(CompilePhase::kLink) += since(link_start);
+  compiled->seconds(CompilePhase::kLink) += SecondsSince(link_start);
   *program = std::move(compiled);
   return Status::Ok();
 }

@@ -42,10 +42,7 @@ const std::string &CompilerLibraryPath() {
     if (dladdr(reinterpret_cast<void *>(&LoadCompiler), &self) && self.dli_fname &&
         *self.dli_fname) {
       char resolved[PATH_MAX];
-      std::string file = realpath(self.dli_fname, resolved) ? resolved : self.dli_fname;
-      // A non-PIE executable's dladdr names it as it was started; /proc knows where it is.
-      if (file.find('/') == std::string::npos && realpath("/proc/self/exe", resolved))
-        file = resolved;
+      const std::string file = realpath(self.dli_fname, resolved) ? resolved : self.dli_fname;
       const size_t slash = file.rfind('/');
       if (slash != std::string::npos) folder = file.substr(0, slash == 0 ? 1 : slash);
     }

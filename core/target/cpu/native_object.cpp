@@ -1,7 +1,5 @@
 #include "core/target/cpu/native_object.h"
 
-#include <cstring>
-
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/IRBuilder.h"
