@@ -18,6 +18,8 @@
 #include <tinymlir/tinymlir.h>
 #include <tinymlir/tinymlir.hpp>
 
+#include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -70,9 +72,9 @@ std::string JsonIds(const std::vector<int32_t> &v) {
   return o.str() + "]";
 }
 
-// A line of /proc/self/status ("VmRSS:", "VmHWM:"), in MB.
-double StatusMb(const char *field) {
-  std::ifstream in("/proc/self/status");
+// A line of a process's status file ("VmRSS:", "VmHWM:"), in MB.
+double StatusMb(const char *field, const std::string &status = "/proc/self/status") {
+  std::ifstream in(status);
   std::string line;
   const size_t n = std::strlen(field);
   while (std::getline(in, line))
@@ -87,6 +89,29 @@ double CurrentRssMb() { return StatusMb("VmRSS:"); }
 // ru_maxrss, which also counts the parent's memory when the parent (Python's subprocess)
 // started this process through vfork.
 double PeakRssMb() { return StatusMb("VmHWM:"); }
+
+// The largest peak resident set size among this process's children, in MB: libtinymlir.so
+// compiles in compiler processes (tinymlir-compiler), which stay until they have been idle
+// for a few seconds. Their memory is not this process's, but it is memory a compile costs.
+double CompilerProcessPeakMb() {
+  double peak = 0;
+  DIR *proc = opendir("/proc");
+  while (dirent *entry = proc ? readdir(proc) : nullptr) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t paren = text.rfind(')');  // the command name may hold spaces
+    int parent = 0;
+    char state = 0;
+    if (paren == std::string::npos ||
+        std::sscanf(text.c_str() + paren + 1, " %c %d", &state, &parent) != 2 ||
+        parent != getpid())
+      continue;
+    peak = std::max(peak, StatusMb("VmHWM:", std::string("/proc/") + entry->d_name + "/status"));
+  }
+  if (proc) closedir(proc);
+  return peak;
+}
 
 std::vector<std::vector<int32_t>> ReadPrompts(const std::string &path) {
   std::ifstream in(path);
@@ -475,6 +500,7 @@ int main(int argc, char **argv) {
   Generate(m, p16, decode_tokens + 1);  // prefill + decode_tokens decode steps
   double first_generate_wall = Now() - t0;
   tm_model_stats cold = GetStats(m);
+  double compiler_peak = CompilerProcessPeakMb();
 
   // Logits of the 16-token prompt for the cross-check (full recompute, no cache).
   std::vector<float> logits(vocab);
@@ -501,6 +527,7 @@ int main(int argc, char **argv) {
   double compile16 = 0, compile128 = 0;
   std::vector<double> prefill16 = prefill(p16, &compile16);
   std::vector<double> prefill128 = prefill(p128, &compile128);
+  compiler_peak = std::max(compiler_peak, CompilerProcessPeakMb());
   // Where prefill-128's time goes: BLAS (its GEMMs) against the rest of its programs.
   std::vector<double> prefill128_blas_ms, prefill128_other_ms;
   for (int r = 0; r < reps; ++r) {
@@ -638,6 +665,7 @@ int main(int argc, char **argv) {
               kv_vs_prompt16[0], kv_vs_prompt16[1], kv_vs_prompt16[2]);
   std::printf("  \"rss_after_load_mb\": %.1f, \"peak_rss_after_load_mb\": %.1f,\n",
               rss_after_load, peak_after_load);
+  std::printf("  \"compiler_process_peak_rss_mb\": %.1f,\n", compiler_peak);
   std::printf("  \"rss_end_mb\": %.1f, \"peak_rss_mb\": %.1f\n", rss_end, peak);
   std::printf("}\n");
   tm_model_destroy(m);

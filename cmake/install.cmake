@@ -13,6 +13,8 @@ install(TARGETS tinymlir tinymlir_runtime EXPORT tinymlirTargets
 # The compiler library beside libtinymlir.so, which loads it from its own folder; private
 # (no development name link, not part of the CMake package).
 install(TARGETS tinymlir_compiler LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_SKIP)
+# The compiler process beside them: libtinymlir.so starts it from its own folder.
+install(TARGETS tinymlir_compiler_process RUNTIME DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/capi/include/tinymlir
   ${PROJECT_SOURCE_DIR}/gpt2/include/tinymlir ${PROJECT_BINARY_DIR}/include/tinymlir
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

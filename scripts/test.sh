@@ -47,6 +47,10 @@ case "${1:-}" in
     export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
     export TINYMLIR_CACHE_DIR="$PWD/build-asan/test-cache"
+    # The compiler runs in the test processes, where the sanitizers see it: in a compiler
+    # process, its leak report would go to that process's private output and be lost.
+    # lazy_compiler_test, which tests the compiler process itself, unsets this.
+    export TINYMLIR_COMPILE_IN_PROCESS=1
     run_sanitized_tests
     show_notes build-asan
     ;;

@@ -1,11 +1,13 @@
 #include "core/target/compile.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/engine/program_loader.h"
 #include "core/support/elapsed.h"
 #include "core/support/host_cpu.h"
 #include "core/target/compiler_library.h"
+#include "core/target/compiler_process.h"
 #include "core/target/cpu/runtime_symbols.h"
 #include "core/target/gpu/gpu_symbols.h"
 
@@ -32,13 +34,20 @@ Status Compile(const Trace &trace, const CompileOptions &options,
   if (options.gpu_matmul_tile < 1 || options.gpu_matmul_tile > 32)
     return InvalidArgument("gpu_matmul_tile must be 1..32 (tile * tile threads per block), got " +
                            std::to_string(options.gpu_matmul_tile));
-  const auto load_start = std::chrono::steady_clock::now();
-  const CompilerEntryPoints *compiler = nullptr;
-  TM_RETURN_IF_ERROR(LoadCompiler(&compiler));
-  const double load_seconds = SecondsSince(load_start);  // 50-70 ms the first time, then nothing
+  const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Program> compiled;
-  TM_RETURN_IF_ERROR(compiler->compile(trace, options, &CanLink, &compiled));
-  compiled->seconds(CompilePhase::kBuild) += load_seconds;
+  if (CompileInThisProcess()) {
+    const CompilerEntryPoints *compiler = nullptr;
+    TM_RETURN_IF_ERROR(LoadCompiler(&compiler));
+    TM_RETURN_IF_ERROR(compiler->compile(trace, options, &CanLink, &compiled));
+  } else {
+    TM_RETURN_IF_ERROR(CompileInCompilerProcess(trace, options, &compiled));
+  }
+  // What the compiler's phases do not account for (loading the compiler library, starting
+  // its process: 50-70 ms the first time; the messages) counts as building.
+  double phases = 0;
+  for (double seconds : compiled->phase_seconds) phases += seconds;
+  compiled->seconds(CompilePhase::kBuild) += std::max(0.0, SecondsSince(start) - phases);
   // The engine's linker runs the object's constructors (a GPU program's device module
   // loading), and is what links the same object from a program file or the disk cache.
   const auto link_start = std::chrono::steady_clock::now();
@@ -57,6 +66,13 @@ std::string TargetDescription(const CompileOptions &options) {
              " host " + HostDescription();
   }
   return "unknown";
+}
+
+Status AssemblyOfLlvmIr(const std::string &llvm_ir, int opt_level, std::string *out) {
+  if (!CompileInThisProcess()) return AssemblyInCompilerProcess(llvm_ir, opt_level, out);
+  const CompilerEntryPoints *compiler = nullptr;
+  TM_RETURN_IF_ERROR(LoadCompiler(&compiler));
+  return compiler->assembly(llvm_ir, opt_level, out);
 }
 
 Status LinkCompiled(const CompileOptions &options, Program *program) {

@@ -1,6 +1,7 @@
 // Compilation entry point: a trace and options in, a linked Program out, for any target.
-// No LLVM here: the options are checked, the compiler library (compiler_library.h) compiles
-// and the engine's ELF linker links.
+// No LLVM here: the options are checked, the compiler compiles (in its own process,
+// compiler_process.h, or with TINYMLIR_COMPILE_IN_PROCESS=1 in this one,
+// compiler_library.h) and the engine's ELF linker links.
 #pragma once
 
 #include <memory>
@@ -27,8 +28,8 @@ struct CompileOptions {
 };
 
 // Compiles `trace` (which must have ended) for options.target and links it. Fails with a
-// message naming what was wrong: an unknown target or opt level, a compiler library that
-// cannot be loaded, or MLIR/LLVM's diagnostics.
+// message naming what was wrong: an unknown target or opt level, a compiler that cannot be
+// started or loaded, a compiler process that died, or MLIR/LLVM's diagnostics.
 Status Compile(const Trace &trace, const CompileOptions &options,
                std::unique_ptr<Program> *program);
 

@@ -35,20 +35,51 @@ Status Check(const CompilerEntryPoints *entry) {
 
 }  // namespace
 
-const std::string &CompilerLibraryPath() {
-  static const std::string path = [] {
-    std::string folder = ".";
+const std::string &LibraryFolder() {
+  static const std::string folder = [] {
+    std::string found = ".";
     Dl_info self;
     if (dladdr(reinterpret_cast<void *>(&LoadCompiler), &self) && self.dli_fname &&
         *self.dli_fname) {
       char resolved[PATH_MAX];
       const std::string file = realpath(self.dli_fname, resolved) ? resolved : self.dli_fname;
       const size_t slash = file.rfind('/');
-      if (slash != std::string::npos) folder = file.substr(0, slash == 0 ? 1 : slash);
+      if (slash != std::string::npos) found = file.substr(0, slash == 0 ? 1 : slash);
     }
-    return folder + (folder.back() == '/' ? "" : "/") + TINYMLIR_COMPILER_FILE;
+    return found + (found.back() == '/' ? "" : "/");
   }();
+  return folder;
+}
+
+const std::string &CompilerLibraryPath() {
+  static const std::string path = LibraryFolder() + TINYMLIR_COMPILER_FILE;
   return path;
+}
+
+Status LoadCompilerLibrary(const std::string &path, const CompilerEntryPoints **out) {
+  auto fail = [&path](const std::string &why) {
+    return Status(StatusCode::kUnsupported,
+                  "cannot load the compiler library " + path + ": " + why +
+                      " (programs from program files and the disk cache need no compiler)");
+  };
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char *error = dlerror();
+    std::string why = error ? error : "dlopen failed";
+    if (why.compare(0, path.size() + 2, path + ": ") == 0) why.erase(0, path.size() + 2);
+    return fail(why);
+  }
+  using EntryFunction = const CompilerEntryPoints *(*)();
+  auto get = reinterpret_cast<EntryFunction>(dlsym(library, kCompilerEntryName));
+  const CompilerEntryPoints *candidate = get ? get() : nullptr;
+  Status status =
+      get ? Check(candidate) : Unsupported(std::string("it has no ") + kCompilerEntryName);
+  if (!status.ok()) {
+    dlclose(library);
+    return fail(status.message());
+  }
+  *out = candidate;
+  return Status::Ok();
 }
 
 Status LoadCompiler(const CompilerEntryPoints **out) {
@@ -56,41 +87,10 @@ Status LoadCompiler(const CompilerEntryPoints **out) {
   static std::once_flag once;
   static const CompilerEntryPoints *entry = nullptr;
   static Status failure;
-  std::call_once(once, [] {
-    const std::string &path = CompilerLibraryPath();
-    auto fail = [&path](const std::string &why) {
-      failure = Status(StatusCode::kUnsupported,
-                       "cannot load the compiler library " + path + ": " + why +
-                           " (programs from program files and the disk cache need no "
-                           "compiler)");
-    };
-    void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-      const char *error = dlerror();
-      std::string why = error ? error : "dlopen failed";
-      if (why.compare(0, path.size() + 2, path + ": ") == 0) why.erase(0, path.size() + 2);
-      return fail(why);
-    }
-    using EntryFunction = const CompilerEntryPoints *(*)();
-    auto get = reinterpret_cast<EntryFunction>(dlsym(library, kCompilerEntryName));
-    const CompilerEntryPoints *candidate = get ? get() : nullptr;
-    Status status = get ? Check(candidate)
-                        : Unsupported(std::string("it has no ") + kCompilerEntryName);
-    if (!status.ok()) {
-      dlclose(library);
-      return fail(status.message());
-    }
-    entry = candidate;
-  });
+  std::call_once(once, [] { failure = LoadCompilerLibrary(CompilerLibraryPath(), &entry); });
   if (!failure.ok()) return failure;
   *out = entry;
   return Status::Ok();
-}
-
-Status AssemblyOfLlvmIr(const std::string &llvm_ir, int opt_level, std::string *out) {
-  const CompilerEntryPoints *compiler = nullptr;
-  TM_RETURN_IF_ERROR(LoadCompiler(&compiler));
-  return compiler->assembly(llvm_ir, opt_level, out);
 }
 
 }  // namespace tinymlir

@@ -1,9 +1,10 @@
 // The compiler library, libtinymlir_compiler.so: the half of tinymlir that links LLVM and
 // MLIR (core/builder, core/passes, the code generation of core/target). libtinymlir.so
-// does not link it: it loads it on the first compile that neither the memory cache nor the
-// disk cache can answer, from the folder libtinymlir.so itself was loaded from. A process
-// whose programs all come from the disk cache or from program files never maps LLVM (about
-// 80 MB of resident library pages, and the load time).
+// does not link it: its compiler process (compiler_process.h) loads it, from the folder
+// libtinymlir.so itself was loaded from, when a compile is asked that neither the memory
+// cache nor the disk cache can answer; with TINYMLIR_COMPILE_IN_PROCESS=1, libtinymlir.so
+// loads it itself. A process whose programs all come from the disk cache or from program
+// files never starts the compiler.
 //
 // The compiler returns programs unlinked (signature, stage texts, relocatable object); the
 // engine links them with its own ELF linker (core/engine/program_loader.h), as it links
@@ -52,17 +53,24 @@ extern const char kCompilerBuildId[];
 // The one symbol the compiler library exports: const CompilerEntryPoints *(void).
 inline constexpr const char *kCompilerEntryName = "tm_compiler_entry_points";
 
-// The compiler library's path: TINYMLIR_COMPILER_FILE in the folder of the library (or
-// executable) this code is linked into.
+// The folder of the library (or executable) this code is linked into, with a final '/':
+// where the compiler library and the compiler process are looked for.
+const std::string &LibraryFolder();
+// The compiler library's path: TINYMLIR_COMPILER_FILE in LibraryFolder().
 const std::string &CompilerLibraryPath();
 
-// Loads the compiler library and checks it comes from this build; once per process (it is
-// never unloaded: LLVM's libraries cannot be). Fails with TM_ERROR_UNSUPPORTED naming the
-// file and what was wrong.
+// Loads the compiler library at `path` and checks it comes from this build. Fails with
+// TM_ERROR_UNSUPPORTED naming the file and what was wrong. The compiler process
+// (compiler_process.h) loads it this way.
+Status LoadCompilerLibrary(const std::string &path, const CompilerEntryPoints **out);
+
+// Loads CompilerLibraryPath() into this process, once (it is never unloaded: LLVM's
+// libraries cannot be): for TINYMLIR_COMPILE_IN_PROCESS=1.
 Status LoadCompiler(const CompilerEntryPoints **out);
 
 // The host assembly of a CPU program's optimised LLVM IR (its kLlvmIr stage), at codegen
-// level opt_level: printed on request by the compiler library, loaded if need be.
+// level opt_level: printed on request by the compiler, in its process or, with
+// TINYMLIR_COMPILE_IN_PROCESS=1, in this one (core/target/compile.cpp).
 Status AssemblyOfLlvmIr(const std::string &llvm_ir, int opt_level, std::string *out);
 
 }  // namespace tinymlir

@@ -115,6 +115,14 @@ class Trace {
   // constants, inputs, outputs; not the name). Equal programs have equal fingerprints.
   std::string Fingerprint() const;
 
+  // The whole ended trace as bytes (name, every node with its constant data, inputs,
+  // outputs) and back: how a trace travels to the compiler process
+  // (core/target/compiler_protocol.h). Deserialize checks the structure (op kinds, dtypes,
+  // ranks, every operand defined before its use, inputs and outputs in range), not what
+  // recording checks: it reads only what Serialize wrote, in the same build.
+  std::string Serialize() const;
+  static Status Deserialize(const std::string &bytes, Trace *out);
+
   // live[v]: value v contributes to an output (promotion can leave unused casts behind).
   std::vector<bool> Live() const;
 

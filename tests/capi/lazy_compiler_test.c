@@ -1,21 +1,30 @@
-/* libtinymlir.so loads its compiler (libtinymlir_compiler.so, LLVM, MLIR) only to compile.
- * Usage: lazy_compiler_test MODE DIR, DIR holding the disk cache ("DIR/cache") and a
+/* libtinymlir.so compiles in a compiler process (tinymlir-compiler, which loads
+ * libtinymlir_compiler.so, LLVM and MLIR); the calling process never maps them.
+ * Usage: lazy_compiler_test MODE DIR [WORDS], DIR holding the disk cache ("DIR/cache") and a
  * program file ("DIR/program.tmp"); the modes run in this order (lazy_compiler.sh):
- *   cold     compiles y = tanh(x @ w) into an empty disk cache and exports it; the compiler
- *            and LLVM are mapped once it has compiled, not before;
- *   warm     a new process: the same program comes from the disk cache and runs with
- *            neither the compiler nor LLVM mapped; a new program then loads the compiler;
- *   missing  libtinymlir.so alone in a folder (LD_LIBRARY_PATH): the program still comes
- *            from the disk cache and its file still loads and runs, while a new program
- *            fails to compile with a message naming the compiler library, and the
- *            assembly stage too;
- *   foreign  beside libtinymlir.so, another library under the compiler library's name, or
- *            the compiler library with another build ID (as from another build): refused
- *            with a message saying why (the fourth argument is the expected words). */
+ *   cold       compiles y = tanh(x @ w) into an empty disk cache and exports it: a compiler
+ *              process ran it, and neither the compiler nor LLVM is mapped here, before or
+ *              after; a compiler process that has gone (killed here) is replaced;
+ *   warm       a new process: the same program comes from the disk cache and runs, then
+ *              a new program compiles and the assembly stage prints, still without LLVM
+ *              mapped here;
+ *   in-process with TINYMLIR_COMPILE_IN_PROCESS=1 a new program loads the compiler here,
+ *              and no process is started;
+ *   missing    libtinymlir.so alone in a folder (LD_LIBRARY_PATH): the program still comes
+ *              from the disk cache and its file still loads and runs, while a new program
+ *              fails to compile with a message naming the compiler process, and the
+ *              assembly stage too;
+ *   broken     beside libtinymlir.so, a compiler process or library that is not right (an
+ *              impostor library, one from another build, a process that crashes or
+ *              breaks the protocol): the compile fails with a message containing WORDS,
+ *              and this process carries on (a program file still loads and runs). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tinymlir/tinymlir.h"
 #include "c_expect.h"
@@ -31,6 +40,19 @@ static int mapped(const char *name) {
     if (strstr(line, name)) found = 1;
   if (maps) fclose(maps);
   return found;
+}
+
+/* The compiler processes this process has started and not yet reaped (its children). */
+static int children(int *pids, int max) {
+  char path[64], text[4096];
+  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+  FILE *file = fopen(path, "r");
+  int n = 0;
+  if (file && fgets(text, sizeof text, file))
+    for (char *word = strtok(text, " \n"); word && n < max; word = strtok(NULL, " \n"))
+      pids[n++] = atoi(word);
+  if (file) fclose(file);
+  return n;
 }
 
 static int llvm_mapped(void) {
@@ -70,90 +92,117 @@ static void check_runs(tm_program *program, int64_t m, const char *what) {
   EXPECT(worst <= 1e-5, "%s: |y - tanh(x @ w)| = %g > 1e-5", what, worst);
 }
 
+/* A shape no other mode compiles, so that the disk cache cannot answer it. */
+enum { COLD_RESTART = M + 1, WARM_NEW = M + 2, MISSING_NEW = M + 3, BROKEN_NEW = M + 4,
+       IN_PROCESS_NEW = M + 5 };
+
+/* Compiles a shape that is in no cache; returns the status, *program set on success. */
+static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
+  tm_trace *trace = NULL;
+  tm_status s = trace_program(ctx, m, &trace);
+  if (s == TM_OK) s = tm_compile(ctx, trace, NULL, program);
+  tm_trace_destroy(trace);
+  return s;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 3 && !(argc == 4 && strcmp(argv[1], "foreign") == 0)) {
-    fprintf(stderr, "usage: lazy_compiler_test cold|warm|missing DIR | foreign DIR WORDS\n");
+  if (argc != 3 && !(argc == 4 && strcmp(argv[1], "broken") == 0)) {
+    fprintf(stderr, "usage: lazy_compiler_test cold|warm|in-process|missing DIR | "
+                    "broken DIR WORDS\n");
     return 2;
   }
   const char *mode = argv[1];
   char cache[4096], file[4096];
   snprintf(cache, sizeof cache, "%s/cache", argv[2]);
   snprintf(file, sizeof file, "%s/program.tmp", argv[2]);
-
   tm_context *ctx = NULL;
   EXPECT(tm_context_create(&ctx) == TM_OK, "context: %s", tm_last_error());
   EXPECT(tm_cache_set_dir(ctx, cache, 1ull << 30) == TM_OK, "cache dir: %s", tm_last_error());
   EXPECT(!llvm_mapped(), "%s: LLVM or the compiler is mapped before anything was compiled",
          mode);
-  tm_trace *trace = NULL;
-  // Foreign: a shape no earlier mode compiled, so that the disk cache cannot answer.
-  EXPECT(trace_program(ctx, strcmp(mode, "foreign") == 0 ? M + 4 : M, &trace) == TM_OK,
-         "trace: %s", tm_last_error());
-  tm_program *program = NULL;
-  const tm_status compiled = tm_compile(ctx, trace, NULL, &program);
-
+  int pids[16];
+  tm_program *program = NULL, *second = NULL;
   if (strcmp(mode, "cold") == 0) {
-    EXPECT(compiled == TM_OK, "compile: %s", tm_last_error());
+    tm_trace *trace = NULL;
+    EXPECT(trace_program(ctx, M, &trace) == TM_OK, "trace: %s", tm_last_error());
+    EXPECT(tm_compile(ctx, trace, NULL, &program) == TM_OK, "compile: %s", tm_last_error());
+    tm_trace_destroy(trace);
     EXPECT(tm_program_from_disk_cache(program) == 0, "the cache was not empty");
-    EXPECT(llvm_mapped(), "a compile did not load the compiler library");
+    EXPECT(!llvm_mapped(), "compiling mapped the compiler or LLVM into the calling process");
+    const int n = children(pids, 16);
+    EXPECT(n == 1, "%d compiler processes after one compile, expected 1", n);
     check_runs(program, M, "compiled");
     EXPECT(tm_program_export(program, file) == TM_OK, "export: %s", tm_last_error());
+    /* The idle compiler process dies: the next compile starts another. */
+    for (int i = 0; i < n; ++i) {
+      kill(pids[i], SIGKILL);
+      waitpid(pids[i], NULL, 0);
+    }
+    EXPECT(compile_new(ctx, COLD_RESTART, &second) == TM_OK,
+           "compile after the compiler process died: %s", tm_last_error());
+    if (second) check_runs(second, COLD_RESTART, "compiled by a new compiler process");
+    EXPECT(children(pids, 16) == 1, "no new compiler process was started");
   } else if (strcmp(mode, "warm") == 0) {
-    EXPECT(compiled == TM_OK, "compile: %s", tm_last_error());
+    tm_trace *trace = NULL;
+    EXPECT(trace_program(ctx, M, &trace) == TM_OK, "trace: %s", tm_last_error());
+    EXPECT(tm_compile(ctx, trace, NULL, &program) == TM_OK, "compile: %s", tm_last_error());
+    tm_trace_destroy(trace);
     EXPECT(tm_program_from_disk_cache(program) == 1, "the program was compiled again");
+    EXPECT(children(pids, 16) == 0, "a disk cache hit started a compiler process");
     check_runs(program, M, "from the disk cache");
-    EXPECT(!llvm_mapped(), "a disk cache hit loaded the compiler library or LLVM");
-    tm_trace *other = NULL;
-    tm_program *second = NULL;
-    EXPECT(trace_program(ctx, M + 2, &other) == TM_OK, "trace: %s", tm_last_error());
-    EXPECT(tm_compile(ctx, other, NULL, &second) == TM_OK, "second compile: %s",
-           tm_last_error());
-    EXPECT(llvm_mapped(), "compiling a new program did not load the compiler library");
-    check_runs(second, M + 2, "a new shape");
+    EXPECT(compile_new(ctx, WARM_NEW, &second) == TM_OK, "new compile: %s", tm_last_error());
+    if (second) check_runs(second, WARM_NEW, "a new shape");
     char *assembly = NULL;
     EXPECT(tm_program_ir(program, TM_STAGE_ASSEMBLY, &assembly) == TM_OK &&
                strstr(assembly, "ret") != NULL,
            "assembly of a program from the disk cache: %s", tm_last_error());
     tm_free(assembly);
-    tm_program_release(second);
-    tm_trace_destroy(other);
+    EXPECT(!llvm_mapped(), "compiling or printing assembly mapped LLVM into this process");
+  } else if (strcmp(mode, "in-process") == 0) {
+    EXPECT(compile_new(ctx, IN_PROCESS_NEW, &second) == TM_OK, "compile: %s", tm_last_error());
+    if (second) check_runs(second, IN_PROCESS_NEW, "compiled in this process");
+    EXPECT(llvm_mapped(), "TINYMLIR_COMPILE_IN_PROCESS=1 did not load the compiler here");
+    EXPECT(children(pids, 16) == 0, "TINYMLIR_COMPILE_IN_PROCESS=1 started a process");
   } else if (strcmp(mode, "missing") == 0) {
-    EXPECT(compiled == TM_OK && tm_program_from_disk_cache(program) == 1,
-           "a disk cache hit without the compiler library gave %d '%s'", (int)compiled,
-           tm_last_error());
-    if (program) check_runs(program, M, "from the disk cache, no compiler library");
-    tm_trace *other = NULL;
-    tm_program *second = NULL;
-    // M + 2 is in the disk cache now (warm): a shape no mode compiled.
-    EXPECT(trace_program(ctx, M + 3, &other) == TM_OK, "trace: %s", tm_last_error());
-    const tm_status s = tm_compile(ctx, other, NULL, &second);
-    EXPECT(s == TM_ERROR_UNSUPPORTED && second == NULL &&
-               strstr(tm_last_error(), "cannot load the compiler library") &&
-               strstr(tm_last_error(), "libtinymlir_compiler.so") &&
+    tm_trace *trace = NULL;
+    EXPECT(trace_program(ctx, M, &trace) == TM_OK, "trace: %s", tm_last_error());
+    const tm_status s = tm_compile(ctx, trace, NULL, &program);
+    tm_trace_destroy(trace);
+    EXPECT(s == TM_OK && tm_program_from_disk_cache(program) == 1,
+           "a disk cache hit without the compiler gave %d '%s'", (int)s, tm_last_error());
+    if (program) check_runs(program, M, "from the disk cache, no compiler");
+    const tm_status failed_compile = compile_new(ctx, MISSING_NEW, &second);
+    EXPECT(failed_compile == TM_ERROR_UNSUPPORTED && second == NULL &&
+               strstr(tm_last_error(), "cannot start the compiler process") &&
+               strstr(tm_last_error(), "tinymlir-compiler") &&
                strstr(tm_last_error(), "No such file"),
-           "compile without the compiler library gave %d '%s'", (int)s, tm_last_error());
-    tm_trace_destroy(other);
-    tm_program *loaded = NULL;
-    EXPECT(tm_program_load(file, &loaded) == TM_OK, "load: %s", tm_last_error());
-    if (loaded) check_runs(loaded, M, "loaded from its file");
-    char *assembly = NULL;
-    EXPECT(tm_program_ir(loaded, TM_STAGE_ASSEMBLY, &assembly) == TM_ERROR_UNSUPPORTED &&
-               strstr(tm_last_error(), "cannot load the compiler library"),
-           "assembly without the compiler library gave '%s'", tm_last_error());
-    tm_free(assembly);
-    tm_program_release(loaded);
-  } else if (strcmp(mode, "foreign") == 0) {
-    EXPECT(compiled == TM_ERROR_UNSUPPORTED &&
-               strstr(tm_last_error(), "cannot load the compiler library") &&
+           "compile without the compiler gave %d '%s'", (int)failed_compile, tm_last_error());
+  } else if (strcmp(mode, "broken") == 0) {
+    const tm_status s = compile_new(ctx, BROKEN_NEW, &second);
+    EXPECT((s == TM_ERROR_UNSUPPORTED || s == TM_ERROR_COMPILE) && second == NULL &&
                strstr(tm_last_error(), argv[3]),
-           "compile with a foreign compiler library gave %d '%s'", (int)compiled,
-           tm_last_error());
+           "compile with a broken compiler gave %d '%s', expected the words '%s'", (int)s,
+           tm_last_error(), argv[3]);
+    EXPECT(children(pids, 16) == 0, "a broken compiler process was left running");
   } else {
     fprintf(stderr, "unknown mode '%s'\n", mode);
     return 2;
   }
+  if (strcmp(mode, "missing") == 0 || strcmp(mode, "broken") == 0) {
+    /* Without a working compiler, a program file still loads and runs; its assembly
+     * cannot be printed. */
+    tm_program *loaded = NULL;
+    EXPECT(tm_program_load(file, &loaded) == TM_OK, "load: %s", tm_last_error());
+    if (loaded) check_runs(loaded, M, "loaded from its file");
+    char *assembly = NULL;
+    const tm_status s = tm_program_ir(loaded, TM_STAGE_ASSEMBLY, &assembly);
+    EXPECT(s != TM_OK && strstr(tm_last_error(), "compiler"),
+           "assembly without a working compiler gave %d '%s'", (int)s, tm_last_error());
+    tm_free(assembly);
+    tm_program_release(loaded);
+  }
+  tm_program_release(second);
   tm_program_release(program);
-  tm_trace_destroy(trace);
   tm_context_destroy(ctx);
   printf("lazy_compiler_test %s: %d passed, %d failed\n", mode, passed, failed);
   return failed == 0 ? 0 : 1;

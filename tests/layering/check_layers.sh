@@ -31,7 +31,7 @@ engine="core/trace core/engine core/cache/program_file.h core/cache/program_file
   core/target/cpu/worker_pool.cpp core/target/cpu/runtime_symbols.h
   core/target/cpu/runtime_symbols.cpp core/support/status.h core/support/build_id.h
   core/support/build_id.cpp core/support/host_cpu.h core/support/host_cpu.cpp
-  core/support/file_io.h core/support/file_io.cpp core/support/fnv.h
+  core/support/file_io.h core/support/file_io.cpp core/support/fnv.h core/support/byte_io.h
   core/target/gpu/cuda_driver.h core/target/gpu/cuda_driver.cpp core/target/gpu/gpu_runtime.h
   core/target/gpu/gpu_runtime.cpp core/target/gpu/gpu_symbols.h core/target/gpu/gpu_symbols.cpp"
 # shellcheck disable=SC2086
@@ -39,12 +39,16 @@ violations 'llvm/|mlir/|core/builder|core/passes|core/target/compile|core/target
   "the engine (libtinymlir_runtime.so) includes LLVM, MLIR or the compiler" $engine
 violations 'capi/src/handles|core/target/compile\.h|core/cache/program_cache' \
   "capi/src/program_run.cpp (in the runtime library) includes the compiler" capi/src/program_run.cpp
-# libtinymlir.so links no LLVM: its compile driver (caches, option checks, loading the
-# compiler library) and the C boundary include nothing of the compiler library's half.
+# libtinymlir.so links no LLVM: its compile driver (caches, option checks, the compiler
+# process and its messages, loading the compiler library), the compiler process's own
+# executable and the C boundary include nothing of the compiler library's half.
 compiler_half='llvm/|mlir/|core/builder|core/passes|core/target/native_compiler|core/target/gpu/gpu_lowering|core/target/cpu/native_object'
 driver="core/cache/program_cache.h core/cache/program_cache.cpp core/cache/disk_cache.h
   core/cache/disk_cache.cpp core/target/compile.h core/target/compile.cpp
-  core/target/compiler_library.h core/target/compiler_library.cpp"
+  core/target/compiler_library.h core/target/compiler_library.cpp
+  core/target/compiler_process.h core/target/compiler_process.cpp
+  core/target/compiler_protocol.h core/target/compiler_protocol.cpp
+  core/target/compiler_process_main.cpp"
 # shellcheck disable=SC2086
 violations "$compiler_half" "the compile driver (libtinymlir.so, no LLVM) includes the compiler" $driver
 violations "$compiler_half" "capi/ (libtinymlir.so, no LLVM) includes the compiler" capi

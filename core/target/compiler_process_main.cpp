@@ -1,0 +1,96 @@
+// tinymlir-compiler: the compiler process libtinymlir.so starts (compiler_process.h).
+// Usage: tinymlir-compiler COMPILER_LIBRARY IDLE_SECONDS, with the socket to libtinymlir.so
+// as descriptor 3. It loads the compiler library (and with it LLVM and MLIR), says whether
+// that worked, learns which functions the engine's linker resolves, then answers compile
+// and assembly requests one at a time until the socket closes or no request has come for
+// IDLE_SECONDS. Not meant to be run by hand.
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/target/compiler_library.h"
+#include "core/target/compiler_protocol.h"
+
+namespace tinymlir {
+namespace {
+
+// What the engine's linker in libtinymlir.so resolves (the kSymbols message).
+std::set<std::string> cpu_symbols, gpu_symbols;
+
+bool CanLink(const char *symbol, bool gpu) {
+  return (gpu ? gpu_symbols : cpu_symbols).count(symbol) > 0;
+}
+
+// The reply to one request (a request it cannot decode is answered with why); false for a
+// message that is no request.
+bool Answer(const CompilerEntryPoints &compiler, MessageKind kind,
+            const std::string &body, std::string *reply) {
+  if (kind == MessageKind::kCompile) {
+    Trace trace("");
+    CompileOptions options;
+    std::unique_ptr<Program> program;
+    Status status = DecodeCompileRequest(body, &trace, &options);
+    if (status.ok()) status = compiler.compile(trace, options, &CanLink, &program);
+    *reply = EncodeProgramReply(status, program.get());
+    return true;
+  }
+  if (kind == MessageKind::kAssembly) {
+    std::string llvm_ir, assembly;
+    int opt_level = 3;
+    Status status = DecodeAssemblyRequest(body, &llvm_ir, &opt_level);
+    if (status.ok()) status = compiler.assembly(llvm_ir, opt_level, &assembly);
+    *reply = EncodeTextReply(status, assembly);
+    return true;
+  }
+  return false;
+}
+
+// The process's life: load, hello, symbols, then requests until the socket closes or
+// the idle time passes. Returns the exit status.
+int Serve(const char *compiler_library, int idle_seconds) {
+  const int connection = kCompilerProcessSocket;
+  const CompilerEntryPoints *compiler = nullptr;
+  const Status loaded = LoadCompilerLibrary(compiler_library, &compiler);
+  if (!WriteMessage(connection, MessageKind::kHello, EncodeStatus(loaded)).ok() || !loaded.ok())
+    return 1;
+  MessageKind kind;
+  std::string body;
+  bool closed = false;
+  std::vector<std::string> cpu, gpu;
+  if (!ReadMessage(connection, &kind, &body, &closed).ok() || kind != MessageKind::kSymbols ||
+      !DecodeSymbols(body, &cpu, &gpu).ok())
+    return 1;
+  cpu_symbols.insert(cpu.begin(), cpu.end());
+  gpu_symbols.insert(gpu.begin(), gpu.end());
+  for (;;) {
+    pollfd wait = {connection, POLLIN, 0};
+    const int ready = poll(&wait, 1, idle_seconds * 1000);
+    if (ready == 0) return 0;  // idle: the next compile starts a new process
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return 1;
+    if (!ReadMessage(connection, &kind, &body, &closed).ok()) return closed ? 0 : 1;
+    std::string reply;
+    if (!Answer(*compiler, kind, body, &reply)) return 1;
+    if (!WriteMessage(connection, MessageKind::kReply, reply).ok()) return 0;
+  }
+}
+
+}  // namespace
+}  // namespace tinymlir
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: tinymlir-compiler COMPILER_LIBRARY IDLE_SECONDS (started by "
+                    "libtinymlir.so, with its socket as descriptor 3)\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  return tinymlir::Serve(argv[1], atoi(argv[2]));
+}
