@@ -297,7 +297,18 @@ def deployment(r):
              "prompt-16 and the same decode): " + parts(r["deployment"])]
     if "warm_cache" in r:
         lines.append("peak RSS, libtinymlir.so with a warm disk cache (tinymlir generate, "
-                     "second run; the compiler library is not loaded): " + parts(r["warm_cache"]))
+                     "second run; the compiler is not started): " + parts(r["warm_cache"]))
+    # The driver compiles cold: in its compiler processes, children that exit after 5 s idle.
+    tm, h = r["tinymlir"], r.get("half", {})
+    f16 = h.get("f16")
+    lines.append(
+        "peak RSS, the driver compiling cold (compiler processes apart): "
+        f"F32 {tm['peak_rss_mb']:.0f} MB for {r['half_weights']['f32_weights_mb']:.0f} MB "
+        f"of weights (+{100 * (tm['peak_rss_mb'] / r['half_weights']['f32_weights_mb'] - 1):.0f}%)"
+        + (f"; F16 {f16['peak_rss_mb']:.0f} MB for {r['half_weights']['f16']['weights_mb']:.0f} "
+           f"MB (+{100 * (f16['peak_rss_mb'] / r['half_weights']['f16']['weights_mb'] - 1):.0f}%)"
+           if f16 else "")
+        + f"; its largest compiler process peaked at {tm['compiler_process_peak_rss_mb']:.0f} MB")
     return "\n".join(lines)
 
 
