@@ -118,7 +118,7 @@ def table(r):
         f"  libtinymlir_runtime.so {rt['stripped_bytes'] / 1e3:.0f} KB stripped, dlopen "
         f"{1e3 * rt['dlopen_seconds_median']:.1f} ms; libtinymlir.so "
         f"{full['stripped_bytes'] / 1e6:.1f} MB, dlopen {1e3 * full['dlopen_seconds_median']:.1f} ms"
-        + (f"; libtinymlir_compiler.so (loaded on the first compile) "
+        + (f"; libtinymlir_compiler.so (loaded by the compiler process on the first compile) "
            f"{compiler['stripped_bytes'] / 1e6:.1f} MB, dlopen with LLVM and MLIR "
            f"{1e3 * compiler['dlopen_seconds_median']:.1f} ms" if compiler else "")])
 

@@ -246,7 +246,7 @@ class CompilerProcesses {
                             EncodeSymbols(Names(RuntimeSymbols()), Names(GpuRuntimeSymbols())));
     if (!status.ok()) {
       const std::string how = Stop(w);
-      return cannot(status.message() + " before it said hello; it " + how);
+      return cannot(status.message() + " as it started; it " + how);
     }
     if (!loaded.ok()) {
       Stop(w);

@@ -7,7 +7,8 @@
  *              after; a compiler process that has gone (killed here) is replaced;
  *   warm       a new process: the same program comes from the disk cache and runs, then
  *              a new program compiles and the assembly stage prints, still without LLVM
- *              mapped here;
+ *              mapped here; a forked child compiles with a compiler process of its own,
+ *              and the parent's still serves the parent;
  *   in-process with TINYMLIR_COMPILE_IN_PROCESS=1 a new program loads the compiler here,
  *              and no process is started;
  *   missing    libtinymlir.so alone in a folder (LD_LIBRARY_PATH): the program still comes
@@ -74,7 +75,7 @@ static tm_status trace_program(tm_context *ctx, int64_t m, tm_trace **trace) {
 
 /* Runs `program` on fixed inputs; checks it against a double-precision loop (1e-5). */
 static void check_runs(tm_program *program, int64_t m, const char *what) {
-  float x[8 * K], w[K * N], y[8 * N];
+  float x[16 * K], w[K * N], y[16 * N];
   for (int i = 0; i < m * K; ++i) x[i] = (float)((i % 7) - 3) * 0.25f;
   for (int i = 0; i < K * N; ++i) w[i] = (float)((i % 5) - 2) * 0.5f;
   const int64_t xs[2] = {m, K}, ws[2] = {K, N}, ys[2] = {m, N};
@@ -94,7 +95,7 @@ static void check_runs(tm_program *program, int64_t m, const char *what) {
 
 /* A shape no other mode compiles, so that the disk cache cannot answer it. */
 enum { COLD_RESTART = M + 1, WARM_NEW = M + 2, MISSING_NEW = M + 3, BROKEN_NEW = M + 4,
-       IN_PROCESS_NEW = M + 5 };
+       IN_PROCESS_NEW = M + 5, FORK_CHILD_NEW = M + 6, FORK_PARENT_NEW = M + 7 };
 
 /* Compiles a shape that is in no cache; returns the status, *program set on success. */
 static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
@@ -158,6 +159,28 @@ int main(int argc, char **argv) {
            "assembly of a program from the disk cache: %s", tm_last_error());
     tm_free(assembly);
     EXPECT(!llvm_mapped(), "compiling or printing assembly mapped LLVM into this process");
+    fflush(stdout);
+    const pid_t child = fork();
+    if (child == 0) {  /* the parent's idle compiler process is not the child's */
+      tm_program *forked = NULL;
+      EXPECT(compile_new(ctx, FORK_CHILD_NEW, &forked) == TM_OK, "compile in a forked child: %s",
+             tm_last_error());
+      if (forked) check_runs(forked, FORK_CHILD_NEW, "compiled in a forked child");
+      EXPECT(children(pids, 16) == 1, "the forked child did not start its own compiler");
+      tm_program_release(forked);
+      exit(failed == 0 ? 0 : 1);
+    }
+    int child_status = -1;
+    EXPECT(child > 0 && waitpid(child, &child_status, 0) == child &&
+               WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0,
+           "the forked child failed (status %d)", child_status);
+    tm_program *after_fork = NULL;
+    EXPECT(compile_new(ctx, FORK_PARENT_NEW, &after_fork) == TM_OK,
+           "compile in the parent after a fork: %s", tm_last_error());
+    if (after_fork) check_runs(after_fork, FORK_PARENT_NEW, "compiled after a fork");
+    EXPECT(children(pids, 16) == 1, "%d compiler processes in the parent after the fork",
+           children(pids, 16));
+    tm_program_release(after_fork);
   } else if (strcmp(mode, "in-process") == 0) {
     EXPECT(compile_new(ctx, IN_PROCESS_NEW, &second) == TM_OK, "compile: %s", tm_last_error());
     if (second) check_runs(second, IN_PROCESS_NEW, "compiled in this process");
