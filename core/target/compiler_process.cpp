@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -31,12 +33,45 @@ extern char **environ;
 namespace tinymlir {
 namespace {
 
-// A started compiler process: the socket to it and the anonymous file holding its output.
+// A started compiler process: the socket to it, the anonymous file holding its output,
+// and a pidfd, through which it is waited for and killed: a pid alone could name another
+// process once the application has reaped this one (wait(-1)) and the kernel reused it.
 struct Worker {
   pid_t pid = -1;
+  int pidfd = -1;  // -1 where the kernel has no pidfd_open (before Linux 5.4): the pid then
   int socket = -1;
   int output = -1;
 };
+
+// Closes what this process holds of `w` (the process itself is not touched).
+void CloseDescriptors(Worker *w) {
+  for (int fd : {w->socket, w->output, w->pidfd})
+    if (fd >= 0) close(fd);
+  *w = Worker();
+}
+
+// Whether `w` has ended: kRunning, kReaped (*wstatus set, as waitpid's), or kUnknown (it is
+// no longer this process's child to wait for: the application reaped it).
+enum class Reaped { kRunning, kReaped, kUnknown };
+Reaped Reap(const Worker &w, bool block, int *wstatus) {
+  for (;;) {
+    if (w.pidfd >= 0) {
+      siginfo_t info{};
+      if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(w.pidfd), &info,
+                 WEXITED | (block ? 0 : WNOHANG)) == 0) {
+        if (info.si_pid == 0) return Reaped::kRunning;
+        *wstatus = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8
+                                              : (info.si_status & 0x7f);
+        return Reaped::kReaped;
+      }
+    } else {
+      const pid_t reaped = waitpid(w.pid, wstatus, block ? 0 : WNOHANG);
+      if (reaped == 0) return Reaped::kRunning;
+      if (reaped == w.pid) return Reaped::kReaped;
+    }
+    if (errno != EINTR) return Reaped::kUnknown;
+  }
+}
 
 // `fd` moved to a number >= 10 (close-on-exec), so that the child's dup2 onto 1, 2 and 3
 // never meets a descriptor already there (dup2 onto itself would keep close-on-exec).
@@ -47,9 +82,13 @@ int HighFd(int fd) {
   return high;
 }
 
-std::string Errno(const char *call) { return std::string(call) + ": " + std::strerror(errno); }
+// Empties the process's output file before a request, so that a failure reports what that
+// request printed (the file's offset is shared with the process's descriptors 1 and 2).
+void ResetOutput(const Worker &w) {
+  if (ftruncate(w.output, 0) == 0) lseek(w.output, 0, SEEK_SET);
+}
 
-// The last ~2 KB the process printed, on one line per line, or "" when it printed nothing.
+// The last ~2 KB the process printed, or "" when it printed nothing.
 std::string OutputTail(int output) {
   constexpr off_t kTail = 2048;
   const off_t size = lseek(output, 0, SEEK_END);
@@ -61,46 +100,54 @@ std::string OutputTail(int output) {
   return text.empty() ? "" : "; its last output: \"" + text + "\"";
 }
 
-std::string DescribeExit(pid_t reaped, int wstatus) {
-  if (reaped <= 0) return "ended (its exit status is not known: SIGCHLD is ignored)";
-  if (WIFSIGNALED(wstatus))
-    return "was killed by signal " + std::to_string(WTERMSIG(wstatus)) + " (" +
-           strsignal(WTERMSIG(wstatus)) + ")";
-  if (WIFEXITED(wstatus)) return "exited with status " + std::to_string(WEXITSTATUS(wstatus));
-  return "ended";
-}
+// How a process ended.
+struct Ending {
+  std::string how;  // "was killed by signal 11 (Segmentation fault); its last output: ..."
+  // It exited with status 0, as at the end of its idle time, or its status is not known
+  // (the application reaped it): a request it did not answer may be sent again.
+  bool maybe_idle = false;
+};
 
 // Ends `w`, reaps it and says how it ended and what it printed last. A process that has
 // just closed its socket is given 100 ms to finish exiting, so that a crash is reported
 // as such; one still running then (it broke the protocol) is killed.
-std::string Stop(Worker *w) {
-  close(w->socket);
+Ending Stop(Worker *w) {
+  if (w->socket >= 0) close(w->socket);
+  w->socket = -1;
   int wstatus = 0;
-  pid_t reaped = 0;
-  for (int i = 0; i < 10 && reaped == 0; ++i) {
-    reaped = waitpid(w->pid, &wstatus, WNOHANG);
-    if (reaped == 0) usleep(10000);
+  Reaped reaped = Reaped::kRunning;
+  for (int i = 0; i < 10 && reaped == Reaped::kRunning; ++i) {
+    reaped = Reap(*w, false, &wstatus);
+    if (reaped == Reaped::kRunning) usleep(10000);
   }
-  std::string how;
-  if (reaped == 0) {
-    kill(w->pid, SIGKILL);
-    do reaped = waitpid(w->pid, &wstatus, 0);
-    while (reaped < 0 && errno == EINTR);
-    how = "was stopped by libtinymlir.so";
+  Ending ending;
+  if (reaped == Reaped::kRunning) {
+    if (w->pidfd >= 0)
+      syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, nullptr, 0);
+    else
+      kill(w->pid, SIGKILL);  // still our unreaped child, so the pid is still its own
+    Reap(*w, true, &wstatus);
+    ending.how = "was stopped by libtinymlir.so";
+  } else if (reaped == Reaped::kUnknown) {
+    ending.how = "ended (its exit status is not known: the application reaped it, or "
+                 "ignores SIGCHLD)";
+    ending.maybe_idle = true;
+  } else if (WIFSIGNALED(wstatus)) {
+    ending.how = "was killed by signal " + std::to_string(WTERMSIG(wstatus)) + " (" +
+                 strsignal(WTERMSIG(wstatus)) + ")";
   } else {
-    how = DescribeExit(reaped, wstatus);
+    ending.how = "exited with status " + std::to_string(WEXITSTATUS(wstatus));
+    ending.maybe_idle = WEXITSTATUS(wstatus) == 0;
   }
-  how += OutputTail(w->output);
-  close(w->output);
-  *w = Worker();
-  return how;
+  ending.how += OutputTail(w->output);
+  CloseDescriptors(w);
+  return ending;
 }
 
 // Whether `w` has exited (its idle time ran out); reaps it if so.
 bool HasExited(const Worker &w) {
   int wstatus = 0;
-  const pid_t reaped = waitpid(w.pid, &wstatus, WNOHANG);
-  return reaped == w.pid || (reaped < 0 && errno == ECHILD);
+  return Reap(w, false, &wstatus) != Reaped::kRunning;
 }
 
 std::vector<std::string> Names(const std::unordered_map<std::string, void *> &table) {
@@ -111,17 +158,16 @@ std::vector<std::string> Names(const std::unordered_map<std::string, void *> &ta
 
 class CompilerProcesses {
  public:
+  // Never destroyed: a thread still compiling while the process exits must find it whole.
+  // At exit or unload, ShutDown ends the idle processes.
   static CompilerProcesses &Get() {
-    static CompilerProcesses processes;
-    return processes;
-  }
-
-  // At unload or exit: idle processes see their socket close and exit; they are reaped,
-  // so an unloaded library leaves no process or descriptor behind.
-  ~CompilerProcesses() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (Worker &w : idle_) Stop(&w);
-    idle_.clear();
+    alignas(CompilerProcesses) static unsigned char storage[sizeof(CompilerProcesses)];
+    static CompilerProcesses *const processes = new (storage) CompilerProcesses();
+    struct ShutDownAtExit {
+      ~ShutDownAtExit() { processes->ShutDown(); }
+    };
+    static ShutDownAtExit shut_down_at_exit;
+    return *processes;
   }
 
   // Sends `request` to an idle process (or a new one) and reads its reply, which `decode`
@@ -129,10 +175,11 @@ class CompilerProcesses {
   // ("compiling trace 'x'").
   Status Call(MessageKind kind, const std::string &request, const std::string &what,
               const std::function<bool(const std::string &)> &decode) {
+    Worker w;
+    bool reused = TakeIdle(&w);
     for (int attempt = 0;; ++attempt) {
-      Worker w;
-      const bool reused = TakeIdle(&w);
       if (!reused) TM_RETURN_IF_ERROR(Start(&w));
+      ResetOutput(w);
       MessageKind reply_kind = MessageKind::kReply;
       std::string reply;
       bool closed = false;
@@ -142,95 +189,101 @@ class CompilerProcesses {
       if (status.ok() && (reply_kind != MessageKind::kReply || !decode(reply)))
         status = IoError("it sent a malformed reply");
       if (status.ok()) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        idle_.push_back(w);
+        Release(&w);
         return Status::Ok();
       }
-      const std::string how = Stop(&w);
+      const Ending ending = Stop(&w);
       // An idle process may have reached its idle time just as this request was sent (it
-      // took no request, or closed before answering): a fresh one is asked, once. A request
-      // that ends a fresh process is reported.
-      if (reused && attempt == 0 && (!sent || closed)) continue;
+      // took no request, or exited cleanly without answering): a new process is asked,
+      // once. A request that crashes a process is not sent again.
+      if (reused && attempt == 0 && (!sent || (closed && ending.maybe_idle))) {
+        reused = false;
+        continue;
+      }
       return CompileError("the compiler process " + CompilerProcessPath() + " failed while " +
-                          what + ": " + status.message() + "; it " + how);
+                          what + ": " + status.message() + "; it " + ending.how);
     }
   }
 
  private:
   CompilerProcesses() {
     // A child forked from this process must not share these processes' sockets with it:
-    // it starts its own. The lock is held across fork so the list is consistent.
+    // it starts its own. The lock is held across fork so the list is consistent, and so
+    // that no fork happens while a new process's end of its socket is open here.
     pthread_atfork([] { Get().mutex_.lock(); }, [] { Get().mutex_.unlock(); },
                    [] {
                      CompilerProcesses &self = Get();
-                     for (Worker &w : self.idle_) {
-                       close(w.socket);
-                       close(w.output);
-                     }
+                     for (Worker &w : self.idle_) CloseDescriptors(&w);
                      self.idle_.clear();
                      self.mutex_.unlock();
                    });
   }
 
-  // An idle process that is still running; processes that exited are reaped on the way.
+  // The idle processes are told to end (their sockets close) and reaped.
+  void ShutDown() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shut_down_ = true;
+    for (Worker &w : idle_) {
+      close(w.socket);
+      w.socket = -1;
+    }
+    for (Worker &w : idle_) Stop(&w);
+    idle_.clear();
+    idle_.shrink_to_fit();
+  }
+
+  // Keeps `w` for the next request (or ends it, after ShutDown).
+  void Release(Worker *w) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shut_down_) {
+      Stop(w);
+      return;
+    }
+    idle_.push_back(*w);
+  }
+
+  // An idle process that is still running. Every idle process that has exited is reaped
+  // on the way, so none stays a zombie while others are reused.
   bool TakeIdle(Worker *out) {
     std::lock_guard<std::mutex> lock(mutex_);
-    while (!idle_.empty()) {
-      Worker w = idle_.back();
-      idle_.pop_back();
-      if (!HasExited(w)) {
-        *out = w;
-        return true;
+    size_t kept = 0;
+    for (Worker &w : idle_) {
+      if (HasExited(w)) {
+        CloseDescriptors(&w);
+      } else {
+        idle_[kept++] = w;
       }
-      close(w.socket);
-      close(w.output);
     }
-    return false;
+    idle_.resize(kept);
+    if (idle_.empty()) return false;
+    *out = idle_.back();
+    idle_.pop_back();
+    return true;
   }
 
   Status Start(Worker *w) {
     const std::string &path = CompilerProcessPath();
-    auto cannot = [&path](const std::string &why) {
-      return Unsupported("cannot start the compiler process " + path + ": " + why +
-                         " (programs from program files and the disk cache need no compiler)");
+    auto cannot = [&path](StatusCode code, const std::string &why) {
+      return Status(code, "cannot start the compiler process " + path + ": " + why +
+                              (code == StatusCode::kUnsupported
+                                   ? " (programs from program files and the disk cache need "
+                                     "no compiler)"
+                                   : ""));
     };
-    int pair[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
-      return cannot(Errno("socketpair"));
-    const int child_socket = HighFd(pair[1]);
-    w->socket = pair[0];
-    w->output = HighFd(memfd_create("tinymlir-compiler output", MFD_CLOEXEC));
-    if (child_socket < 0 || w->output < 0) {
-      const std::string why = Errno(child_socket < 0 ? "fcntl" : "memfd_create");
-      close(child_socket);
-      close(w->socket);
-      close(w->output);
-      return cannot(why);
-    }
-    posix_spawn_file_actions_t files;
-    posix_spawn_file_actions_init(&files);
-    posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&files, w->output, 1);
-    posix_spawn_file_actions_adddup2(&files, w->output, 2);
-    posix_spawn_file_actions_adddup2(&files, child_socket, kCompilerProcessSocket);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attributes, &none);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-    const std::string idle = std::to_string(kCompilerIdleSeconds);
-    char *argv[] = {const_cast<char *>(path.c_str()),
-                    const_cast<char *>(CompilerLibraryPath().c_str()),
-                    const_cast<char *>(idle.c_str()), nullptr};
-    const int error = posix_spawn(&w->pid, path.c_str(), &files, &attributes, argv, environ);
-    posix_spawn_file_actions_destroy(&files);
-    posix_spawnattr_destroy(&attributes);
-    close(child_socket);
-    if (error != 0) {
-      close(w->socket);
-      close(w->output);
-      return cannot(std::strerror(error));
+    {
+      // Under the lock, so that no fork (which takes it first) copies the process's end of
+      // the socket before it is closed here: a copy would keep the socket open, and a
+      // crash of the process would never be seen.
+      std::lock_guard<std::mutex> lock(mutex_);
+      TM_RETURN_IF_ERROR(Spawn(w, [&](int error, const char *call) {
+        // A missing or unusable executable is a compiler that is not there; anything else
+        // (no descriptors left, no memory) is a failed compile.
+        const bool absent = std::strcmp(call, "posix_spawn") == 0 &&
+                            (error == ENOENT || error == EACCES || error == ENOEXEC);
+        return cannot(absent ? StatusCode::kUnsupported : StatusCode::kCompile,
+                      std::string(absent ? "" : std::string(call) + ": ") +
+                          std::strerror(error));
+      }));
     }
     // It says whether it could load the compiler library; then it learns what the
     // engine's linker resolves.
@@ -245,8 +298,8 @@ class CompilerProcesses {
       status = WriteMessage(w->socket, MessageKind::kSymbols,
                             EncodeSymbols(Names(RuntimeSymbols()), Names(GpuRuntimeSymbols())));
     if (!status.ok()) {
-      const std::string how = Stop(w);
-      return cannot(status.message() + " as it started; it " + how);
+      const Ending ending = Stop(w);
+      return cannot(StatusCode::kCompile, status.message() + " as it started; it " + ending.how);
     }
     if (!loaded.ok()) {
       Stop(w);
@@ -255,8 +308,58 @@ class CompilerProcesses {
     return Status::Ok();
   }
 
+  // Starts the process with its socket as descriptor 3 and its output to a memfd; on
+  // failure returns fail(errno value, the call that failed).
+  template <typename Fail>
+  Status Spawn(Worker *w, const Fail &fail) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+      return fail(errno, "socketpair");
+    const int child_socket = HighFd(pair[1]);
+    w->socket = pair[0];
+    w->output = HighFd(memfd_create("tinymlir-compiler output", MFD_CLOEXEC));
+    if (child_socket < 0 || w->output < 0) {
+      const int error = errno;
+      if (child_socket >= 0) close(child_socket);
+      close(w->socket);
+      if (w->output >= 0) close(w->output);
+      *w = Worker();
+      return fail(error, child_socket < 0 ? "fcntl" : "memfd_create");
+    }
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&files, w->output, 1);
+    posix_spawn_file_actions_adddup2(&files, w->output, 2);
+    posix_spawn_file_actions_adddup2(&files, child_socket, kCompilerProcessSocket);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+    // The compiler library to load, how long to wait idle, and the build the compiler must
+    // come from (the process refuses to serve another build's libtinymlir.so).
+    const std::string idle = std::to_string(kCompilerIdleSeconds);
+    char *argv[] = {const_cast<char *>(CompilerProcessPath().c_str()),
+                    const_cast<char *>(CompilerLibraryPath().c_str()),
+                    const_cast<char *>(idle.c_str()), const_cast<char *>(kCompilerBuildId),
+                    nullptr};
+    const int error = posix_spawn(&w->pid, argv[0], &files, &attributes, argv, environ);
+    posix_spawn_file_actions_destroy(&files);
+    posix_spawnattr_destroy(&attributes);
+    close(child_socket);
+    if (error != 0) {
+      CloseDescriptors(w);
+      return fail(error, "posix_spawn");
+    }
+    w->pidfd = static_cast<int>(syscall(SYS_pidfd_open, w->pid, 0));  // close-on-exec
+    return Status::Ok();
+  }
+
   std::mutex mutex_;
   std::vector<Worker> idle_;
+  bool shut_down_ = false;
 };
 
 }  // namespace

@@ -1,14 +1,19 @@
 // tinymlir-compiler: the compiler process libtinymlir.so starts (compiler_process.h).
-// Usage: tinymlir-compiler COMPILER_LIBRARY IDLE_SECONDS, with the socket to libtinymlir.so
-// as descriptor 3. It loads the compiler library (and with it LLVM and MLIR), says whether
-// that worked, learns which functions the engine's linker resolves, then answers compile
-// and assembly requests one at a time until the socket closes or no request has come for
-// IDLE_SECONDS. Not meant to be run by hand.
+// Usage: tinymlir-compiler COMPILER_LIBRARY IDLE_SECONDS BUILD_ID, with the socket to
+// libtinymlir.so as descriptor 3. It loads the compiler library (and with it LLVM and
+// MLIR), says whether that worked, learns which functions the engine's linker resolves,
+// then answers compile and assembly requests one at a time until the socket closes or no
+// request has come for IDLE_SECONDS. BUILD_ID is the compiler build libtinymlir.so was
+// linked with: a compiler process from another build refuses to serve it. Not meant to be
+// run by hand.
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include <memory>
 #include <set>
@@ -54,10 +59,16 @@ bool Answer(const CompilerEntryPoints &compiler, MessageKind kind,
 
 // The process's life: load, hello, symbols, then requests until the socket closes or
 // the idle time passes. Returns the exit status.
-int Serve(const char *compiler_library, int idle_seconds) {
+int Serve(const char *compiler_library, int idle_seconds, const char *build_id) {
   const int connection = kCompilerProcessSocket;
   const CompilerEntryPoints *compiler = nullptr;
-  const Status loaded = LoadCompilerLibrary(compiler_library, &compiler);
+  const Status loaded =
+      std::strcmp(build_id, kCompilerBuildId) != 0
+          ? Unsupported("cannot load the compiler library " + std::string(compiler_library) +
+                        ": the compiler process beside it is from another build (its "
+                        "compiler build ID is " + kCompilerBuildId + ", libtinymlir.so's " +
+                        build_id + ")")
+          : LoadCompilerLibrary(compiler_library, &compiler);
   if (!WriteMessage(connection, MessageKind::kHello, EncodeStatus(loaded)).ok() || !loaded.ok())
     return 1;
   MessageKind kind;
@@ -86,11 +97,16 @@ int Serve(const char *compiler_library, int idle_seconds) {
 }  // namespace tinymlir
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: tinymlir-compiler COMPILER_LIBRARY IDLE_SECONDS (started by "
-                    "libtinymlir.so, with its socket as descriptor 3)\n");
+  if (argc != 4) {
+    fprintf(stderr, "usage: tinymlir-compiler COMPILER_LIBRARY IDLE_SECONDS BUILD_ID "
+                    "(started by libtinymlir.so, with its socket as descriptor 3)\n");
     return 2;
   }
+  // Descriptors the caller left inheritable are not this process's to hold open (a pipe's
+  // reader would wait for this process to exit); stdout is unbuffered, so that what it
+  // printed before a crash is in the output libtinymlir.so reports.
+  close_range(tinymlir::kCompilerProcessSocket + 1, ~0u, 0);
+  setvbuf(stdout, nullptr, _IONBF, 0);
   signal(SIGPIPE, SIG_IGN);
-  return tinymlir::Serve(argv[1], atoi(argv[2]));
+  return tinymlir::Serve(argv[1], atoi(argv[2]), argv[3]);
 }

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/cache/program_file.h"
@@ -29,7 +30,7 @@ Status ReadAll(int fd, char *data, size_t n, size_t *received) {
     if (got > 0) {
       *received += static_cast<size_t>(got);
     } else if (got == 0) {
-      return IoError("the other end closed the connection");
+      return IoError("the connection closed");
     } else if (errno != EINTR) {
       return IoError(std::string("recv: ") + std::strerror(errno));
     }
@@ -73,8 +74,16 @@ Status ReadMessage(int fd, MessageKind *kind, std::string *body, bool *closed) {
       raw_kind > static_cast<uint64_t>(MessageKind::kReply) || length > kMaxMessageBytes)
     return Malformed("message header");
   *kind = static_cast<MessageKind>(raw_kind);
-  body->resize(length);
-  return ReadAll(fd, body->data(), length, &received);
+  // The buffer grows with the bytes that arrive, never to what a header merely claims: a
+  // broken peer cannot make this process allocate gigabytes.
+  constexpr size_t kChunk = size_t{1} << 20;
+  body->clear();
+  while (body->size() < length) {
+    const size_t at = body->size();
+    body->resize(at + static_cast<size_t>(std::min<uint64_t>(kChunk, length - at)));
+    TM_RETURN_IF_ERROR(ReadAll(fd, body->data() + at, body->size() - at, &received));
+  }
+  return Status::Ok();
 }
 
 std::string EncodeStatus(const Status &status) {

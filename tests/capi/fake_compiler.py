@@ -3,7 +3,8 @@
 for lazy_compiler.sh. It speaks core/target/compiler_protocol.h on descriptor 3; what it does
 is FAKE_COMPILER_MODE:
   crash-at-start  prints a line and dies of SIGSEGV before saying hello;
-  crash-compiling says hello, reads the first request, prints a line and aborts;
+  crash-compiling prints a line, says hello, reads the first request, prints another line and
+                  aborts (only the second line is the request's output);
   garbage-reply   says hello, reads the first request, answers with bytes that are no reply,
                   and waits (libtinymlir.so must end it).
 """
@@ -38,6 +39,8 @@ mode = os.environ.get("FAKE_COMPILER_MODE", "")
 if mode == "crash-at-start":
     print("fake compiler: about to crash at start", file=sys.stderr, flush=True)
     os.kill(os.getpid(), signal.SIGSEGV)
+if mode == "crash-compiling":
+    print("fake compiler: output from before the request", file=sys.stderr, flush=True)
 sock = socket.socket(fileno=3)
 send(sock, HELLO, struct.pack("<qQ", 0, 0))  # status OK, empty message
 assert receive(sock)[0] == SYMBOLS

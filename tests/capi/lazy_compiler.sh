@@ -47,14 +47,26 @@ if [ "$last" = 1 ]; then printf '\002'; else printf '\001'; fi >> "$work/note.ot
 objcopy --update-section .note.gnu.build-id="$work/note.other" "$compiler" \
   "$work/other-build/$(basename "$compiler")"
 broken "$work/other-build" "is not the compiler library this libtinymlir was built with"
+# A compiler process from another build than libtinymlir.so: as if its recorded build ID
+# differed from the one libtinymlir.so passes.
+mkdir "$work/other-process-build"
+printf '#!/bin/sh\nexec "%s" "$1" "$2" 0123456789abcdef\n' "$process" \
+  > "$work/other-process-build/tinymlir-compiler"
+chmod +x "$work/other-process-build/tinymlir-compiler"
+broken "$work/other-process-build" "the compiler process beside it is from another build"
 # Compiler processes that crash or break the protocol (fake_compiler.py).
 for mode in crash-at-start crash-compiling garbage-reply; do
   mkdir "$work/$mode"
   cp "$fake" "$work/$mode/tinymlir-compiler"
   case $mode in
     crash-at-start) words='killed by signal 11 (Segmentation fault); its last output: "fake compiler: about to crash at start"' ;;
-    crash-compiling) words="failed while compiling trace 'lazy': the other end closed the connection; it was killed by signal 6 (Aborted); its last output: \"LLVM ERROR: fake compiler ran out of registers\"" ;;
+    crash-compiling) words="failed while compiling trace 'lazy': the connection closed; it was killed by signal 6 (Aborted); its last output: \"LLVM ERROR: fake compiler ran out of registers\"" ;;
     garbage-reply) words="failed while compiling trace 'lazy': it sent a malformed reply; it was stopped by libtinymlir.so" ;;
   esac
   FAKE_COMPILER_MODE=$mode broken "$work/$mode" "$words"
 done
+# The same crash in an application that ignores SIGCHLD (the kernel reaps its children).
+LAZY_IGNORE_SIGCHLD=1 FAKE_COMPILER_MODE=crash-compiling broken "$work/crash-compiling" \
+  "the connection closed; it ended (its exit status is not known: the application reaped it, or ignores SIGCHLD); its last output: \"LLVM ERROR: fake compiler ran out of registers\""
+# A working compiler in such an application.
+LAZY_IGNORE_SIGCHLD=1 quiet reaped "$work"

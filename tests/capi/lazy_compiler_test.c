@@ -11,6 +11,8 @@
  *              and the parent's still serves the parent;
  *   in-process with TINYMLIR_COMPILE_IN_PROCESS=1 a new program loads the compiler here,
  *              and no process is started;
+ *   reaped     with SIGCHLD ignored (LAZY_IGNORE_SIGCHLD=1: the kernel reaps children), a
+ *              compile works, and after its compiler process is killed, the next one too;
  *   missing    libtinymlir.so alone in a folder (LD_LIBRARY_PATH): the program still comes
  *              from the disk cache and its file still loads and runs, while a new program
  *              fails to compile with a message naming the compiler process, and the
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,7 +98,8 @@ static void check_runs(tm_program *program, int64_t m, const char *what) {
 
 /* A shape no other mode compiles, so that the disk cache cannot answer it. */
 enum { COLD_RESTART = M + 1, WARM_NEW = M + 2, MISSING_NEW = M + 3, BROKEN_NEW = M + 4,
-       IN_PROCESS_NEW = M + 5, FORK_CHILD_NEW = M + 6, FORK_PARENT_NEW = M + 7 };
+       IN_PROCESS_NEW = M + 5, FORK_CHILD_NEW = M + 6, FORK_PARENT_NEW = M + 7,
+       REAPED_FIRST = M + 8, REAPED_SECOND = M + 9 };
 
 /* Compiles a shape that is in no cache; returns the status, *program set on success. */
 static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
@@ -108,11 +112,14 @@ static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
 
 int main(int argc, char **argv) {
   if (argc != 3 && !(argc == 4 && strcmp(argv[1], "broken") == 0)) {
-    fprintf(stderr, "usage: lazy_compiler_test cold|warm|in-process|missing DIR | "
+    fprintf(stderr, "usage: lazy_compiler_test cold|warm|in-process|reaped|missing DIR | "
                     "broken DIR WORDS\n");
     return 2;
   }
   const char *mode = argv[1];
+  /* An application that lets the kernel reap its children: compiling must still work, and a
+   * compiler process that dies is still reported (without its exit status). */
+  if (getenv("LAZY_IGNORE_SIGCHLD")) signal(SIGCHLD, SIG_IGN);
   char cache[4096], file[4096];
   snprintf(cache, sizeof cache, "%s/cache", argv[2]);
   snprintf(file, sizeof file, "%s/program.tmp", argv[2]);
@@ -124,6 +131,9 @@ int main(int argc, char **argv) {
   int pids[16];
   tm_program *program = NULL, *second = NULL;
   if (strcmp(mode, "cold") == 0) {
+    /* A pipe this process leaves inheritable: the compiler process must not hold it open. */
+    int pipe_fds[2];
+    EXPECT(pipe(pipe_fds) == 0, "pipe");
     tm_trace *trace = NULL;
     EXPECT(trace_program(ctx, M, &trace) == TM_OK, "trace: %s", tm_last_error());
     EXPECT(tm_compile(ctx, trace, NULL, &program) == TM_OK, "compile: %s", tm_last_error());
@@ -132,6 +142,11 @@ int main(int argc, char **argv) {
     EXPECT(!llvm_mapped(), "compiling mapped the compiler or LLVM into the calling process");
     const int n = children(pids, 16);
     EXPECT(n == 1, "%d compiler processes after one compile, expected 1", n);
+    close(pipe_fds[1]);
+    struct pollfd hangup = {pipe_fds[0], POLLIN, 0};
+    EXPECT(poll(&hangup, 1, 1000) == 1 && (hangup.revents & POLLHUP),
+           "the compiler process holds this process's inheritable pipe open");
+    close(pipe_fds[0]);
     check_runs(program, M, "compiled");
     EXPECT(tm_program_export(program, file) == TM_OK, "export: %s", tm_last_error());
     /* The idle compiler process dies: the next compile starts another. */
@@ -181,6 +196,18 @@ int main(int argc, char **argv) {
     EXPECT(children(pids, 16) == 1, "%d compiler processes in the parent after the fork",
            children(pids, 16));
     tm_program_release(after_fork);
+  } else if (strcmp(mode, "reaped") == 0) {
+    /* SIGCHLD ignored (LAZY_IGNORE_SIGCHLD): the kernel reaps a compiler process that dies;
+     * the next compile starts another. */
+    EXPECT(compile_new(ctx, REAPED_FIRST, &program) == TM_OK, "compile: %s", tm_last_error());
+    if (program) check_runs(program, REAPED_FIRST, "compiled with SIGCHLD ignored");
+    const int n = children(pids, 16);
+    EXPECT(n == 1, "%d compiler processes, expected 1", n);
+    for (int i = 0; i < n; ++i) kill(pids[i], SIGKILL);
+    usleep(100000);
+    EXPECT(compile_new(ctx, REAPED_SECOND, &second) == TM_OK,
+           "compile after the kernel reaped the compiler process: %s", tm_last_error());
+    if (second) check_runs(second, REAPED_SECOND, "compiled by a new compiler process");
   } else if (strcmp(mode, "in-process") == 0) {
     EXPECT(compile_new(ctx, IN_PROCESS_NEW, &second) == TM_OK, "compile: %s", tm_last_error());
     if (second) check_runs(second, IN_PROCESS_NEW, "compiled in this process");

@@ -251,6 +251,19 @@ TEST(CompilerProtocol, APeerThatClosesIsAnErrorNotASignal) {
     const Status s = ReadMessage(pair.fd[1], &kind, &body, &closed);
     EXPECT_NE(s.message().find("malformed message header"), std::string::npos) << s.message();
   }
+  {  // a header claiming 32 GiB, then nothing: refused as the bytes fail to come, without
+     // allocating what the header claims
+    SocketPair pair;
+    const uint64_t header[2] = {static_cast<uint64_t>(MessageKind::kReply), uint64_t{1} << 35};
+    ASSERT_EQ(write(pair.fd[0], header, sizeof header), 16);
+    ASSERT_EQ(write(pair.fd[0], "abc", 3), 3);
+    pair.Close(0);
+    MessageKind kind;
+    std::string body;
+    bool closed = true;
+    EXPECT_FALSE(ReadMessage(pair.fd[1], &kind, &body, &closed).ok());
+    EXPECT_LE(body.capacity(), size_t{4} << 20);
+  }
   {  // writing to a peer that has gone: EPIPE, and this process lives (no SIGPIPE)
     SocketPair pair;
     pair.Close(1);

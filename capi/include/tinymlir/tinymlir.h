@@ -469,14 +469,19 @@ TM_API void tm_compile_options_init(tm_compile_options *options);
  * options may be NULL (defaults). *out receives a reference to release with
  * tm_program_release; the cache keeps its own. The program does not refer to the trace.
  * tm_program_cache_hit(*out) tells whether this call found it in the cache.
- * The compiler (libtinymlir_compiler.so, with LLVM and MLIR) is loaded from this library's
- * folder by the first call that must compile: a program found in the memory or disk cache
- * needs none.
+ * The compiler runs in child processes of the caller: tinymlir-compiler, started from this
+ * library's folder by the first call that must compile (one per compiling thread), loads
+ * libtinymlir_compiler.so with LLVM and MLIR, and exits 5 s after its last compile; the
+ * library reaps it. A program found in the memory or disk cache needs none. An application
+ * that reaps every child itself (wait(-1), SIGCHLD ignored) still works; messages about a
+ * compiler process that died then cannot give its exit status.
+ * TINYMLIR_COMPILE_IN_PROCESS=1 loads the compiler into the calling process instead.
  * Errors: TM_ERROR_INVALID_ARGUMENT (null, trace not ended, struct_size smaller than the
  * first layout, bad option), TM_ERROR_UNSUPPORTED (target not available in this build,
  * options from a newer header that set fields this library does not know, or a compiler
- * library missing or from another build: the message names the file),
- * TM_ERROR_COMPILE (MLIR/LLVM failure; the message carries the diagnostics). */
+ * missing or from another build: the message names the file),
+ * TM_ERROR_COMPILE (MLIR/LLVM failure, the message carrying the diagnostics; or a compiler
+ * process that died, the message saying how and what it printed last). */
 TM_API tm_status tm_compile(tm_context *ctx, const tm_trace *trace,
                             const tm_compile_options *options, tm_program **out);
 
@@ -521,9 +526,10 @@ TM_API tm_status tm_program_output_type(const tm_program *program, int32_t i, tm
 
 /* The text of one compilation stage, NUL-terminated, in *text: release with tm_free.
  * A CPU program's TM_STAGE_ASSEMBLY is printed from its LLVM IR on the first request, by
- * the compiler library (loaded then if need be; libtinymlir_runtime.so has none).
+ * the compiler (a compiler process, as for tm_compile; libtinymlir_runtime.so has none).
  * Errors: TM_ERROR_INVALID_ARGUMENT, TM_ERROR_UNSUPPORTED (stage not produced by this
- * target, or the assembly where there is no compiler library or no LLVM IR kept). */
+ * target, or the assembly where there is no compiler or no LLVM IR kept),
+ * TM_ERROR_COMPILE (a compiler process that died). */
 TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text);
 
 /* Runs a program: reads inputs (never writes them) and writes outputs, all owned by the
