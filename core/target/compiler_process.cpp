@@ -150,10 +150,18 @@ bool HasExited(const Worker &w) {
   return Reap(w, false, &wstatus) != Reaped::kRunning;
 }
 
-std::vector<std::string> Names(const std::unordered_map<std::string, void *> &table) {
-  std::vector<std::string> names;
-  for (const auto &entry : table) names.push_back(entry.first);
-  return names;
+// The kSymbols message: the names the engine's linker resolves, for the CPU and the GPU.
+// The tables are fixed, so it is encoded once.
+const std::string &SymbolsMessage() {
+  static const std::string message = [] {
+    auto names = [](const std::unordered_map<std::string, void *> &table) {
+      std::vector<std::string> out;
+      for (const auto &entry : table) out.push_back(entry.first);
+      return out;
+    };
+    return EncodeSymbols(names(RuntimeSymbols()), names(GpuRuntimeSymbols()));
+  }();
+  return message;
 }
 
 class CompilerProcesses {
@@ -295,8 +303,7 @@ class CompilerProcesses {
     if (status.ok() && kind != MessageKind::kHello) status = IoError("it did not say hello");
     if (status.ok()) status = DecodeStatus(body, &loaded);
     if (status.ok() && loaded.ok())
-      status = WriteMessage(w->socket, MessageKind::kSymbols,
-                            EncodeSymbols(Names(RuntimeSymbols()), Names(GpuRuntimeSymbols())));
+      status = WriteMessage(w->socket, MessageKind::kSymbols, SymbolsMessage());
     if (!status.ok()) {
       const Ending ending = Stop(w);
       return cannot(StatusCode::kCompile, status.message() + " as it started; it " + ending.how);

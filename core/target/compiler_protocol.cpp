@@ -86,14 +86,13 @@ Status ReadMessage(int fd, MessageKind *kind, std::string *body, bool *closed) {
   return Status::Ok();
 }
 
-std::string EncodeStatus(const Status &status) {
-  ByteWriter w;
-  w.I64(static_cast<int64_t>(status.code()));
-  w.Text(status.message());
-  return w.Take();
-}
-
 namespace {
+
+// A status within a message: its code, then its message.
+void WriteStatus(ByteWriter *w, const Status &status) {
+  w->I64(static_cast<int64_t>(status.code()));
+  w->Text(status.message());
+}
 
 bool ReadStatus(ByteReader *r, Status *status) {
   int64_t code;
@@ -104,6 +103,12 @@ bool ReadStatus(ByteReader *r, Status *status) {
 }
 
 }  // namespace
+
+std::string EncodeStatus(const Status &status) {
+  ByteWriter w;
+  WriteStatus(&w, status);
+  return w.Take();
+}
 
 Status DecodeStatus(const std::string &body, Status *status) {
   ByteReader r(body);
@@ -183,8 +188,7 @@ Status DecodeAssemblyRequest(const std::string &body, std::string *llvm_ir, int 
 
 std::string EncodeProgramReply(const Status &status, const Program *program) {
   ByteWriter w;
-  w.I64(static_cast<int64_t>(status.code()));
-  w.Text(status.message());
+  WriteStatus(&w, status);
   if (status.ok()) {
     for (double seconds : program->phase_seconds) w.F64(seconds);
     w.Text(SerializeProgram(*program));
@@ -209,8 +213,7 @@ bool DecodeProgramReply(const std::string &body, Status *status,
 
 std::string EncodeTextReply(const Status &status, const std::string &text) {
   ByteWriter w;
-  w.I64(static_cast<int64_t>(status.code()));
-  w.Text(status.message());
+  WriteStatus(&w, status);
   w.Text(status.ok() ? text : std::string());
   return w.Take();
 }

@@ -32,6 +32,7 @@
 
 #include "tinymlir/tinymlir.h"
 #include "c_expect.h"
+#include "child_processes.h"
 
 enum { M = 3, K = 5, N = 4 };
 
@@ -44,19 +45,6 @@ static int mapped(const char *name) {
     if (strstr(line, name)) found = 1;
   if (maps) fclose(maps);
   return found;
-}
-
-/* The compiler processes this process has started and not yet reaped (its children). */
-static int children(int *pids, int max) {
-  char path[64], text[4096];
-  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-  FILE *file = fopen(path, "r");
-  int n = 0;
-  if (file && fgets(text, sizeof text, file))
-    for (char *word = strtok(text, " \n"); word && n < max; word = strtok(NULL, " \n"))
-      pids[n++] = atoi(word);
-  if (file) fclose(file);
-  return n;
 }
 
 static int llvm_mapped(void) {
@@ -140,7 +128,7 @@ int main(int argc, char **argv) {
     tm_trace_destroy(trace);
     EXPECT(tm_program_from_disk_cache(program) == 0, "the cache was not empty");
     EXPECT(!llvm_mapped(), "compiling mapped the compiler or LLVM into the calling process");
-    const int n = children(pids, 16);
+    const int n = child_processes(pids, 16);
     EXPECT(n == 1, "%d compiler processes after one compile, expected 1", n);
     close(pipe_fds[1]);
     struct pollfd hangup = {pipe_fds[0], POLLIN, 0};
@@ -157,14 +145,14 @@ int main(int argc, char **argv) {
     EXPECT(compile_new(ctx, COLD_RESTART, &second) == TM_OK,
            "compile after the compiler process died: %s", tm_last_error());
     if (second) check_runs(second, COLD_RESTART, "compiled by a new compiler process");
-    EXPECT(children(pids, 16) == 1, "no new compiler process was started");
+    EXPECT(child_processes(pids, 16) == 1, "no new compiler process was started");
   } else if (strcmp(mode, "warm") == 0) {
     tm_trace *trace = NULL;
     EXPECT(trace_program(ctx, M, &trace) == TM_OK, "trace: %s", tm_last_error());
     EXPECT(tm_compile(ctx, trace, NULL, &program) == TM_OK, "compile: %s", tm_last_error());
     tm_trace_destroy(trace);
     EXPECT(tm_program_from_disk_cache(program) == 1, "the program was compiled again");
-    EXPECT(children(pids, 16) == 0, "a disk cache hit started a compiler process");
+    EXPECT(child_processes(pids, 16) == 0, "a disk cache hit started a compiler process");
     check_runs(program, M, "from the disk cache");
     EXPECT(compile_new(ctx, WARM_NEW, &second) == TM_OK, "new compile: %s", tm_last_error());
     if (second) check_runs(second, WARM_NEW, "a new shape");
@@ -181,7 +169,7 @@ int main(int argc, char **argv) {
       EXPECT(compile_new(ctx, FORK_CHILD_NEW, &forked) == TM_OK, "compile in a forked child: %s",
              tm_last_error());
       if (forked) check_runs(forked, FORK_CHILD_NEW, "compiled in a forked child");
-      EXPECT(children(pids, 16) == 1, "the forked child did not start its own compiler");
+      EXPECT(child_processes(pids, 16) == 1, "the forked child did not start its own compiler");
       tm_program_release(forked);
       /* _exit: the child holds only the forking thread, and LeakSanitizer's check at exit
        * would report the parent's other threads as not suspended. Its compiler process sees
@@ -196,15 +184,15 @@ int main(int argc, char **argv) {
     EXPECT(compile_new(ctx, FORK_PARENT_NEW, &after_fork) == TM_OK,
            "compile in the parent after a fork: %s", tm_last_error());
     if (after_fork) check_runs(after_fork, FORK_PARENT_NEW, "compiled after a fork");
-    EXPECT(children(pids, 16) == 1, "%d compiler processes in the parent after the fork",
-           children(pids, 16));
+    EXPECT(child_processes(pids, 16) == 1, "%d compiler processes in the parent after the fork",
+           child_processes(pids, 16));
     tm_program_release(after_fork);
   } else if (strcmp(mode, "reaped") == 0) {
     /* SIGCHLD ignored (LAZY_IGNORE_SIGCHLD): the kernel reaps a compiler process that dies;
      * the next compile starts another. */
     EXPECT(compile_new(ctx, REAPED_FIRST, &program) == TM_OK, "compile: %s", tm_last_error());
     if (program) check_runs(program, REAPED_FIRST, "compiled with SIGCHLD ignored");
-    const int n = children(pids, 16);
+    const int n = child_processes(pids, 16);
     EXPECT(n == 1, "%d compiler processes, expected 1", n);
     for (int i = 0; i < n; ++i) kill(pids[i], SIGKILL);
     usleep(100000);
@@ -215,7 +203,7 @@ int main(int argc, char **argv) {
     EXPECT(compile_new(ctx, IN_PROCESS_NEW, &second) == TM_OK, "compile: %s", tm_last_error());
     if (second) check_runs(second, IN_PROCESS_NEW, "compiled in this process");
     EXPECT(llvm_mapped(), "TINYMLIR_COMPILE_IN_PROCESS=1 did not load the compiler here");
-    EXPECT(children(pids, 16) == 0, "TINYMLIR_COMPILE_IN_PROCESS=1 started a process");
+    EXPECT(child_processes(pids, 16) == 0, "TINYMLIR_COMPILE_IN_PROCESS=1 started a process");
   } else if (strcmp(mode, "missing") == 0) {
     tm_trace *trace = NULL;
     EXPECT(trace_program(ctx, M, &trace) == TM_OK, "trace: %s", tm_last_error());
@@ -236,7 +224,7 @@ int main(int argc, char **argv) {
                strstr(tm_last_error(), argv[3]),
            "compile with a broken compiler gave %d '%s', expected the words '%s'", (int)s,
            tm_last_error(), argv[3]);
-    EXPECT(children(pids, 16) == 0, "a broken compiler process was left running");
+    EXPECT(child_processes(pids, 16) == 0, "a broken compiler process was left running");
   } else {
     fprintf(stderr, "unknown mode '%s'\n", mode);
     return 2;

@@ -13,31 +13,9 @@
 
 #include "tinymlir/tinymlir.h"
 #include "c_expect.h"
+#include "child_processes.h"
 
 
-
-/* This process's children that have not been reaped (running or zombies). */
-static int count_children(void) {
-  DIR *d = opendir("/proc");
-  int n = 0;
-  if (!d) return -1;
-  for (struct dirent *e; (e = readdir(d));) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    char path[300], text[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    size_t got = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[got] = 0;
-    const char *paren = strrchr(text, ')');
-    char state;
-    int parent = 0;
-    if (paren && sscanf(paren + 1, " %c %d", &state, &parent) == 2 && parent == getpid()) ++n;
-  }
-  closedir(d);
-  return n;
-}
 
 static int count_threads(void) {
   DIR *d = opendir("/proc/self/task");
@@ -104,11 +82,11 @@ static int round_trip(const char *path, int round) {
   tm_trace_destroy(trace);
   tm_context_destroy(ctx);
   if (!getenv("TINYMLIR_COMPILE_IN_PROCESS"))
-    EXPECT(count_children() == 1, "round %d: %d compiler processes, expected 1", round,
-           count_children());
+    EXPECT(child_processes(NULL, 0) == 1, "round %d: %d compiler processes, expected 1", round,
+           child_processes(NULL, 0));
   EXPECT(dlclose(lib) == 0, "dlclose: %s", dlerror());
-  EXPECT(count_children() == 0, "round %d: %d processes left after dlclose", round,
-         count_children());
+  EXPECT(child_processes(NULL, 0) == 0, "round %d: %d processes left after dlclose", round,
+         child_processes(NULL, 0));
   /* The point of the test is a real unload: the library's code must be gone. */
   int mapped = 0;
   FILE *maps = fopen("/proc/self/maps", "r");

@@ -221,34 +221,41 @@ TEST(CompilerProtocol, MessagesOverASocket) {
   writer.join();
 }
 
+// One ReadMessage on the reading end of `pair`: its status, whether the peer closed before
+// a byte, and the body buffer it left.
+struct Received {
+  Status status;
+  bool closed;
+  std::string body;
+};
+Received ReadOne(const SocketPair &pair, bool closed_before) {
+  Received r{Status::Ok(), closed_before, std::string()};
+  MessageKind kind;
+  r.status = ReadMessage(pair.fd[1], &kind, &r.body, &r.closed);
+  return r;
+}
+
 TEST(CompilerProtocol, APeerThatClosesIsAnErrorNotASignal) {
   {  // closed before a message: an orderly end
     SocketPair pair;
     pair.Close(0);
-    MessageKind kind;
-    std::string body;
-    bool closed = false;
-    EXPECT_FALSE(ReadMessage(pair.fd[1], &kind, &body, &closed).ok());
-    EXPECT_TRUE(closed);
+    const Received r = ReadOne(pair, false);
+    EXPECT_FALSE(r.status.ok());
+    EXPECT_TRUE(r.closed);
   }
   {  // closed in the middle of a message: torn
     SocketPair pair;
     ASSERT_EQ(write(pair.fd[0], "\x05\0\0\0", 4), 4);
     pair.Close(0);
-    MessageKind kind;
-    std::string body;
-    bool closed = true;
-    EXPECT_FALSE(ReadMessage(pair.fd[1], &kind, &body, &closed).ok());
-    EXPECT_FALSE(closed);
+    const Received r = ReadOne(pair, true);
+    EXPECT_FALSE(r.status.ok());
+    EXPECT_FALSE(r.closed);
   }
   {  // a header naming no kind of message
     SocketPair pair;
     const std::string header(16, '\x09');
     ASSERT_EQ(write(pair.fd[0], header.data(), header.size()), 16);
-    MessageKind kind;
-    std::string body;
-    bool closed = true;
-    const Status s = ReadMessage(pair.fd[1], &kind, &body, &closed);
+    const Status s = ReadOne(pair, true).status;
     EXPECT_NE(s.message().find("malformed message header"), std::string::npos) << s.message();
   }
   {  // a header claiming 32 GiB, then nothing: refused as the bytes fail to come, without
@@ -258,11 +265,9 @@ TEST(CompilerProtocol, APeerThatClosesIsAnErrorNotASignal) {
     ASSERT_EQ(write(pair.fd[0], header, sizeof header), 16);
     ASSERT_EQ(write(pair.fd[0], "abc", 3), 3);
     pair.Close(0);
-    MessageKind kind;
-    std::string body;
-    bool closed = true;
-    EXPECT_FALSE(ReadMessage(pair.fd[1], &kind, &body, &closed).ok());
-    EXPECT_LE(body.capacity(), size_t{4} << 20);
+    const Received r = ReadOne(pair, true);
+    EXPECT_FALSE(r.status.ok());
+    EXPECT_LE(r.body.capacity(), size_t{4} << 20);
   }
   {  // writing to a peer that has gone: EPIPE, and this process lives (no SIGPIPE)
     SocketPair pair;
