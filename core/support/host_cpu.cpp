@@ -3,6 +3,7 @@
 #include <cpuid.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -12,25 +13,91 @@ namespace tinymlir {
 namespace {
 
 struct Feature {
-  const char *name;  // LLVM's, which is also GCC's for these
-  bool present;
+  const char *name;      // LLVM's, which is also GCC's for these
+  const char *needs;     // an earlier entry this one cannot be used without, or ""
+  bool present;          // on this CPU, and not excluded by TINYMLIR_CPU_EXCLUDE
 };
 
-// The extensions compiled code may use that program files check, probed once.
+// TINYMLIR_CPU_EXCLUDE, read once: the extensions named there, comma-separated, and the
+// first name that is not one of Features(), if any.
+struct Exclusion {
+  std::string setting;  // the variable's value
+  std::vector<std::string> names;
+  std::string unknown;
+};
+
+bool Known(const std::string &name);
+
+const Exclusion &ReadExclusion() {
+  static const Exclusion exclusion = [] {
+    Exclusion e;
+    const char *value = std::getenv("TINYMLIR_CPU_EXCLUDE");
+    e.setting = value ? value : "";
+    const std::string &list = e.setting;
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t end = list.find(',', start);
+      if (end == std::string::npos) end = list.size();
+      std::string name = list.substr(start, end - start);
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      if (!name.empty()) {
+        if (!Known(name) && e.unknown.empty()) e.unknown = name;
+        e.names.push_back(name);
+      }
+      start = end + 1;
+    }
+    return e;
+  }();
+  return exclusion;
+}
+
+// The extensions compiled code may use that program files check, probed once, in an order
+// where each comes after what it requires (AVX-512 needs AVX2, FMA and F16C in LLVM's
+// model, so excluding one of those excludes it too, as LLVM's "-avx2" does).
 // __builtin_cpu_supports takes a string literal only, hence one call per name.
+std::vector<Feature> Probe() {
+  __builtin_cpu_init();
+#define TM_FEATURE(name, needs) Feature{name, needs, __builtin_cpu_supports(name) != 0}
+  return std::vector<Feature>{
+      TM_FEATURE("sse3", ""),           TM_FEATURE("ssse3", "sse3"),
+      TM_FEATURE("sse4.1", "ssse3"),    TM_FEATURE("sse4.2", "sse4.1"),
+      TM_FEATURE("popcnt", ""),         TM_FEATURE("avx", "sse4.2"),
+      TM_FEATURE("avx2", "avx"),        TM_FEATURE("fma", "avx"),
+      TM_FEATURE("bmi", ""),            TM_FEATURE("bmi2", ""),
+      TM_FEATURE("f16c", "avx"),        TM_FEATURE("avx512f", "avx2"),
+      TM_FEATURE("avx512bw", "avx512f"), TM_FEATURE("avx512dq", "avx512f"),
+      TM_FEATURE("avx512vl", "avx512f"), TM_FEATURE("avx512cd", "avx512f"),
+      TM_FEATURE("avx512vnni", "avx512f"), TM_FEATURE("avx512bf16", "avx512f"),
+  };
+#undef TM_FEATURE
+}
+
+bool Known(const std::string &name) {
+  static const std::vector<Feature> all = Probe();
+  for (const Feature &f : all)
+    if (name == f.name) return true;
+  return false;
+}
+
 const std::vector<Feature> &Features() {
   static const std::vector<Feature> features = [] {
-    __builtin_cpu_init();
-#define TM_FEATURE(name) Feature{name, __builtin_cpu_supports(name) != 0}
-    return std::vector<Feature>{
-        TM_FEATURE("sse3"),     TM_FEATURE("ssse3"),      TM_FEATURE("sse4.1"),
-        TM_FEATURE("sse4.2"),   TM_FEATURE("popcnt"),     TM_FEATURE("avx"),
-        TM_FEATURE("avx2"),     TM_FEATURE("fma"),        TM_FEATURE("bmi"),
-        TM_FEATURE("bmi2"),     TM_FEATURE("f16c"),       TM_FEATURE("avx512f"),
-        TM_FEATURE("avx512bw"), TM_FEATURE("avx512dq"),   TM_FEATURE("avx512vl"),
-        TM_FEATURE("avx512cd"), TM_FEATURE("avx512vnni"), TM_FEATURE("avx512bf16"),
+    std::vector<Feature> fs = Probe();
+    const Exclusion &excluded = ReadExclusion();
+    auto present = [&fs](const char *name) {
+      for (const Feature &f : fs)
+        if (std::string(name) == f.name) return f.present;
+      return false;
     };
-#undef TM_FEATURE
+    for (Feature &f : fs) {
+      for (const std::string &name : excluded.names)
+        if (name == f.name) f.present = false;
+      if (*f.needs && !present(f.needs)) f.present = false;
+      // LLVM's AVX-512 also implies FMA and F16C.
+      if (std::string(f.name) == "avx512f" && !(present("fma") && present("f16c")))
+        f.present = false;
+    }
+    return fs;
   }();
   return features;
 }
@@ -74,6 +141,29 @@ std::string CpuIdentity(uint64_t *feature_hash) {
 }
 
 }  // namespace
+
+const std::string &CpuExclusionSetting() { return ReadExclusion().setting; }
+
+const std::string &CpuExclusionError() {
+  static const std::string error = [] {
+    const std::string &unknown = ReadExclusion().unknown;
+    if (unknown.empty()) return std::string();
+    std::string names;
+    for (const Feature &f : Features()) names += std::string(names.empty() ? "" : ", ") + f.name;
+    return "TINYMLIR_CPU_EXCLUDE names '" + unknown + "', which is not an extension tinymlir " +
+           "knows (" + names + ")";
+  }();
+  return error;
+}
+
+std::vector<std::string> CpuExcludedFeatures() {
+  static const std::vector<Feature> probed = Probe();
+  std::vector<std::string> out;
+  const std::vector<Feature> &features = Features();
+  for (size_t i = 0; i < features.size(); ++i)
+    if (probed[i].present && !features[i].present) out.push_back(features[i].name);
+  return out;
+}
 
 bool CpuHas(const std::string &feature) {
   for (const Feature &f : Features())

@@ -6,13 +6,32 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace tinymlir {
 
+// TINYMLIR_CPU_EXCLUDE (read once, at the first question about the CPU) lists extensions,
+// comma-separated, to treat as absent ("avx2,fma,f16c": a CPU of 2011), with those that
+// need them (AVX-512 goes with AVX2): compiled code does without them, the runtime's
+// kernels run their portable variants, the disk cache keys on the CPU so described, and a
+// program file needing them is refused. For testing the paths other CPUs take, and for
+// compiling program files that load on older CPUs.
+
 // Whether this CPU has `feature` (LLVM's name, e.g. "avx2"), for the extensions compiled
-// code may use. Unknown names count as present: LLVM lists many that decide nothing about
-// what runs.
+// code may use, as TINYMLIR_CPU_EXCLUDE leaves them. Unknown names count as present: LLVM
+// lists many that decide nothing about what runs.
 bool CpuHas(const std::string &feature);
+
+// The extensions this CPU has that TINYMLIR_CPU_EXCLUDE takes away (for the code
+// generator: "-name" each).
+std::vector<std::string> CpuExcludedFeatures();
+
+// TINYMLIR_CPU_EXCLUDE as this process read it (a compiler process is given this value).
+const std::string &CpuExclusionSetting();
+
+// Empty, or why TINYMLIR_CPU_EXCLUDE cannot be honoured (a name that is not one of the
+// extensions CpuHas knows): compiling then fails with this message.
+const std::string &CpuExclusionError();
 
 // "<triple> <cpu> <features>", as program files record their target: the architecture, the
 // CPU's vendor, family, model and stepping, and "+name"/"-name" for each extension

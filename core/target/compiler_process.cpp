@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/support/host_cpu.h"
 #include "core/target/compiler_library.h"
 #include "core/target/compiler_protocol.h"
 #include "core/target/cpu/runtime_symbols.h"
@@ -345,13 +346,14 @@ class CompilerProcesses {
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&attributes, &none);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-    // The compiler library to load, how long to wait idle, and the build the compiler must
-    // come from (the process refuses to serve another build's libtinymlir.so).
+    // The compiler library to load, how long to wait idle, the build the compiler must
+    // come from (the process refuses to serve another build's libtinymlir.so), and the
+    // CPU extensions to do without as this process read them.
     const std::string idle = std::to_string(kCompilerIdleSeconds);
     char *argv[] = {const_cast<char *>(CompilerProcessPath().c_str()),
                     const_cast<char *>(CompilerLibraryPath().c_str()),
                     const_cast<char *>(idle.c_str()), const_cast<char *>(kCompilerBuildId),
-                    nullptr};
+                    const_cast<char *>(CpuExclusionSetting().c_str()), nullptr};
     const int error = posix_spawn(&w->pid, argv[0], &files, &attributes, argv, environ);
     posix_spawn_file_actions_destroy(&files);
     posix_spawnattr_destroy(&attributes);

@@ -1,11 +1,13 @@
 // tinymlir-compiler: the compiler process libtinymlir.so starts (compiler_process.h).
-// Usage: tinymlir-compiler COMPILER_LIBRARY IDLE_SECONDS BUILD_ID, with the socket to
-// libtinymlir.so as descriptor 3. It loads the compiler library (and with it LLVM and
+// Usage: tinymlir-compiler COMPILER_LIBRARY IDLE_SECONDS BUILD_ID CPU_EXCLUDE, with the
+// socket to libtinymlir.so as descriptor 3. It loads the compiler library (and with it LLVM and
 // MLIR), says whether that worked, learns which functions the engine's linker resolves,
 // then answers compile and assembly requests one at a time until the socket closes or no
 // request has come for IDLE_SECONDS. BUILD_ID is the compiler build libtinymlir.so was
-// linked with: a compiler process from another build refuses to serve it. Not meant to be
-// run by hand.
+// linked with: a compiler process from another build refuses to serve it. CPU_EXCLUDE is
+// TINYMLIR_CPU_EXCLUDE as libtinymlir.so read it (core/support/host_cpu.h), so that code is
+// generated for the CPU its disk cache key describes, whatever the environment says now.
+// Not meant to be run by hand.
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -97,11 +99,13 @@ int Serve(const char *compiler_library, int idle_seconds, const char *build_id) 
 }  // namespace tinymlir
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
+  if (argc != 5) {
     fprintf(stderr, "usage: tinymlir-compiler COMPILER_LIBRARY IDLE_SECONDS BUILD_ID "
-                    "(started by libtinymlir.so, with its socket as descriptor 3)\n");
+                    "CPU_EXCLUDE (started by libtinymlir.so, with its socket as descriptor 3)\n");
     return 2;
   }
+  // Before anything asks about the CPU (the compiler library reads it once).
+  setenv("TINYMLIR_CPU_EXCLUDE", argv[4], 1);
   // Descriptors the caller left inheritable are not this process's to hold open (a pipe's
   // reader would wait for this process to exit); stdout is unbuffered, so that what it
   // printed before a crash is in the output libtinymlir.so reports.

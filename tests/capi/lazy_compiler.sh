@@ -50,7 +50,7 @@ broken "$work/other-build" "is not the compiler library this libtinymlir was bui
 # A compiler process from another build than libtinymlir.so: as if its recorded build ID
 # differed from the one libtinymlir.so passes.
 mkdir "$work/other-process-build"
-printf '#!/bin/sh\nexec "%s" "$1" "$2" 0123456789abcdef\n' "$process" \
+printf '#!/bin/sh\nexec "%s" "$1" "$2" 0123456789abcdef "$4"\n' "$process" \
   > "$work/other-process-build/tinymlir-compiler"
 chmod +x "$work/other-process-build/tinymlir-compiler"
 broken "$work/other-process-build" "the compiler process beside it is from another build"

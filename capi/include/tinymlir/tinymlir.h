@@ -476,8 +476,12 @@ TM_API void tm_compile_options_init(tm_compile_options *options);
  * that reaps every child itself (wait(-1), SIGCHLD ignored) still works; messages about a
  * compiler process that died then cannot give its exit status.
  * TINYMLIR_COMPILE_IN_PROCESS=1 loads the compiler into the calling process instead.
+ * CPU code is compiled for this machine's CPU, less the extensions TINYMLIR_CPU_EXCLUDE
+ * names (comma-separated, LLVM's names: "avx512f", "avx2,fma,f16c"; read once), with which
+ * the runtime's kernels also run their portable variants; results are the same bits.
  * Errors: TM_ERROR_INVALID_ARGUMENT (null, trace not ended, struct_size smaller than the
- * first layout, bad option), TM_ERROR_UNSUPPORTED (target not available in this build,
+ * first layout, bad option, an extension TINYMLIR_CPU_EXCLUDE names that tinymlir does not
+ * know), TM_ERROR_UNSUPPORTED (target not available in this build,
  * options from a newer header that set fields this library does not know, or a compiler
  * missing or from another build: the message names the file),
  * TM_ERROR_COMPILE (MLIR/LLVM failure, the message carrying the diagnostics; or a compiler

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/support/host_cpu.h"
 #include "core/target/cpu/half_convert.h"
 #include "core/target/cpu/kernel_times.h"
 #include "core/target/cpu/worker_pool.h"
@@ -66,13 +67,10 @@ struct BF16 {
   }
 };
 
-// Which variant this machine runs (AVX2, FMA and F16C, or the portable code).
+// Which variant this machine runs (AVX2, FMA and F16C, or the portable code), as
+// TINYMLIR_CPU_EXCLUDE leaves its extensions (core/support/host_cpu.h).
 bool UseAvx2() {
-  static const bool avx2 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
-  }();
+  static const bool avx2 = CpuHas("avx2") && CpuHas("fma") && CpuHas("f16c");
   return avx2;
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "core/support/host_cpu.h"
+
 namespace tinymlir {
 namespace {
 
@@ -57,10 +59,7 @@ void WidenRowsPortable(HalfKind kind, const uint16_t *src, int64_t ld, int64_t r
       dst[r * dst_stride + jj] = HalfToFloat(kind, src[r * ld + jj]);
 }
 
-bool HasF16c() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-}
+bool HasF16c() { return CpuHas("f16c") && CpuHas("avx"); }  // as TINYMLIR_CPU_EXCLUDE leaves them
 
 }  // namespace
 

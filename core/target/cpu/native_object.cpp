@@ -1,5 +1,7 @@
 #include "core/target/cpu/native_object.h"
 
+#include "core/support/host_cpu.h"
+
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/IRBuilder.h"
@@ -60,6 +62,10 @@ std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::strin
       llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less,
       llvm::CodeGenOptLevel::Default, llvm::CodeGenOptLevel::Aggressive};
   builder->setCodeGenOptLevel(levels[opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level]);
+  // Extensions TINYMLIR_CPU_EXCLUDE takes away; LLVM's "-name" also drops those that need
+  // them, as CpuHas does.
+  for (const std::string &feature : CpuExcludedFeatures())
+    builder->getFeatures().AddFeature(feature, /*Enable=*/false);
   // Position-independent: an exported object is linked at any address by elf_object.h
   // (calls through stubs, external data through GOT slots). On x86-64 this costs nothing.
   builder->setRelocationModel(llvm::Reloc::PIC_);
