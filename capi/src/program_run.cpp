@@ -132,6 +132,8 @@ TM_API tm_status tm_invoke(tm_program *program, const tm_tensor *inputs, int32_t
   if (n_inputs < 0 || n_outputs < 0)
     return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_invoke: negative tensor count");
   return Guard("tm_invoke", [&] {
+    // The counts first: a caller's arrays are read only as far as the program's own.
+    TM_RETURN_IF_ERROR(program->impl->CheckCounts(n_inputs, n_outputs));
     // Most programs take a handful of tensors: convert on the stack.
     constexpr int kOnStack = 32;
     tinymlir::TensorView stack[kOnStack];

@@ -256,13 +256,18 @@ class DeviceStaging {
 
 }  // namespace
 
-Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out,
-                       int32_t n_out) const {
+Status Program::CheckCounts(int32_t n_in, int32_t n_out) const {
   if (n_in != static_cast<int32_t>(inputs.size()) || n_out != static_cast<int32_t>(outputs.size()))
     return InvalidArgument("the program takes " + std::to_string(inputs.size()) +
                            " inputs and " + std::to_string(outputs.size()) +
                            " outputs, got " + std::to_string(n_in) + " and " +
                            std::to_string(n_out));
+  return Status::Ok();
+}
+
+Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out,
+                       int32_t n_out) const {
+  TM_RETURN_IF_ERROR(CheckCounts(n_in, n_out));
   std::vector<View> ins(n_in), outs(n_out);
   for (int i = 0; i < n_in; ++i) TM_RETURN_IF_ERROR(CheckTensor("input", i, in[i], inputs[i], &ins[i]));
   for (int i = 0; i < n_out; ++i)

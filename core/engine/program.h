@@ -97,6 +97,9 @@ class Program {
   // copies strided or overlapping inputs, range-checks gather indices, then calls the
   // native code. Inputs are only read; nothing is kept after the call.
   Status Invoke(const TensorView *in, int32_t n_in, const TensorView *out, int32_t n_out) const;
+  // Whether n_in inputs and n_out outputs are what the program takes (Invoke checks it;
+  // the C API first, before it reads the caller's arrays).
+  Status CheckCounts(int32_t n_in, int32_t n_out) const;
 
   // Stage text. A GPU program's assembly (its PTX) is kept from the compile; a CPU
   // program's is printed from its LLVM IR on request, by libtinymlir.so's compiler

@@ -152,6 +152,16 @@ Status Trace::CheckValue(const char *op, ValueId v) const {
   return Status::Ok();
 }
 
+Status Trace::CheckEntryCount(const char *op, ValueId x, const char *what, int64_t n) const {
+  TM_RETURN_IF_ERROR(CheckValue(op, x));
+  const TensorType &t = nodes_[x].type;
+  if (n != t.rank())
+    return InvalidArgument(std::string(op) + ": " + what + " " + std::to_string(n) +
+                           " entries, " + t.ToString() + " has rank " +
+                           std::to_string(t.rank()));
+  return Status::Ok();
+}
+
 Status Trace::NormalizeAxis(const char *op, int32_t axis, int rank, int *out) {
   if (axis < -rank || axis >= rank || rank == 0)
     return OutOfRange(std::string(op) + ": axis " + std::to_string(axis) +
@@ -482,10 +492,7 @@ Status Trace::Transpose(const char *op, ValueId x, const std::vector<int64_t> &p
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
   const TensorType &t = nodes_[x].type;
-  if (static_cast<int>(perm.size()) != t.rank())
-    return InvalidArgument(std::string(op) + ": perm has " + std::to_string(perm.size()) +
-                           " entries, " + t.ToString() + " has rank " +
-                           std::to_string(t.rank()));
+  TM_RETURN_IF_ERROR(CheckEntryCount(op, x, "perm has", static_cast<int64_t>(perm.size())));
   // Negative entries count from the end, as NumPy's (and as reduction axes).
   std::vector<int64_t> axes(perm);
   std::vector<bool> seen(t.rank(), false);
@@ -519,11 +526,12 @@ Status Trace::Slice(const char *op, ValueId x, const Shape &begin, const Shape &
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
   const TensorType &t = nodes_[x].type;
-  if (static_cast<int>(begin.size()) != t.rank() || static_cast<int>(end.size()) != t.rank())
+  if (begin.size() != end.size())
     return InvalidArgument(std::string(op) + ": begin and end have " +
                            std::to_string(begin.size()) + " and " +
-                           std::to_string(end.size()) + " entries, " + t.ToString() +
-                           " has rank " + std::to_string(t.rank()));
+                           std::to_string(end.size()) + " entries");
+  TM_RETURN_IF_ERROR(
+      CheckEntryCount(op, x, "begin and end have", static_cast<int64_t>(begin.size())));
   Shape shape(t.rank());
   for (int i = 0; i < t.rank(); ++i) {
     if (begin[i] < 0 || begin[i] > end[i] || end[i] > t.shape[i])

@@ -108,6 +108,10 @@ class Trace {
   static Status CheckSize(const char *op, const Shape &shape);
   // Checks that a value id belongs to this trace.
   Status CheckValue(const char *op, ValueId v) const;
+  // An argument with one entry per dimension of x (a permutation, slice bounds; `what`
+  // names it, "perm has" / "begin and end have"): `n` must be x's rank. The C API checks
+  // this before it reads a caller's array, so a count larger than the rank is never read.
+  Status CheckEntryCount(const char *op, ValueId x, const char *what, int64_t n) const;
   // Resolves a negative axis; fails with OutOfRange naming op and rank.
   static Status NormalizeAxis(const char *op, int32_t axis, int rank, int *out);
 

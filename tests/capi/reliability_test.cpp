@@ -1,7 +1,9 @@
 // Defect classes that once crashed the host or gave silent garbage, one test per class:
 // huge temporaries, programs accepted at record time that failed later, values and buffers
 // the contract forbids, and the bounded, single-flight cache.
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -173,6 +175,73 @@ TEST_F(Reliability, ValueFromAnotherTraceIsRefused) {
   TM_EXPECT_STATUS(tm_value_type(t, theirs, nullptr, nullptr, nullptr),
                    TM_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(out, 12345u);
+}
+
+// `count` elements of T ending where an inaccessible page begins: reading one element more
+// faults, so a call that reads past what it may is a crash here, not luck.
+template <typename T>
+class AtPageEnd {
+ public:
+  explicit AtPageEnd(size_t count) {
+    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    base_ = static_cast<char *>(
+        mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    EXPECT_NE(base_, MAP_FAILED);
+    EXPECT_EQ(mprotect(base_ + page_, page_, PROT_NONE), 0);
+    items_ = reinterpret_cast<T *>(base_ + page_) - count;
+  }
+  ~AtPageEnd() { munmap(base_, 2 * page_); }
+  T *get() { return items_; }
+
+ private:
+  size_t page_ = 0;
+  char *base_ = nullptr;
+  T *items_ = nullptr;
+};
+
+// Counts the library can check (against the program's inputs and outputs, or a value's
+// rank) are checked before the caller's arrays are read: a count that says more than the
+// array holds, up to INT32_MAX, is an error naming the counts, never a read past the array
+// (the C API fuzzer met one: tm_invoke converted every tensor it was told of first).
+TEST_F(Reliability, CountsAreCheckedBeforeTheArraysAreRead) {
+  tm_value x = Input(t, TM_F32, {2, 3});
+  End(t, {Op(tm_op_neg, t, x)});
+  Program p;
+  ASSERT_EQ(tm_compile(ctx, t, nullptr, p.out()), TM_OK) << tm_last_error();
+  std::vector<float> xs(6), ys(6);
+  std::vector<int64_t> shape = {2, 3};
+  AtPageEnd<tm_tensor> in(1), out(1);
+  *in.get() = View(xs.data(), shape);
+  *out.get() = View(ys.data(), shape);
+  for (int32_t n : {2, 33, INT32_MAX}) {
+    TM_EXPECT_STATUS(tm_invoke(p, in.get(), n, out.get(), 1), TM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(tm_last_error()).find("takes 1 inputs and 1 outputs, got " +
+                                                std::to_string(n) + " and 1"),
+              std::string::npos)
+        << tm_last_error();
+    TM_EXPECT_STATUS(tm_invoke(p, in.get(), 1, out.get(), n), TM_ERROR_INVALID_ARGUMENT);
+  }
+  TM_EXPECT_STATUS(tm_invoke(p, in.get(), 1, out.get(), 1), TM_OK);
+
+  Trace u = NewTrace(ctx, "counts");
+  tm_value y = Input(u, TM_F32, {2, 3}), v = 12345;
+  AtPageEnd<int32_t> perm(2);
+  perm.get()[0] = 1, perm.get()[1] = 0;
+  AtPageEnd<int64_t> begin(2), end(2);
+  begin.get()[0] = begin.get()[1] = 0;
+  end.get()[0] = 1, end.get()[1] = 2;
+  for (int32_t n : {3, 9, 1 << 30, INT32_MAX}) {
+    TM_EXPECT_STATUS(tm_op_transpose(u, y, perm.get(), n, &v), TM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(tm_last_error()).find("perm has " + std::to_string(n) + " entries"),
+              std::string::npos)
+        << tm_last_error();
+    TM_EXPECT_STATUS(tm_op_slice(u, y, n, begin.get(), end.get(), &v), TM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(tm_last_error()).find("has rank 2"), std::string::npos)
+        << tm_last_error();
+  }
+  EXPECT_EQ(v, 12345u);
+  TM_EXPECT_STATUS(tm_op_transpose(u, y, perm.get(), 2, &v), TM_OK);
+  TM_EXPECT_STATUS(tm_op_slice(u, y, 2, begin.get(), end.get(), &v), TM_OK);
 }
 
 TEST_F(Reliability, BoolBytesOtherThanZeroOrOneAreRefused) {

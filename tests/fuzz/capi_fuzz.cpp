@@ -331,9 +331,8 @@ class Runner {
     uint8_t b = rd_.Byte();
     int d = table[b % 16];
     if (d) return d;
-    // Values no tm_dtype has. (6 and 7 are TM_F16 and TM_BF16: storage types the reference
-    // interpreter does not model, never generated here; tests/capi/half_test.cpp covers
-    // them.)
+    // The storage types, and values no tm_dtype has.
+    if (b % 16 == 14) return (b >> 4) & 1 ? TM_BF16 : TM_F16;
     static const int invalid[8] = {0, 8, -1, 255, INT32_MAX, INT32_MIN, 9, 100};
     return invalid[(b >> 4) % 8];
   }
@@ -446,8 +445,15 @@ class Runner {
       if (tmref::IsFloat(d)) {
         double v;
         if (specials && pick < 3) {
-          static const double sp[8] = {NAN, INFINITY, -INFINITY, -0.0, 1e30, -1e30, 3e38, 1e-39};
-          v = sp[rng.Below(8)];
+          // ..., then the edges of the half types: f16's largest finite value, the midpoint
+          // above it (rounds to infinity), its smallest normal and subnormal values.
+          static const double sp[12] = {NAN, INFINITY, -INFINITY, -0.0, 1e30, -1e30, 3e38, 1e-39,
+                                        65504.0, 65520.0, 0x1p-14, 0x1p-24};
+          v = sp[rng.Below(12)];
+        } else if (pick >= 40 && pick < 48) {
+          // Multiples of 2^-12 in [-2, 2): exact in f32, and often halfway between two f16
+          // or bf16 values, where a cast must round to even.
+          v = (static_cast<double>(rng.Below(1 << 14)) - 8192) / 4096;
         } else if (pick < 6) {
           v = 0;
         } else if (pick < 14) {
@@ -461,6 +467,10 @@ class Runner {
         if (d == tmref::kF32) {
           float f = static_cast<float>(v);
           std::memcpy(static_cast<char *>(dst) + k * 4, &f, 4);
+        } else if (tmref::IsHalf(d)) {
+          // Specials past the half range become infinities (or subnormals, zeros).
+          uint16_t h = tmref::RoundHalfBits(d, static_cast<float>(v));
+          std::memcpy(static_cast<char *>(dst) + k * 2, &h, 2);
         } else {
           std::memcpy(static_cast<char *>(dst) + k * 8, &v, 8);
         }
@@ -975,7 +985,8 @@ class Runner {
     std::vector<bool> live = prog_.Live();
     int64_t total = 0;
     for (int id = 0; id < prog_.size(); ++id) {
-      if (!live[static_cast<size_t>(id)]) continue;
+      // Every input is passed to tm_invoke, whether an output needs it or not.
+      if (!live[static_cast<size_t>(id)] && prog_.node(id).op != Op::kInput) continue;
       int64_t n = prog_.type(id).numel();
       if (n > kMaxInvokeElements) return false;
       total += n;
@@ -1198,6 +1209,12 @@ class Runner {
     switch (dtype) {
       case tmref::kF32: { float f; std::memcpy(&f, p, 4); e.v = f; break; }
       case tmref::kF64: std::memcpy(&e.v, p, 8); break;
+      case tmref::kF16: case tmref::kBF16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        e.v = tmref::HalfValue(dtype, h);
+        break;
+      }
       case tmref::kI32: { int32_t i; std::memcpy(&i, p, 4); e.i = i; break; }
       case tmref::kI64: std::memcpy(&e.i, p, 8); break;
       case tmref::kBool: e.i = *p; break;
@@ -1501,7 +1518,15 @@ class Runner {
     Expect ex;
     std::string what;
     switch (mb % 10) {
-      case 0: n_in += 1; ex.Fail(Bit(tmref::kInvalid), "input count"); what = "one input too many"; break;
+      case 0: {  // a real extra tensor: the count is wrong, not the array (that would be the caller's UB)
+        static float dummy = 0;
+        tin.push_back(tm_tensor{&dummy, TM_F32, 0, nullptr, nullptr});
+        ip = tin.data();
+        n_in += 1;
+        ex.Fail(Bit(tmref::kInvalid), "input count");
+        what = "one input too many";
+        break;
+      }
       case 1: n_out = 0; ex.Fail(Bit(tmref::kInvalid), "output count"); what = "no outputs"; break;
       case 2: p = nullptr; ex.Fail(Bit(tmref::kInvalid), "NULL program"); what = "NULL program"; break;
       case 3:
@@ -1596,7 +1621,9 @@ class Runner {
     if (want.el.size() != got.size())
       Violation("output " + std::to_string(o) + ": the reference has " + std::to_string(want.el.size()) +
                 " elements, the program " + std::to_string(got.size()));
-    double rtol = t.dtype == tmref::kF32 ? 1e-4 : 1e-12, atol = t.dtype == tmref::kF32 ? 1e-5 : 1e-12;
+    // Half outputs are exact copies or casts (their rounding is in the bound): f32's slack.
+    const bool f64 = t.dtype == tmref::kF64;
+    double rtol = f64 ? 1e-12 : 1e-4, atol = f64 ? 1e-12 : 1e-5;
     for (size_t k = 0; k < got.size(); ++k) {
       const El &w = want.el[k], &g = got[k];
       if (t.dtype == tmref::kBool && g.i > 1)

@@ -39,15 +39,19 @@ namespace tmref {
 
 // ---- dtypes ------------------------------------------------------------------------------
 
-// tm_dtype also has TM_F16 (6) and TM_BF16 (7), storage types this model does not cover:
-// the fuzzer never generates them (tests/capi/half_test.cpp covers them).
-enum DType : int { kF32 = 1, kF64 = 2, kI32 = 3, kI64 = 4, kBool = 5 };
+// TM_F16 and TM_BF16 are storage types (the header): inputs, outputs, constants, data
+// movement and casts take them, promotion widens them, and arithmetic whose operands would
+// be a half type is TM_ERROR_DTYPE. Their elements are exact doubles of half values.
+enum DType : int { kF32 = 1, kF64 = 2, kI32 = 3, kI64 = 4, kBool = 5, kF16 = 6, kBF16 = 7 };
 
-inline bool ValidDtype(int d) { return d >= kF32 && d <= kBool; }
-inline bool IsFloat(int d) { return d == kF32 || d == kF64; }
+inline bool ValidDtype(int d) { return d >= kF32 && d <= kBF16; }
+inline bool IsHalf(int d) { return d == kF16 || d == kBF16; }
+inline bool IsFloat(int d) { return d == kF32 || d == kF64 || IsHalf(d); }
 inline bool IsInt(int d) { return d == kI32 || d == kI64; }
 inline int Kind(int d) { return d == kBool ? 0 : IsInt(d) ? 1 : 2; }
-inline size_t DtypeSize(int d) { return d == kF32 || d == kI32 ? 4 : d == kBool ? 1 : 8; }
+inline size_t DtypeSize(int d) {
+  return d == kF32 || d == kI32 ? 4 : d == kBool ? 1 : IsHalf(d) ? 2 : 8;
+}
 inline const char *DtypeName(int d) {
   switch (d) {
     case kF32: return "f32";
@@ -55,18 +59,68 @@ inline const char *DtypeName(int d) {
     case kI32: return "i32";
     case kI64: return "i64";
     case kBool: return "bool";
+    case kF16: return "f16";
+    case kBF16: return "bf16";
   }
   return "invalid";
 }
+
+// ---- half-precision values, from their definitions ---------------------------------------
+
+// The value of binary16 bits (1 sign, 5 exponent bits biased by 15, 10 fraction bits) or
+// bfloat16 bits (1, 8 biased by 127, 7: the top half of a binary32).
+inline double HalfValue(int dt, uint16_t bits) {
+  const int exp_bits = dt == kF16 ? 5 : 8, frac_bits = dt == kF16 ? 10 : 7;
+  const int bias = (1 << (exp_bits - 1)) - 1;
+  const int sign = bits >> 15, e = (bits >> frac_bits) & ((1 << exp_bits) - 1);
+  const int f = bits & ((1 << frac_bits) - 1);
+  double mag;
+  if (e == (1 << exp_bits) - 1) mag = f ? NAN : INFINITY;
+  else if (e == 0) mag = std::ldexp(f, 1 - bias - frac_bits);                 // subnormal
+  else mag = std::ldexp(f + (1 << frac_bits), e - bias - frac_bits);          // normal
+  return sign ? -mag : mag;
+}
+
+// The bits of the half value nearest to x, ties to even (x is an f32 value: the header
+// rounds f64 and integers to f32 first). Searches the finite values by magnitude, so it
+// shares nothing with the library's bit manipulations.
+inline uint16_t RoundHalfBits(int dt, float xf) {
+  const double x = xf;
+  const int exp_bits = dt == kF16 ? 5 : 8, frac_bits = dt == kF16 ? 10 : 7;
+  const uint16_t inf_bits = static_cast<uint16_t>(((1 << exp_bits) - 1) << frac_bits);
+  if (std::isnan(x)) return static_cast<uint16_t>(inf_bits | (1 << (frac_bits - 1)));
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  // Largest finite magnitude and the step beyond it: values at or past the midpoint
+  // between them round to infinity.
+  const uint16_t max_bits = static_cast<uint16_t>(inf_bits - 1);
+  const double max = HalfValue(dt, max_bits);
+  const double step = max - HalfValue(dt, static_cast<uint16_t>(max_bits - 1));
+  const double a = std::fabs(x);
+  if (a >= max + step / 2) return sign | inf_bits;
+  uint16_t lo = 0, hi = max_bits;  // HalfValue(lo) <= a
+  while (hi - lo > 1) {
+    const uint16_t mid = static_cast<uint16_t>((lo + hi) / 2);
+    (HalfValue(dt, mid) <= a ? lo : hi) = mid;
+  }
+  if (HalfValue(dt, hi) <= a) lo = hi;
+  const double below = HalfValue(dt, lo);
+  if (below == a || lo == max_bits) return sign | lo;
+  const double to_below = a - below, to_above = HalfValue(dt, static_cast<uint16_t>(lo + 1)) - a;
+  const bool up = to_above < to_below || (to_above == to_below && (lo & 1));
+  return static_cast<uint16_t>(sign | (up ? lo + 1 : lo));
+}
+inline double RoundHalf(int dt, float x) { return HalfValue(dt, RoundHalfBits(dt, x)); }
 
 // NumPy's result_type of two arrays.
 inline int Promote(int a, int b) {
   if (a == b) return a;
   if (Kind(a) != Kind(b)) {
     int lo = Kind(a) < Kind(b) ? a : b, hi = Kind(a) < Kind(b) ? b : a;
-    if (IsInt(lo) && hi == kF32) return kF64;  // f32 cannot hold every i32/i64
+    // f32 and the half types cannot hold every i32/i64 (NumPy: int32 + float16 is float64)
+    if (IsInt(lo) && (hi == kF32 || IsHalf(hi))) return kF64;
     return hi;
   }
+  if (IsHalf(a) && IsHalf(b)) return kF32;  // f16 and bf16: neither holds the other
   return DtypeSize(a) >= DtypeSize(b) ? a : b;
 }
 
@@ -200,9 +254,24 @@ inline El DC() { El o; o.dc = true; return o; }
 inline El F(double v, double e = 0) { El o; o.v = v; o.e = e; return o; }
 inline El I(int64_t i) { El o; o.i = i; return o; }
 
-inline double U(int dt) { return dt == kF32 ? 0x1p-24 : 0x1p-53; }
-inline double Lim(int dt) { return dt == kF32 ? static_cast<double>(FLT_MAX) : DBL_MAX; }
-inline double RoundTo(int dt, double x) { return dt == kF32 ? static_cast<double>(static_cast<float>(x)) : x; }
+// Unit roundoff, largest finite value and rounding of each float type (only casts round to
+// a half type: no arithmetic produces one).
+inline double U(int dt) {
+  return dt == kF32 ? 0x1p-24 : dt == kF16 ? 0x1p-11 : dt == kBF16 ? 0x1p-8 : 0x1p-53;
+}
+inline double Lim(int dt) {
+  return dt == kF32 ? static_cast<double>(FLT_MAX) : dt == kF16 ? 65504.0
+         : dt == kBF16 ? 0x1.fep127 : DBL_MAX;
+}
+// The smallest positive normal value: below it rounding errors are absolute.
+inline double MinNormal(int dt) {
+  return dt == kF32 ? static_cast<double>(FLT_MIN) : dt == kF16 ? 0x1p-14
+         : dt == kBF16 ? 0x1p-126 : DBL_MIN;
+}
+inline double RoundTo(int dt, double x) {
+  if (IsHalf(dt)) return RoundHalf(dt, static_cast<float>(x));  // through f32, as the header says
+  return dt == kF32 ? static_cast<double>(static_cast<float>(x)) : x;
+}
 // Product of a magnitude and an error bound where 0 * inf means 0 (an exact infinity).
 inline double M(double x, double e) { return e == 0 ? 0 : x * e; }
 // The sign of a zero that the documented semantics leave open: a tiny error marks it.
@@ -229,8 +298,10 @@ inline El Finish(int dt, double r, double prop, bool exact, double err_u) {
   }
   if (exact && prop == 0 && err_u == 0) return F(RoundTo(dt, r));
   double u = U(dt), e = prop;
-  if (!exact || prop != 0) e += 2 * u * (std::fabs(r) + prop);
-  if (err_u != 0) e += err_u * u * std::fabs(r) + (dt == kF32 ? FLT_MIN : DBL_MIN);
+  // Rounding is relative down to the smallest normal value, absolute below it (which
+  // matters for the half types: f16's subnormals start at 6.1e-5).
+  if (!exact || prop != 0) e += 2 * u * (std::fabs(r) + prop + MinNormal(dt));
+  if (err_u != 0) e += err_u * u * std::fabs(r) + MinNormal(dt);
   if (!std::isfinite(e)) return DC();
   double lim = Lim(dt);
   if (std::fabs(r) + e >= lim * (1 - 4 * u)) {
@@ -427,7 +498,9 @@ inline El CastEl(int from, int to, const El &a) {
     return I(Wrap(to, static_cast<uint64_t>(static_cast<int64_t>(lo))));
   }
   if (IsFloat(to)) {
-    // Integer to float: one correct rounding (no detour through double for f32).
+    // Integer to float: one correct rounding (no detour through double for f32); to a half
+    // type through f32, as the header says.
+    if (IsHalf(to)) return F(RoundHalf(to, static_cast<float>(a.i)));
     return F(to == kF32 ? static_cast<double>(static_cast<float>(a.i)) : static_cast<double>(a.i));
   }
   if (to == kBool) return I(a.i != 0);
@@ -544,6 +617,12 @@ struct BinaryTyping {
   int operand = kF32;  // dtype both operands are converted to
 };
 
+// The header: arithmetic whose operands would be of a half type is TM_ERROR_DTYPE.
+inline void RefuseHalf(Expect *ex, int operand_dtype) {
+  if (IsHalf(operand_dtype))
+    ex->Fail(Bit(kDtypeErr), std::string(DtypeName(operand_dtype)) + " is a storage type");
+}
+
 inline BinaryTyping TypeBinary(Op op, const Type &a, bool lit_a, double va, const Type &b,
                                bool lit_b, double vb, const Semantics &sem) {
   BinaryTyping t;
@@ -564,6 +643,7 @@ inline BinaryTyping TypeBinary(Op op, const Type &a, bool lit_a, double va, cons
     Hit("disagreement: bool ** bool refused (NumPy: int8)");
     t.ex.Fail(Bit(kDtypeErr), "bool ** bool (tinymlir has no int8)");
   }
+  RefuseHalf(&t.ex, d);
   if (op == Op::kDiv && !IsFloat(d)) operand = result = kF64;
   if (IsComparison(op)) result = kBool;
   for (int side = 0; side < 2; ++side) {
@@ -735,6 +815,7 @@ class Program {
     const Type &t = type(x);
     if (t.dtype == kBool) ex.Fail(Bit(kDtypeErr), "bool operand");
     int d = IsTranscendental(op) && !IsFloat(t.dtype) ? kF64 : t.dtype;
+    RefuseHalf(&ex, d);
     pending_.args = {x};
     pending_.operand = d;
     return Done(ex, {d, t.shape, t.weak});
@@ -772,6 +853,7 @@ class Program {
       ex.Fail(Bit(kShapeErr), "batch dimensions differ (the header asks for equal ones)");
     int d = Promote(type(a).dtype, type(b).dtype);
     if (d == kBool) ex.Fail(Bit(kDtypeErr), "bool operands");
+    RefuseHalf(&ex, d);
     Shape s(sa.begin(), sa.end() - 1);
     s.push_back(sb.back());
     if (!SizeOk(s)) ex.Fail(Bit(kShapeErr), "result too large");
@@ -788,10 +870,12 @@ class Program {
     if (r == 0 || axis < -r || axis >= r) {
       ex.Fail(Bit(kOutOfRange), "axis out of range");
       if (t.dtype == kBool) ex.Fail(Bit(kDtypeErr), "bool operand");
+      RefuseHalf(&ex, t.dtype);
       return ex;
     }
     int ax = axis < 0 ? axis + r : axis;
     if (t.dtype == kBool) ex.Fail(Bit(kDtypeErr), "bool operand");
+    RefuseHalf(&ex, t.dtype);
     Shape s = t.shape;
     if (keepdims) s[static_cast<size_t>(ax)] = 1;
     else s.erase(s.begin() + ax);
@@ -983,6 +1067,7 @@ class Program {
     if (!Values(&ex, {x})) return ex;
     const Type &t = type(x);
     if (!IsFloat(t.dtype)) ex.Fail(Bit(kDtypeErr), "not float");
+    RefuseHalf(&ex, t.dtype);
     int r = t.rank();
     if (r == 0 || axis < -r || axis >= r) {
       ex.Fail(Bit(kOutOfRange), "axis out of range");
@@ -1002,6 +1087,7 @@ class Program {
     if (!Values(&ex, {x, gamma, beta})) return ex;
     const Type &t = type(x);
     if (!IsFloat(t.dtype)) ex.Fail(Bit(kDtypeErr), "x is not float");
+    RefuseHalf(&ex, t.dtype);
     if (t.rank() == 0) ex.Fail(Bit(kShapeErr), "x has rank 0");
     if (!ex.may_succeed) return ex;
     Type normed{t.dtype, t.shape, false};
@@ -1026,6 +1112,7 @@ class Program {
     Expect ex = Start(Op::kGelu);
     if (!Values(&ex, {x})) return ex;
     if (!IsFloat(type(x).dtype)) ex.Fail(Bit(kDtypeErr), "not float");
+    RefuseHalf(&ex, type(x).dtype);
     pending_.args = {x};
     return Done(ex, type(x));
   }
@@ -1034,6 +1121,7 @@ class Program {
     Expect ex = Start(Op::kCausalMask);
     if (rows < 0 || cols < 0) ex.Fail(Bit(kShapeErr), "negative size");
     if (!IsFloat(dtype)) ex.Fail(Bit(kDtypeErr), "dtype is not float");
+    RefuseHalf(&ex, dtype);
     if (ex.may_succeed && !SizeOk({rows, cols})) ex.Fail(Bit(kShapeErr), "too many elements");
     pending_.ints = {offset};
     return Done(ex, {dtype, {rows, cols}, false});
@@ -1158,6 +1246,7 @@ class Program {
     switch (dtype) {
       case kF32: { float f; std::memcpy(&f, p, 4); return F(f); }
       case kF64: { double d; std::memcpy(&d, p, 8); return F(d); }
+      case kF16: case kBF16: { uint16_t h; std::memcpy(&h, p, 2); return F(HalfValue(dtype, h)); }
       case kI32: { int32_t i; std::memcpy(&i, p, 4); return I(i); }
       case kI64: { int64_t i; std::memcpy(&i, p, 8); return I(i); }
       case kBool:
