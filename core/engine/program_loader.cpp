@@ -66,9 +66,12 @@ Status CheckHost(const std::string &manifest) {
   for (std::string f; std::getline(list, f, ',');)
     if (f.size() > 1 && f[0] == '+' && !CpuHas(f.substr(1)))
       missing += (missing.empty() ? "" : ", ") + f.substr(1);
-  if (!missing.empty())
+  if (!missing.empty()) {
+    const std::string &excluded = CpuExclusionSetting();
     return Unsupported("the program was compiled for a CPU (" + cpu + ") with " + missing +
-                       ", which this CPU lacks");
+                       ", which this CPU lacks" +
+                       (excluded.empty() ? "" : " (TINYMLIR_CPU_EXCLUDE=" + excluded + ")"));
+  }
   return Status::Ok();
 }
 
