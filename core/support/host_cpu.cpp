@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 #include "core/support/fnv.h"
@@ -14,7 +15,7 @@ namespace {
 
 struct Feature {
   const char *name;      // LLVM's, which is also GCC's for these
-  const char *needs;     // an earlier entry this one cannot be used without, or ""
+  const char *needs;     // earlier entries this one cannot be used without, space-separated
   bool present;          // on this CPU, and not excluded by TINYMLIR_CPU_EXCLUDE
 };
 
@@ -52,23 +53,57 @@ const Exclusion &ReadExclusion() {
   return exclusion;
 }
 
-// The extensions compiled code may use that program files check, probed once, in an order
-// where each comes after what it requires (AVX-512 needs AVX2, FMA and F16C in LLVM's
-// model, so excluding one of those excludes it too, as LLVM's "-avx2" does).
-// __builtin_cpu_supports takes a string literal only, hence one call per name.
+// The instruction-set extensions LLVM may use in generated code (x86-64's baseline, SSE2,
+// aside), probed once: what program files record and check, and what TINYMLIR_CPU_EXCLUDE
+// may take away. Each entry comes after those it needs (`needs`, space-separated, as LLVM's
+// implications: excluding avx2 excludes vaes, avxvnni and AVX-512 too). An extension LLVM
+// would use that this table lacked would make program files load where their code cannot
+// run (LLVM emitted GFNI's VGF2P8AFFINEQB for one of the C API fuzzer's programs on a Zen 5:
+// a program file of it would have faulted on an AVX-512 CPU without GFNI), so it lists
+// every extension of this family GCC's __builtin_cpu_supports knows (which takes a string
+// literal only, hence one call per name).
 std::vector<Feature> Probe() {
   __builtin_cpu_init();
 #define TM_FEATURE(name, needs) Feature{name, needs, __builtin_cpu_supports(name) != 0}
   return std::vector<Feature>{
-      TM_FEATURE("sse3", ""),           TM_FEATURE("ssse3", "sse3"),
-      TM_FEATURE("sse4.1", "ssse3"),    TM_FEATURE("sse4.2", "sse4.1"),
-      TM_FEATURE("popcnt", ""),         TM_FEATURE("avx", "sse4.2"),
-      TM_FEATURE("avx2", "avx"),        TM_FEATURE("fma", "avx"),
-      TM_FEATURE("bmi", ""),            TM_FEATURE("bmi2", ""),
-      TM_FEATURE("f16c", "avx"),        TM_FEATURE("avx512f", "avx2"),
-      TM_FEATURE("avx512bw", "avx512f"), TM_FEATURE("avx512dq", "avx512f"),
-      TM_FEATURE("avx512vl", "avx512f"), TM_FEATURE("avx512cd", "avx512f"),
-      TM_FEATURE("avx512vnni", "avx512f"), TM_FEATURE("avx512bf16", "avx512f"),
+      TM_FEATURE("sse3", ""),
+      TM_FEATURE("ssse3", "sse3"),
+      TM_FEATURE("sse4.1", "ssse3"),
+      TM_FEATURE("sse4.2", "sse4.1"),
+      TM_FEATURE("sse4a", "sse3"),
+      TM_FEATURE("popcnt", ""),
+      TM_FEATURE("lzcnt", ""),
+      TM_FEATURE("movbe", ""),
+      TM_FEATURE("bmi", ""),
+      TM_FEATURE("bmi2", ""),
+      TM_FEATURE("adx", ""),
+      TM_FEATURE("aes", ""),
+      TM_FEATURE("pclmul", ""),
+      TM_FEATURE("sha", ""),
+      TM_FEATURE("gfni", ""),
+      TM_FEATURE("avx", "sse4.2"),
+      TM_FEATURE("fma", "avx"),
+      TM_FEATURE("f16c", "avx"),
+      TM_FEATURE("fma4", "avx sse4a"),
+      TM_FEATURE("xop", "fma4"),
+      TM_FEATURE("avx2", "avx"),
+      TM_FEATURE("vaes", "avx2 aes"),
+      TM_FEATURE("vpclmulqdq", "avx pclmul"),
+      TM_FEATURE("avxvnni", "avx2"),
+      TM_FEATURE("avx512f", "avx2 fma f16c"),
+      TM_FEATURE("avx512bw", "avx512f"),
+      TM_FEATURE("avx512dq", "avx512f"),
+      TM_FEATURE("avx512vl", "avx512f"),
+      TM_FEATURE("avx512cd", "avx512f"),
+      TM_FEATURE("avx512vnni", "avx512f"),
+      TM_FEATURE("avx512ifma", "avx512f"),
+      TM_FEATURE("avx512vpopcntdq", "avx512f"),
+      TM_FEATURE("avx512vp2intersect", "avx512f"),
+      TM_FEATURE("avx512bf16", "avx512bw"),
+      TM_FEATURE("avx512vbmi", "avx512bw"),
+      TM_FEATURE("avx512vbmi2", "avx512bw"),
+      TM_FEATURE("avx512bitalg", "avx512bw"),
+      TM_FEATURE("avx512fp16", "avx512bw"),
   };
 #undef TM_FEATURE
 }
@@ -92,10 +127,9 @@ const std::vector<Feature> &Features() {
     for (Feature &f : fs) {
       for (const std::string &name : excluded.names)
         if (name == f.name) f.present = false;
-      if (*f.needs && !present(f.needs)) f.present = false;
-      // LLVM's AVX-512 also implies FMA and F16C.
-      if (std::string(f.name) == "avx512f" && !(present("fma") && present("f16c")))
-        f.present = false;
+      std::istringstream needs(f.needs);
+      for (std::string need; needs >> need;)
+        if (!present(need.c_str())) f.present = false;
     }
     return fs;
   }();
