@@ -257,7 +257,6 @@ TM_API tm_status tm_op_slice(tm_trace *t, tm_value x, int32_t rank, const int64_
   return Record(t, "tm_op_slice", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     if (rank < 0 || (rank > 0 && (!begin || !end)))
       return tinymlir::InvalidArgument("tm_op_slice: begin or end is NULL, or rank is negative");
-    TM_RETURN_IF_ERROR(g.CheckValue("tm_op_slice", In(t, x)));
     // The count first: a wrong one is refused without reading past a rank's worth.
     TM_RETURN_IF_ERROR(g.CheckEntryCount("tm_op_slice", In(t, x), "begin and end have", rank));
     return g.Slice("tm_op_slice", In(t, x), tinymlir::Shape(begin, begin + rank),

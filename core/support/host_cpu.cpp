@@ -61,63 +61,65 @@ const Exclusion &ReadExclusion() {
 // run (LLVM emitted GFNI's VGF2P8AFFINEQB for one of the C API fuzzer's programs on a Zen 5:
 // a program file of it would have faulted on an AVX-512 CPU without GFNI), so it lists
 // every extension of this family GCC's __builtin_cpu_supports knows (which takes a string
-// literal only, hence one call per name).
-std::vector<Feature> Probe() {
-  __builtin_cpu_init();
+// literal only, hence one call per name). Probed once; Features() applies the exclusion.
+const std::vector<Feature> &Probed() {
+  static const std::vector<Feature> probed = [] {
+    __builtin_cpu_init();
 #define TM_FEATURE(name, needs) Feature{name, needs, __builtin_cpu_supports(name) != 0}
-  return std::vector<Feature>{
-      TM_FEATURE("sse3", ""),
-      TM_FEATURE("ssse3", "sse3"),
-      TM_FEATURE("sse4.1", "ssse3"),
-      TM_FEATURE("sse4.2", "sse4.1"),
-      TM_FEATURE("sse4a", "sse3"),
-      TM_FEATURE("popcnt", ""),
-      TM_FEATURE("lzcnt", ""),
-      TM_FEATURE("movbe", ""),
-      TM_FEATURE("bmi", ""),
-      TM_FEATURE("bmi2", ""),
-      TM_FEATURE("adx", ""),
-      TM_FEATURE("aes", ""),
-      TM_FEATURE("pclmul", ""),
-      TM_FEATURE("sha", ""),
-      TM_FEATURE("gfni", ""),
-      TM_FEATURE("avx", "sse4.2"),
-      TM_FEATURE("fma", "avx"),
-      TM_FEATURE("f16c", "avx"),
-      TM_FEATURE("fma4", "avx sse4a"),
-      TM_FEATURE("xop", "fma4"),
-      TM_FEATURE("avx2", "avx"),
-      TM_FEATURE("vaes", "avx2 aes"),
-      TM_FEATURE("vpclmulqdq", "avx pclmul"),
-      TM_FEATURE("avxvnni", "avx2"),
-      TM_FEATURE("avx512f", "avx2 fma f16c"),
-      TM_FEATURE("avx512bw", "avx512f"),
-      TM_FEATURE("avx512dq", "avx512f"),
-      TM_FEATURE("avx512vl", "avx512f"),
-      TM_FEATURE("avx512cd", "avx512f"),
-      TM_FEATURE("avx512vnni", "avx512f"),
-      TM_FEATURE("avx512ifma", "avx512f"),
-      TM_FEATURE("avx512vpopcntdq", "avx512f"),
-      TM_FEATURE("avx512vp2intersect", "avx512f"),
-      TM_FEATURE("avx512bf16", "avx512bw"),
-      TM_FEATURE("avx512vbmi", "avx512bw"),
-      TM_FEATURE("avx512vbmi2", "avx512bw"),
-      TM_FEATURE("avx512bitalg", "avx512bw"),
-      TM_FEATURE("avx512fp16", "avx512bw"),
-  };
+    return std::vector<Feature>{
+        TM_FEATURE("sse3", ""),
+        TM_FEATURE("ssse3", "sse3"),
+        TM_FEATURE("sse4.1", "ssse3"),
+        TM_FEATURE("sse4.2", "sse4.1"),
+        TM_FEATURE("sse4a", "sse3"),
+        TM_FEATURE("popcnt", ""),
+        TM_FEATURE("lzcnt", ""),
+        TM_FEATURE("movbe", ""),
+        TM_FEATURE("bmi", ""),
+        TM_FEATURE("bmi2", ""),
+        TM_FEATURE("adx", ""),
+        TM_FEATURE("aes", ""),
+        TM_FEATURE("pclmul", ""),
+        TM_FEATURE("sha", ""),
+        TM_FEATURE("gfni", ""),
+        TM_FEATURE("avx", "sse4.2"),
+        TM_FEATURE("fma", "avx"),
+        TM_FEATURE("f16c", "avx"),
+        TM_FEATURE("fma4", "avx sse4a"),
+        TM_FEATURE("xop", "fma4"),
+        TM_FEATURE("avx2", "avx"),
+        TM_FEATURE("vaes", "avx2 aes"),
+        TM_FEATURE("vpclmulqdq", "avx pclmul"),
+        TM_FEATURE("avxvnni", "avx2"),
+        TM_FEATURE("avx512f", "avx2 fma f16c"),
+        TM_FEATURE("avx512bw", "avx512f"),
+        TM_FEATURE("avx512dq", "avx512f"),
+        TM_FEATURE("avx512vl", "avx512f"),
+        TM_FEATURE("avx512cd", "avx512f"),
+        TM_FEATURE("avx512vnni", "avx512f"),
+        TM_FEATURE("avx512ifma", "avx512f"),
+        TM_FEATURE("avx512vpopcntdq", "avx512f"),
+        TM_FEATURE("avx512vp2intersect", "avx512f"),
+        TM_FEATURE("avx512bf16", "avx512bw"),
+        TM_FEATURE("avx512vbmi", "avx512bw"),
+        TM_FEATURE("avx512vbmi2", "avx512bw"),
+        TM_FEATURE("avx512bitalg", "avx512bw"),
+        TM_FEATURE("avx512fp16", "avx512bw"),
+    };
 #undef TM_FEATURE
+  }();
+  return probed;
 }
 
 bool Known(const std::string &name) {
-  static const std::vector<Feature> all = Probe();
-  for (const Feature &f : all)
+  for (const Feature &f : Probed())
     if (name == f.name) return true;
   return false;
 }
 
 const std::vector<Feature> &Features() {
   static const std::vector<Feature> features = [] {
-    std::vector<Feature> fs = Probe();
+    std::vector<Feature> fs = Probed();
     const Exclusion &excluded = ReadExclusion();
     auto present = [&fs](const char *name) {
       for (const Feature &f : fs)
@@ -191,9 +193,8 @@ const std::string &CpuExclusionError() {
 }
 
 std::vector<std::string> CpuExcludedFeatures() {
-  static const std::vector<Feature> probed = Probe();
   std::vector<std::string> out;
-  const std::vector<Feature> &features = Features();
+  const std::vector<Feature> &probed = Probed(), &features = Features();
   for (size_t i = 0; i < features.size(); ++i)
     if (probed[i].present && !features[i].present) out.push_back(features[i].name);
   return out;

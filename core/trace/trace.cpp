@@ -490,9 +490,8 @@ Status Trace::Reshape(const char *op, ValueId x, const Shape &requested, ValueId
 Status Trace::Transpose(const char *op, ValueId x, const std::vector<int64_t> &perm,
                         ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
-  TM_RETURN_IF_ERROR(CheckValue(op, x));
-  const TensorType &t = nodes_[x].type;
   TM_RETURN_IF_ERROR(CheckEntryCount(op, x, "perm has", static_cast<int64_t>(perm.size())));
+  const TensorType &t = nodes_[x].type;
   // Negative entries count from the end, as NumPy's (and as reduction axes).
   std::vector<int64_t> axes(perm);
   std::vector<bool> seen(t.rank(), false);
@@ -524,14 +523,13 @@ Status Trace::Transpose(const char *op, ValueId x, const std::vector<int64_t> &p
 Status Trace::Slice(const char *op, ValueId x, const Shape &begin, const Shape &end,
                     ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
-  TM_RETURN_IF_ERROR(CheckValue(op, x));
-  const TensorType &t = nodes_[x].type;
   if (begin.size() != end.size())
     return InvalidArgument(std::string(op) + ": begin and end have " +
                            std::to_string(begin.size()) + " and " +
                            std::to_string(end.size()) + " entries");
   TM_RETURN_IF_ERROR(
       CheckEntryCount(op, x, "begin and end have", static_cast<int64_t>(begin.size())));
+  const TensorType &t = nodes_[x].type;
   Shape shape(t.rank());
   for (int i = 0; i < t.rank(); ++i) {
     if (begin[i] < 0 || begin[i] > end[i] || end[i] > t.shape[i])

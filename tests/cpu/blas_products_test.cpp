@@ -3,7 +3,7 @@
 // edges, with every transpose, batches, padded leading dimensions and the one-row and
 // one-column blocks that go to GEMV; and under concurrent callers, whose products must come
 // back with the bits they have alone. (That logits do not depend on the thread count is
-// checked end to end by tests/model/thread_count_reproducibility.sh: the pool's size is
+// checked end to end by tests/model/logits_reproducibility.sh threads: the pool's size is
 // fixed per process.)
 #include "core/target/cpu/blas_products.h"
 

@@ -1203,25 +1203,6 @@ class Runner {
     if (dt != static_cast<tm_dtype>(-7)) Violation("tm_program_input_type failed but wrote *dtype");
   }
 
-  // Reads a logical element of a buffer into an El (exact).
-  static El ReadEl(int dtype, const unsigned char *p) {
-    El e;
-    switch (dtype) {
-      case tmref::kF32: { float f; std::memcpy(&f, p, 4); e.v = f; break; }
-      case tmref::kF64: std::memcpy(&e.v, p, 8); break;
-      case tmref::kF16: case tmref::kBF16: {
-        uint16_t h;
-        std::memcpy(&h, p, 2);
-        e.v = tmref::HalfValue(dtype, h);
-        break;
-      }
-      case tmref::kI32: { int32_t i; std::memcpy(&i, p, 4); e.i = i; break; }
-      case tmref::kI64: std::memcpy(&e.i, p, 8); break;
-      case tmref::kBool: e.i = *p; break;
-    }
-    return e;
-  }
-
   // Invokes the program a few times: with the input's choices first, then with other data,
   // layouts and special values (an invocation costs little next to a compile).
   void Invoke(tm_program *prog, tm_program *again) {
@@ -1263,7 +1244,7 @@ class Runner {
         }
       }
       ref_in[i].type = t;
-      for (size_t k = 0; k < n; ++k) ref_in[i].el.push_back(ReadEl(t.dtype, in_bytes[i].data() + k * esz));
+      for (size_t k = 0; k < n; ++k) ref_in[i].el.push_back(tmref::LoadElement(t.dtype, in_bytes[i].data() + k * esz));
       tin[i] = {in_bytes[i].data(), static_cast<tm_dtype>(t.dtype), t.rank(), t.shape.data(), nullptr};
     }
     tmref::RunResult ref = prog_.Run(ref_in);
@@ -1303,7 +1284,7 @@ class Runner {
         std::vector<unsigned char> &b = out_bytes[static_cast<size_t>(th)][o];
         if (b.back() != 0xa5) Violation("concurrent tm_invoke wrote past the end of output " + std::to_string(o));
         std::vector<El> got;
-        for (int64_t k = 0; k < t.numel(); ++k) got.push_back(ReadEl(t.dtype, b.data() + static_cast<size_t>(k) * esz));
+        for (int64_t k = 0; k < t.numel(); ++k) got.push_back(tmref::LoadElement(t.dtype, b.data() + static_cast<size_t>(k) * esz));
         Compare(o, t, got, ref.values[static_cast<size_t>(out_ids[o])]);
       }
     }
@@ -1366,7 +1347,7 @@ class Runner {
         }
       }
       ref_in[i].type = t;
-      for (int64_t o : in_offs[i]) ref_in[i].el.push_back(ReadEl(t.dtype, ins[i].bytes.data() + (ins[i].offset + o) * static_cast<int64_t>(esz)));
+      for (int64_t o : in_offs[i]) ref_in[i].el.push_back(tmref::LoadElement(t.dtype, ins[i].bytes.data() + (ins[i].offset + o) * static_cast<int64_t>(esz)));
     }
     // Aliased inputs share the bytes of the one they alias: rebuild from it.
     for (size_t i = 0; i < ni; ++i)
@@ -1459,7 +1440,7 @@ class Runner {
       std::vector<int64_t> st = out_strides(o) ? outs[o].strides : tmref::Strides(t.shape);
       std::vector<int64_t> offs = ElementOffsets(t.shape, st);
       const unsigned char *base = out_data(o);
-      for (int64_t off : offs) got[o].push_back(ReadEl(t.dtype, base + off * static_cast<int64_t>(esz)));
+      for (int64_t off : offs) got[o].push_back(tmref::LoadElement(t.dtype, base + off * static_cast<int64_t>(esz)));
       // Padding between strided elements is not touched.
       if (out_alias[o] < 0 && !outs[o].null_data) {
         std::vector<bool> mine(outs[o].bytes.size(), false);
@@ -1495,7 +1476,7 @@ class Runner {
       const Type &t = prog_.type(out_ids[o]);
       size_t esz = tmref::DtypeSize(t.dtype);
       for (size_t k = 0; k < got[o].size(); ++k) {
-        El e = ReadEl(t.dtype, again_out[o].data() + k * esz);
+        El e = tmref::LoadElement(t.dtype, again_out[o].data() + k * esz);
         bool same = tmref::IsFloat(t.dtype) ? (std::memcmp(&e.v, &got[o][k].v, 8) == 0 ||
                                                 (std::isnan(e.v) && std::isnan(got[o][k].v)))
                                              : e.i == got[o][k].i;

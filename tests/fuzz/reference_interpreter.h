@@ -569,6 +569,19 @@ inline std::vector<int64_t> Strides(const Shape &s) {
   return st;
 }
 
+// The element of dtype `dtype` at p, exactly as stored (a bool is its byte, whatever it is).
+inline El LoadElement(int dtype, const unsigned char *p) {
+  switch (dtype) {
+    case kF32: { float f; std::memcpy(&f, p, 4); return F(f); }
+    case kF64: { double d; std::memcpy(&d, p, 8); return F(d); }
+    case kF16: case kBF16: { uint16_t h; std::memcpy(&h, p, 2); return F(HalfValue(dtype, h)); }
+    case kI32: { int32_t i; std::memcpy(&i, p, 4); return I(i); }
+    case kI64: { int64_t i; std::memcpy(&i, p, 8); return I(i); }
+    case kBool: return I(*p);
+  }
+  return DC();
+}
+
 inline El LiteralAs(double lit, int dt) {
   if (IsFloat(dt)) return F(RoundTo(dt, lit));
   if (dt == kBool) return I(lit != 0);
@@ -1243,20 +1256,12 @@ class Program {
     return !sem_.zero_d_array_is_strong;
   }
   static El ReadElement(int dtype, const unsigned char *p, Expect *ex) {
-    switch (dtype) {
-      case kF32: { float f; std::memcpy(&f, p, 4); return F(f); }
-      case kF64: { double d; std::memcpy(&d, p, 8); return F(d); }
-      case kF16: case kBF16: { uint16_t h; std::memcpy(&h, p, 2); return F(HalfValue(dtype, h)); }
-      case kI32: { int32_t i; std::memcpy(&i, p, 4); return I(i); }
-      case kI64: { int64_t i; std::memcpy(&i, p, 8); return I(i); }
-      case kBool:
-        if (*p > 1) {
-          Hit("open: bool constant bytes other than 0/1");
-          ex->Open(kAnyError, "bool constant byte > 1");
-        }
-        return I(*p != 0);
+    if (dtype != kBool) return LoadElement(dtype, p);
+    if (*p > 1) {
+      Hit("open: bool constant bytes other than 0/1");
+      ex->Open(kAnyError, "bool constant byte > 1");
     }
-    return DC();
+    return I(*p != 0);
   }
 
   // ---- evaluation -------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 /* Writes the model's prompt logits for a few prompts, as raw float32, to a file: run under
- * different TINYMLIR_NUM_THREADS / OPENBLAS_NUM_THREADS by thread_count_reproducibility.sh
- * and TINYMLIR_CPU_EXCLUDE by cpu_features_reproducibility.sh, which require the files to
- * be identical byte for byte.
+ * different TINYMLIR_NUM_THREADS / OPENBLAS_NUM_THREADS and TINYMLIR_CPU_EXCLUDE by
+ * logits_reproducibility.sh, which requires the files to be identical byte for byte.
  * Usage: logits_dump MODEL_DIR OUT_FILE [f32|f16|bf16] (the dtype the weight matrices are
  * held in; by default the checkpoint's) */
 #include <stdio.h>
