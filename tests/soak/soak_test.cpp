@@ -1,9 +1,22 @@
-// Soak: the library's memory stays flat under long use.
+// Soak: the library keeps nothing per call under long use.
 //   1. 100,000 invokes of one program;
 //   2. 2,000 compile/release cycles of distinct programs under a small cache budget.
-// Each phase measures resident memory after a warm-up and at its end; growth beyond 5% is
-// a failure. Prints the figures (docs/RELIABILITY.md quotes them) and "N passed, N failed".
+// Each phase takes a footprint after a warm-up and at its end, at a quiet point: for the
+// compile phase the cache is first cut to its newest program (what the cache holds is the
+// budget's business, not a leak), and malloc_trim returns freed pages. A footprint is
+//   - heap bytes in use (mallinfo2): a leak of N bytes per call shows as N x calls;
+//   - memory mappings and open descriptors: program code is mapped, compiler processes are
+//     spoken to over sockets, and leaking either never shows in the heap;
+//   - resident memory.
+// The phase fails when the heap grows by more than kHeapNoiseKb, when mappings or
+// descriptors are left behind (beyond kHandleNoise), or when resident memory grows by more
+// than 5%. Resident memory alone is not the test: the driver's is about 5 MB, and which 7
+// programs a 16 MiB cache holds moves it by +-3% with no leak at all.
+// Prints the figures (docs/RELIABILITY.md quotes them) and "N passed, N failed".
 // Usage: soak_test [invokes] [compiles]
+#include <dirent.h>
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -15,18 +28,72 @@ namespace {
 
 int passed = 0, failed = 0;
 
-double ResidentMb() {
-  long pages = 0, resident = 0;
-  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+// Measured with no leak: the heap in use at quiet points moves by up to 20 KB over 12,000
+// compiles, and not at all over 100,000 invokes. 64 KiB is a leak of 36 bytes per call in
+// the compile phase, of under a byte per call in the invoke phase.
+constexpr double kHeapNoiseKb = 64;
+// Mappings and descriptors a quiet point may hold beyond the last one's with no leak: the
+// kernel merges neighbouring mappings or not depending on where the kept program's code
+// lands (54 or 55 measured), and a compiler process may be starting or idling out.
+// A leak per call is hundreds over a phase.
+constexpr long kHandleNoise = 4;
+constexpr uint64_t kCompileBudget = 16u << 20;
+
+long CountLines(const char *path) {
+  long lines = 0;
+  if (FILE *f = std::fopen(path, "r")) {
+    for (int c; (c = std::fgetc(f)) != EOF;) lines += c == '\n';
     std::fclose(f);
   }
-  return resident * 4096.0 / (1 << 20);
+  return lines;
 }
 
-void Check(bool ok, const std::string &what) {
+long CountEntries(const char *dir) {
+  long entries = 0;
+  if (DIR *d = opendir(dir)) {
+    while (dirent *e = readdir(d)) entries += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return entries - 1;  // the descriptor opendir itself holds
+}
+
+struct Footprint {
+  double heap_kb = 0;
+  long mappings = 0, descriptors = 0;
+  double resident_mb = 0;
+};
+
+Footprint Measure() {
+  malloc_trim(0);
+  Footprint f;
+  struct mallinfo2 m = mallinfo2();
+  f.heap_kb = (m.uordblks + m.hblkhd) / 1024.0;
+  f.mappings = CountLines("/proc/self/maps");
+  f.descriptors = CountEntries("/proc/self/fd");
+  long pages = 0, resident = 0;
+  if (FILE *statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(statm);
+  }
+  f.resident_mb = resident * 4096.0 / (1 << 20);
+  return f;
+}
+
+// One line per phase: the figures, and whether every bound held.
+void Report(const std::string &phase, long calls, long warmup, const Footprint &before,
+            const Footprint &after) {
+  const double heap_growth_kb = after.heap_kb - before.heap_kb;
+  const bool ok = heap_growth_kb <= kHeapNoiseKb &&
+                  after.mappings <= before.mappings + kHandleNoise &&
+                  after.descriptors <= before.descriptors + kHandleNoise &&
+                  after.resident_mb <= before.resident_mb * 1.05;
   ok ? ++passed : ++failed;
-  std::printf("%s: %s\n", ok ? "ok" : "FAILED", what.c_str());
+  std::printf(
+      "%s: %s: after %ld and at the end: heap in use %.1f -> %.1f KB (%+.1f bytes per call), "
+      "mappings %ld -> %ld, descriptors %ld -> %ld, resident %.1f -> %.1f MB\n",
+      ok ? "ok" : "FAILED", phase.c_str(), warmup, before.heap_kb, after.heap_kb,
+      heap_growth_kb * 1024 / (calls - warmup), before.mappings, after.mappings, before.descriptors,
+      after.descriptors, before.resident_mb, after.resident_mb);
 }
 
 bool Ok(tm_status s, const char *what) {
@@ -52,39 +119,41 @@ void Invokes(tm_context *ctx, long count) {
   tm_tensor in[] = {{x.data(), TM_F32, 1, &n, nullptr}, {w.data(), TM_F32, 1, &n, nullptr}};
   tm_tensor out = {y.data(), TM_F32, 1, &n, nullptr};
   const long warmup = count / 100;
-  double before = 0;
+  Footprint before;
   for (long i = 0; i < count; ++i) {
-    if (i == warmup) before = ResidentMb();
+    if (i == warmup) before = Measure();
     if (!Ok(tm_invoke(p, in, 2, &out, 1), "invoke")) return;
   }
-  double after = ResidentMb();
-  char line[160];
-  std::snprintf(line, sizeof line, "%ld invokes: resident %.1f MB after %ld, %.1f MB at the end",
-                count, before, warmup, after);
-  Check(after <= before * 1.05, line);
+  Report(std::to_string(count) + " invokes", count, warmup, before, Measure());
+}
+
+// The cache cut to its newest program (the budget keeps the newest whatever its size),
+// measured, then given its budget back.
+Footprint MeasureWithTheCacheCut(tm_context *ctx) {
+  tm_cache_set_budget(ctx, 0);
+  Footprint f = Measure();
+  tm_cache_set_budget(ctx, kCompileBudget);
+  return f;
 }
 
 void Compiles(tm_context *ctx, long count) {
-  tm_cache_set_budget(ctx, 16u << 20);
+  tm_cache_set_budget(ctx, kCompileBudget);
   const long warmup = count / 10;
-  double before = 0;
+  Footprint before;
   for (long i = 0; i < count; ++i) {
-    if (i == warmup) before = ResidentMb();
+    if (i == warmup) before = MeasureWithTheCacheCut(ctx);
     tinymlir::ProgramHandle p;
     if (!Compile(ctx, 16 + i, &p)) return;  // a new shape: a new program every time
   }
-  double after = ResidentMb();
   tm_cache_info info;
   info.struct_size = sizeof info;
   tm_cache_get_info(ctx, &info);
-  char line[224];
-  std::snprintf(line, sizeof line,
-                "%ld distinct compiles (cache: %llu entries, %llu evictions, %.1f MB): resident "
-                "%.1f MB after %ld, %.1f MB at the end",
-                count, static_cast<unsigned long long>(info.entries),
-                static_cast<unsigned long long>(info.evictions), info.bytes / 1048576.0, before,
-                warmup, after);
-  Check(after <= before * 1.05, line);
+  char phase[160];
+  std::snprintf(phase, sizeof phase,
+                "%ld distinct compiles (cache: %llu entries, %llu evictions, %.1f MB)", count,
+                static_cast<unsigned long long>(info.entries),
+                static_cast<unsigned long long>(info.evictions), info.bytes / 1048576.0);
+  Report(phase, count, warmup, before, MeasureWithTheCacheCut(ctx));
 }
 
 }  // namespace
@@ -94,8 +163,8 @@ int main(int argc, char **argv) {
   long compiles = argc > 2 ? std::atol(argv[2]) : 2000;
   tinymlir::ContextHandle ctx;
   if (!Ok(tm_context_create(ctx.out()), "context")) return 1;
-  Invokes(ctx, invokes);
-  Compiles(ctx, compiles);
+  if (invokes > 0) Invokes(ctx, invokes);
+  if (compiles > 0) Compiles(ctx, compiles);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
