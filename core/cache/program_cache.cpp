@@ -39,7 +39,8 @@ std::string Signature(const std::vector<TensorType> &types) {
 uint64_t EstimatedBytes(const Program &program) {
   uint64_t bytes = ProgramCache::kProgramOverhead;
   for (const std::string &text : program.stages) bytes += text.size();
-  bytes += program.object_code.size();
+  bytes += program.object_code.size() + program.cache_key.size() + program.manifest.size();
+  if (program.code) bytes += program.code->mapped_bytes();
   return bytes;
 }
 

@@ -53,6 +53,8 @@ struct TensorView {
 class CompiledCode {
  public:
   virtual ~CompiledCode() = default;
+  // Bytes of memory mapped for the code and its data (what the program cache counts).
+  virtual uint64_t mapped_bytes() const = 0;
 };
 
 // A gather whose indices are a program input: Invoke checks them against the table.

@@ -29,6 +29,7 @@ constexpr uint64_t kMaxProgramFileBytes = 1ull << 30;
 class ElfCode : public CompiledCode {
  public:
   explicit ElfCode(std::unique_ptr<ElfImage> image) : image_(std::move(image)) {}
+  uint64_t mapped_bytes() const override { return image_->mapped_bytes(); }
 
  private:
   std::unique_ptr<ElfImage> image_;

@@ -232,8 +232,9 @@ typedef struct tm_cache_info {
  * Errors: TM_ERROR_INVALID_ARGUMENT (NULL, struct_size below the first layout). */
 TM_API tm_status tm_cache_get_info(tm_context *ctx, tm_cache_info *info);
 
-/* Bounds the memory the cache keeps (default 512 MiB; estimated per program: its MLIR
- * context, module and native code, its stage texts). When the cached programs pass the
+/* Bounds the memory the cache keeps (default 512 MiB; estimated per program, as an upper
+ * bound: its stage texts, its object and mapped native code, its key, and 16 KiB of
+ * bookkeeping; an elementwise program about 120 KB). When the cached programs pass the
  * budget, the least recently used are dropped; programs callers hold stay valid. The
  * newest program is kept even when it alone exceeds the budget.
  * Errors: TM_ERROR_INVALID_ARGUMENT (ctx is NULL). Thread-safe. */
