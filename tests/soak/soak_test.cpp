@@ -10,8 +10,9 @@
 //   - resident memory.
 // The phase fails when the heap grows by more than kHeapNoiseKb, when mappings or
 // descriptors are left behind (beyond kHandleNoise), or when resident memory grows by more
-// than 5%. Resident memory alone is not the test: the driver's is about 5 MB, and which 7
-// programs a 16 MiB cache holds moves it by +-3% with no leak at all.
+// than kResidentNoiseMb. Resident memory alone is not the test, nor a relative bound on it:
+// the driver's is about 5 MB, and the heap's fragmentation after the cache held its
+// programs moves it by up to 4% with no leak at all.
 // The compile phase also checks the cache's estimate of its programs' memory against what
 // dropping them gives back (CheckTheEstimate).
 // Prints the figures (docs/RELIABILITY.md quotes them) and "N passed, N failed".
@@ -40,6 +41,10 @@ constexpr double kHeapNoiseKb = 128;
 // lands (54 or 55 measured), and a compiler process may be starting or idling out.
 // A leak per call is hundreds over a phase.
 constexpr long kHandleNoise = 4;
+// Resident memory at quiet points moves by up to 0.2 MB with no leak. It catches what the
+// other two cannot see: memory mapped next to a mapping of the same kind (the kernel merges
+// them into one) and never unmapped; 1 MiB is 580 bytes per call in the compile phase.
+constexpr double kResidentNoiseMb = 1;
 constexpr uint64_t kCompileBudget = 16u << 20;
 
 long CountLines(const char *path) {
@@ -89,7 +94,7 @@ void Report(const std::string &phase, long calls, long warmup, const Footprint &
   const bool ok = heap_growth_kb <= kHeapNoiseKb &&
                   after.mappings <= before.mappings + kHandleNoise &&
                   after.descriptors <= before.descriptors + kHandleNoise &&
-                  after.resident_mb <= before.resident_mb * 1.05;
+                  after.resident_mb <= before.resident_mb + kResidentNoiseMb;
   ok ? ++passed : ++failed;
   std::printf(
       "%s: %s: after %ld and at the end: heap in use %.1f -> %.1f KB (%+.1f bytes per call), "
