@@ -1107,7 +1107,12 @@ class Runner {
     tm_status s = Call(what, [&] { return tm_compile(ctx_, trace_, op, &prog); });
     Log(std::string(what) + " -> " + StatusName(s) + (s ? " (" + last_msg_ + ")" : ""));
     Check(s, ex, what);
+    // A GPU build compiles the GPU request; its program stays cached after this release, so
+    // the defaults' compile below is the context's second lookup (a hit when the options
+    // are otherwise the defaults' and the target does not enter the key, else a miss).
+    int earlier_lookups = 0;
     if (s == TM_OK && opt.target == TM_TARGET_GPU && op) {
+      earlier_lookups = 1;
       tm_program_release(prog);
       s = TM_ERROR_UNSUPPORTED;
       prog = Unwritten<tm_program>();
@@ -1126,7 +1131,8 @@ class Runner {
     }
     ++G.compiled;
     programs_.push_back(prog);
-    if (tm_program_cache_hit(prog) != 0) Violation("the first tm_compile in a fresh context reports a cache hit");
+    if (earlier_lookups == 0 && tm_program_cache_hit(prog) != 0)
+      Violation("the first tm_compile in a fresh context reports a cache hit");
     CheckProgramTypes(prog);
     uint64_t hits0 = 7, misses0 = 7, entries0 = 7;
     Must(Call("tm_cache_stats", [&] { return tm_cache_stats(ctx_, &hits0, &misses0, &entries0); }), "tm_cache_stats");
@@ -1138,7 +1144,9 @@ class Runner {
     if (tm_program_cache_hit(again) != 1) Violation("compiling the same trace twice did not hit the cache");
     uint64_t hits = 7, misses = 7, entries = 7;
     Must(Call("tm_cache_stats", [&] { return tm_cache_stats(ctx_, &hits, &misses, &entries); }), "tm_cache_stats");
-    if (hits0 != 0 || entries0 != 1 || hits != 1 || misses != misses0 || entries != 1)
+    const bool first_lookups_ok = hits0 + misses0 == 1u + earlier_lookups && entries0 == misses0 &&
+                                  hits0 == static_cast<uint64_t>(tm_program_cache_hit(prog));
+    if (!first_lookups_ok || hits != hits0 + 1 || misses != misses0 || entries != entries0)
       Violation("tm_cache_stats after a miss (" + std::to_string(hits0) + " hits, " + std::to_string(misses0) +
                 " misses, " + std::to_string(entries0) + " entries) and a hit (" + std::to_string(hits) + ", " +
                 std::to_string(misses) + ", " + std::to_string(entries) + ")");
