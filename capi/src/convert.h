@@ -48,6 +48,12 @@ tinymlir::Status ReadOptions(const char *fn, const T *in, size_t first_layout, T
         std::string(fn) + ": options.struct_size is " + std::to_string(size) +
         ", smaller than the first published layout (" + std::to_string(first_layout) +
         " bytes); fill the options with their *_options_init function");
+  if (size > TM_OPTIONS_MAX_STRUCT_SIZE)
+    return tinymlir::InvalidArgument(
+        std::string(fn) + ": options.struct_size is " + std::to_string(size) +
+        ", larger than any version of these options (TM_OPTIONS_MAX_STRUCT_SIZE, " +
+        std::to_string(TM_OPTIONS_MAX_STRUCT_SIZE) +
+        " bytes); fill the options with their *_options_init function");
   const auto *bytes = reinterpret_cast<const unsigned char *>(in);
   for (size_t i = sizeof(T); i < size; ++i)
     if (bytes[i] != 0)

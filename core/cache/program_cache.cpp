@@ -5,6 +5,7 @@
 #include "core/cache/program_file.h"
 #include "core/support/build_id.h"
 #include "core/support/elapsed.h"
+#include "core/support/environment.h"
 #include "core/support/fnv.h"
 #include "core/support/host_cpu.h"
 #include "core/target/compiler_library.h"
@@ -48,8 +49,9 @@ uint64_t EstimatedBytes(const Program &program) {
 
 Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &options,
                                   std::shared_ptr<Program> *out, bool *hit) {
-  // A CPU described wrongly must not find code compiled for another description.
-  if (!CpuExclusionError().empty()) return InvalidArgument(CpuExclusionError());
+  // A CPU described wrongly must not find code compiled for another description, and no
+  // other setting may be silently ignored.
+  if (!EnvironmentError().empty()) return InvalidArgument(EnvironmentError());
   const std::string fingerprint = trace.Fingerprint();
   std::string key = fingerprint;
   const int32_t opts[] = {static_cast<int32_t>(options.target), options.optimize,

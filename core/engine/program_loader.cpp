@@ -11,6 +11,7 @@
 
 #include "core/cache/program_file.h"
 #include "core/engine/elf_object.h"
+#include "core/support/environment.h"
 #include "core/support/file_io.h"
 #include "core/support/host_cpu.h"
 #include "core/target/cpu/runtime_symbols.h"
@@ -104,6 +105,9 @@ Status WriteProgramFile(const Program &program, const std::string &path) {
 }
 
 Status ReadProgramFile(const std::string &path, std::unique_ptr<Program> *out) {
+  // As for a compile: no code is chosen for a CPU described wrongly, and no setting is
+  // silently ignored.
+  if (!EnvironmentError().empty()) return InvalidArgument(EnvironmentError());
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return IoError(path + ": cannot open: " + std::strerror(errno));
   struct stat st;

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/support/environment.h"
 #include "core/support/host_cpu.h"
 #include "core/target/compiler_library.h"
 #include "core/target/compiler_protocol.h"
@@ -74,8 +75,10 @@ Reaped Reap(const Worker &w, bool block, int *wstatus) {
   }
 }
 
-// `fd` moved to a number >= 10 (close-on-exec), so that the child's dup2 onto 1, 2 and 3
-// never meets a descriptor already there (dup2 onto itself would keep close-on-exec).
+// `fd` moved to a number >= 10 (close-on-exec): the child's dup2 onto 1, 2 and 3 then never
+// meets a descriptor already there (dup2 onto itself would keep close-on-exec), and a
+// descriptor this process keeps is never 0, 1 or 2 where the host closed its standard
+// streams (its next printf would otherwise go into a compiler's socket).
 int HighFd(int fd) {
   if (fd < 0 || fd >= 10) return fd;
   const int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
@@ -324,15 +327,15 @@ class CompilerProcesses {
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
       return fail(errno, "socketpair");
     const int child_socket = HighFd(pair[1]);
-    w->socket = pair[0];
+    w->socket = HighFd(pair[0]);
     w->output = HighFd(memfd_create("tinymlir-compiler output", MFD_CLOEXEC));
-    if (child_socket < 0 || w->output < 0) {
+    if (child_socket < 0 || w->socket < 0 || w->output < 0) {
       const int error = errno;
       if (child_socket >= 0) close(child_socket);
-      close(w->socket);
+      if (w->socket >= 0) close(w->socket);
       if (w->output >= 0) close(w->output);
       *w = Worker();
-      return fail(error, child_socket < 0 ? "fcntl" : "memfd_create");
+      return fail(error, child_socket < 0 || w->socket < 0 ? "fcntl" : "memfd_create");
     }
     posix_spawn_file_actions_t files;
     posix_spawn_file_actions_init(&files);
@@ -362,7 +365,7 @@ class CompilerProcesses {
       CloseDescriptors(w);
       return fail(error, "posix_spawn");
     }
-    w->pidfd = static_cast<int>(syscall(SYS_pidfd_open, w->pid, 0));  // close-on-exec
+    w->pidfd = HighFd(static_cast<int>(syscall(SYS_pidfd_open, w->pid, 0)));  // close-on-exec
     return Status::Ok();
   }
 
@@ -373,13 +376,7 @@ class CompilerProcesses {
 
 }  // namespace
 
-bool CompileInThisProcess() {
-  static const bool in_process = [] {
-    const char *value = std::getenv("TINYMLIR_COMPILE_IN_PROCESS");
-    return value && std::strcmp(value, "1") == 0;
-  }();
-  return in_process;
-}
+bool CompileInThisProcess() { return CompileInProcessSetting(); }
 
 const std::string &CompilerProcessPath() {
   static const std::string path = LibraryFolder() + TINYMLIR_COMPILER_PROCESS_FILE;

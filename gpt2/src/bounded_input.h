@@ -237,8 +237,12 @@ inline Status ParseJsonWithLimits(const std::string &prefix, std::string_view te
     // end of each member (quadratic in their number).
     *out = nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception &e) {
-    // parse_error, and out_of_range for a number too large for a double (1e400).
-    return IoError(prefix + "not valid JSON: " + Excerpt(e.what(), 200));
+    // parse_error, and out_of_range for a number too large for a double (1e400). The
+    // library's "[json.exception.parse_error.101] " tag means nothing to a reader.
+    std::string_view what = e.what();
+    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string_view::npos)
+      what.remove_prefix(what.find("] ") + 2);
+    return IoError(prefix + "not valid JSON: " + Excerpt(what, 200));
   }
   return Status::Ok();
 }

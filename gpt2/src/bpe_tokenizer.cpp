@@ -335,8 +335,8 @@ Status BpeTokenizer::Encode(std::string_view text, std::vector<int32_t> *ids) co
     if (len == 0) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", static_cast<uint8_t>(text[i]));
-      return InvalidArgument("BpeTokenizer::Encode: invalid UTF-8 at byte offset " +
-                             std::to_string(i) + " (byte " + hex + ")");
+      return InvalidArgument("the text is invalid UTF-8 at byte offset " + std::to_string(i) +
+                             " (byte " + hex + ")");
     }
     i += len;
   }
@@ -387,9 +387,8 @@ Status BpeTokenizer::Decode(const int32_t *ids, size_t n, std::string *text) con
   for (size_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || ids[i] >= vocab_size()) {
       text->clear();
-      return OutOfRange("BpeTokenizer::Decode: id " + std::to_string(ids[i]) + " at position " +
-                        std::to_string(i) + " is outside the vocabulary [0, " +
-                        std::to_string(vocab_size()) + ")");
+      return OutOfRange("token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                        " is outside the vocabulary [0, " + std::to_string(vocab_size()) + ")");
     }
     text->append(impl_->id_to_bytes[ids[i]]);
   }

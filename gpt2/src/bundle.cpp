@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "gpt2/src/bounded_input.h"
 #include "gpt2/src/program_source.h"
 
 namespace tinymlir::gpt2 {
@@ -16,6 +17,7 @@ namespace {
 
 // Format 2: the weights line (the matrices' dtype).
 constexpr const char *kBundleHeader = "tinymlir gpt2 bundle 2\n";
+constexpr const char *kBundleHeaderStart = "tinymlir gpt2 bundle ";  // of every format
 
 std::string BundleFileName(const ProgramKey &key) {
   const auto &[kind, t, l] = key;
@@ -37,16 +39,33 @@ std::string BundleDimensions(const Gpt2Config &c) {
          (c.projections_out_major ? " out-major" : "") + "\n";
 }
 
-// manifest.txt of the bundle in `dir` (at most 1 MiB of it).
+// manifest.txt of the bundle in `dir`: a regular file of at most 1 MiB (a FIFO or a device
+// is refused without blocking, as every file a model reads).
 Status ReadManifest(const std::string &dir, std::string *text) {
   const std::string path = dir + "/manifest.txt";
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) return IoError(path + ": cannot open (is " + dir + " a bundle?)");
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text->size() < (1 << 20);)
-    text->append(buf, n);
-  std::fclose(f);
+  if (access(dir.c_str(), F_OK) != 0)
+    return IoError("the bundle " + dir + " cannot be opened: " + std::strerror(errno));
+  TM_RETURN_IF_ERROR(ReadRegularFile(path + ": ", path, 1 << 20, text));
+  if (text->compare(0, std::strlen(kBundleHeaderStart), kBundleHeaderStart) != 0)
+    return IoError(path + ": not the manifest of a tinymlir GPT-2 bundle (its first line is '" +
+                   Excerpt(text->substr(0, text->find('\n')), 60) + "')");
   return Status::Ok();
+}
+
+// The first line of `text` that is not the same line of `want`, and that line of `want`;
+// false when `text` begins with all of `want`.
+bool FirstDifferentLine(const std::string &text, const std::string &want, std::string *got_line,
+                        std::string *want_line) {
+  size_t at = 0;
+  while (at < want.size()) {
+    const size_t end = want.find('\n', at);
+    *want_line = want.substr(at, end - at);
+    const size_t text_end = std::min(text.find('\n', at), text.size());
+    *got_line = text.substr(at, text_end - at);
+    if (*got_line != *want_line) return true;
+    at = end + 1;
+  }
+  return false;
 }
 
 tm_target ManifestTarget(const std::string &text) {
@@ -92,7 +111,12 @@ class BundleSource : public ProgramSource {
 Status BundleChoices(const std::string &dir, tm_target *target, tm_dtype *weights) {
   std::string text;
   TM_RETURN_IF_ERROR(ReadManifest(dir, &text));
-  *target = ManifestTarget(text);
+  // The default target (the CPU) takes the bundle's; a request for the GPU must match it.
+  const tm_target compiled_for = ManifestTarget(text);
+  if (*target == TM_TARGET_GPU && compiled_for != TM_TARGET_GPU)
+    return InvalidArgument("options.target is the GPU, but the bundle " + dir +
+                           " was compiled for the CPU");
+  *target = compiled_for;
   if (*weights == 0) {
     for (tm_dtype d : {TM_F32, TM_F16, TM_BF16})
       if (text.find(std::string("\nweights ") + DtypeText(d)) != std::string::npos) *weights = d;
@@ -105,19 +129,39 @@ Status OpenBundle(const std::string &dir, const Gpt2Config &config,
   std::string text;
   TM_RETURN_IF_ERROR(ReadManifest(dir, &text));
   const std::string want = kBundleHeader + BundleDimensions(config);
-  if (text.compare(0, want.size(), want) != 0)
-    return IoError(dir + "/manifest.txt: the bundle was compiled for another model, weight "
-                   "dtype (options.weights) or format; this model needs:\n" + want +
-                   "and the bundle is for:\n" + text.substr(0, std::min(text.find("target "), want.size() + 256)));
+  const std::string path = dir + "/manifest.txt";
+  std::string got_line, want_line;
+  if (FirstDifferentLine(text, want, &got_line, &want_line)) {
+    if (want_line.compare(0, std::strlen(kBundleHeaderStart), kBundleHeaderStart) == 0)
+      return IoError(path + ": a bundle of another format ('" + Excerpt(got_line, 60) +
+                     "'; this library reads '" + want_line +
+                     "'): compile it again with tm_model_compile_bundle");
+    return IoError(path +
+                   ": the bundle was compiled for another model or weight dtype "
+                   "(options.weights): its manifest says '" +
+                   Excerpt(got_line, 60) + "' where this model needs '" + want_line + "'");
+  }
   *out = std::make_unique<BundleSource>(dir, ManifestTarget(text));
+  return Status::Ok();
+}
+
+Status PrepareBundleFolder(const std::string &dir) {
+  if (dir.empty()) return InvalidArgument("the bundle folder is an empty path");
+  if (mkdir(dir.c_str(), 0755) == 0) return Status::Ok();
+  if (errno != EEXIST)
+    return IoError(dir + ": cannot create the bundle folder: " + std::strerror(errno));
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0)
+    return IoError(dir + ": cannot use as the bundle folder: " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return IoError(dir + ": cannot use as the bundle folder: not a folder");
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    return IoError(dir + ": cannot write into the bundle folder: " + std::strerror(errno));
   return Status::Ok();
 }
 
 Status WriteBundle(const std::string &dir, const Gpt2Config &config, tm_target target,
                    const std::vector<ProgramKey> &keys,
                    const std::map<ProgramKey, ProgramHandle> &programs) {
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    return IoError(dir + ": cannot create: " + std::strerror(errno));
   std::string manifest = kBundleHeader + BundleDimensions(config) + "target " +
                          (target == TM_TARGET_GPU ? "gpu" : "cpu") + "\nprograms\n";
   for (const ProgramKey &key : keys) {

@@ -1,6 +1,7 @@
 // The C functions of <tinymlir/gpt2.h>: argument checks, options, and the busy rule, over
 // Gpt2Model. Like the rest of this folder, it uses only the public tinymlir headers.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -49,6 +50,12 @@ Status ReadOptions(const char *fn, const T *in, size_t first_layout, T *out) {
     return tinymlir::gpt2::InvalidArgument(
         std::string(fn) + ": options.struct_size is " + std::to_string(size) +
         ", smaller than the first published layout (" + std::to_string(first_layout) +
+        " bytes); fill the options with their *_options_init function");
+  if (size > TM_OPTIONS_MAX_STRUCT_SIZE)
+    return tinymlir::gpt2::InvalidArgument(
+        std::string(fn) + ": options.struct_size is " + std::to_string(size) +
+        ", larger than any version of these options (TM_OPTIONS_MAX_STRUCT_SIZE, " +
+        std::to_string(TM_OPTIONS_MAX_STRUCT_SIZE) +
         " bytes); fill the options with their *_options_init function");
   const auto *bytes = reinterpret_cast<const unsigned char *>(in);
   for (size_t i = sizeof(T); i < size; ++i)
@@ -183,11 +190,19 @@ TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_pr
     tm_generate_options o;
     tm_generate_options_init(&o);
     TM_RETURN_IF_ERROR(ReadOptions("tm_generate", options, kGenerateOptionsFirstLayout, &o));
-    if (!(o.temperature >= 0.0f) || o.top_k < 0 || !(o.top_p > 0.0f && o.top_p <= 1.0f) ||
-        o.max_new_tokens < 0)
-      return tinymlir::gpt2::InvalidArgument(
-          "tm_generate: options need max_new_tokens >= 0, temperature >= 0, top_k >= 0 and "
-          "0 < top_p <= 1");
+    // Each field named with the value it has (NaN fails every comparison, so the checks
+    // say what is valid).
+    const auto bad = [](const char *field, double value, const char *need) {
+      char text[160];
+      std::snprintf(text, sizeof text, "tm_generate: options.%s is %.9g; it must be %s", field,
+                    value, need);
+      return tinymlir::gpt2::InvalidArgument(text);
+    };
+    if (o.max_new_tokens < 0) return bad("max_new_tokens", o.max_new_tokens, ">= 0");
+    if (!(o.temperature >= 0.0f)) return bad("temperature", o.temperature, ">= 0 (0: greedy)");
+    if (o.top_k < 0) return bad("top_k", o.top_k, ">= 0 (0: all tokens)");
+    if (!(o.top_p > 0.0f && o.top_p <= 1.0f))
+      return bad("top_p", o.top_p, "more than 0 and at most 1 (as a float: at least 1.2e-38)");
     std::unique_ptr<Gpt2Model::Claim> claim;
     TM_RETURN_IF_ERROR(model->impl->TryClaim("tm_generate", &claim));
     tinymlir::gpt2::GenerateRequest request;

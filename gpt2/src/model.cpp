@@ -404,7 +404,10 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
 Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback progress,
                                 void *user) {
   if (source_->is_bundle())
-    return InvalidArgument("tm_model_compile_bundle: this model runs from a bundle already");
+    return InvalidArgument(
+        "tm_model_compile_bundle: this model runs from a bundle already "
+        "(load it without options.bundle_dir to compile one)");
+  TM_RETURN_IF_ERROR(PrepareBundleFolder(dir));
   // Every (T, L) Forward can ask for: prompts and no-KV-cache steps of any length n run in
   // T = NextPowerOfTwo(n) against L = CacheRows(n) rows; decode steps in T = 1 against any L.
   std::vector<ProgramKey> keys;

@@ -39,7 +39,8 @@ class ProgramSource {
 Status NewCompilerSource(tm_context *ctx, const Gpt2Config &config, tm_target target,
                          std::unique_ptr<ProgramSource> *out);
 
-// What the bundle in `dir` was compiled for (its manifest says): its target, and, when
+// What the bundle in `dir` was compiled for (its manifest says): its target (a GPU request
+// for a CPU bundle is an error; the default, the CPU, takes the bundle's), and, when
 // *weights is 0 (the caller did not choose: "as the checkpoint stores them"), the dtype its
 // weight matrices are held in, so that a bundle compiled with --weights f16 loads without
 // the caller repeating the choice. An explicit *weights is left for OpenBundle to check.
@@ -50,7 +51,12 @@ Status BundleChoices(const std::string &dir, tm_target *target, tm_dtype *weight
 Status OpenBundle(const std::string &dir, const Gpt2Config &config,
                   std::unique_ptr<ProgramSource> *out);
 
-// Exports programs[key] for each of `keys` into `dir` (created if absent), with the
+// Creates the folder `dir` for a bundle, or checks that an existing one is a folder this
+// process may write to: called before compiling, so that a bad path fails at once rather
+// than after every program has been compiled.
+Status PrepareBundleFolder(const std::string &dir);
+
+// Exports programs[key] for each of `keys` into `dir` (PrepareBundleFolder's), with the
 // manifest OpenBundle checks (and the target the programs run on).
 Status WriteBundle(const std::string &dir, const Gpt2Config &config, tm_target target,
                    const std::vector<ProgramKey> &keys,

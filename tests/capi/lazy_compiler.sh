@@ -69,4 +69,5 @@ done
 LAZY_IGNORE_SIGCHLD=1 FAKE_COMPILER_MODE=crash-compiling broken "$work/crash-compiling" \
   "the connection closed; it ended (its exit status is not known: the application reaped it, or ignores SIGCHLD); its last output: \"LLVM ERROR: fake compiler ran out of registers\""
 # A working compiler in such an application.
+quiet closed-streams "$work"
 LAZY_IGNORE_SIGCHLD=1 quiet reaped "$work"

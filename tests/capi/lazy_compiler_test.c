@@ -11,6 +11,11 @@
  *              and the parent's still serves the parent;
  *   in-process with TINYMLIR_COMPILE_IN_PROCESS=1 a new program loads the compiler here,
  *              and no process is started;
+ *   closed-streams  an application that closed its standard streams (a daemon): the
+ *              descriptors the library keeps (a compiler process's socket, output file and
+ *              pidfd) never take 0, 1 or 2, where the application's next write to stdout
+ *              would go into the compiler's socket; compiles before and after such a write
+ *              work;
  *   reaped     with SIGCHLD ignored (LAZY_IGNORE_SIGCHLD=1: the kernel reaps children), a
  *              compile works, and after its compiler process is killed, the next one too;
  *   missing    libtinymlir.so alone in a folder (LD_LIBRARY_PATH): the program still comes
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -87,7 +93,8 @@ static void check_runs(tm_program *program, int64_t m, const char *what) {
 /* A shape no other mode compiles, so that the disk cache cannot answer it. */
 enum { COLD_RESTART = M + 1, WARM_NEW = M + 2, MISSING_NEW = M + 3, BROKEN_NEW = M + 4,
        IN_PROCESS_NEW = M + 5, FORK_CHILD_NEW = M + 6, FORK_PARENT_NEW = M + 7,
-       REAPED_FIRST = M + 8, REAPED_SECOND = M + 9 };
+       REAPED_FIRST = M + 8, REAPED_SECOND = M + 9, CLOSED_FIRST = M + 10,
+       CLOSED_SECOND = M + 11 };
 
 /* Compiles a shape that is in no cache; returns the status, *program set on success. */
 static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
@@ -100,7 +107,7 @@ static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
 
 int main(int argc, char **argv) {
   if (argc != 3 && !(argc == 4 && strcmp(argv[1], "broken") == 0)) {
-    fprintf(stderr, "usage: lazy_compiler_test cold|warm|in-process|reaped|missing DIR | "
+    fprintf(stderr, "usage: lazy_compiler_test cold|warm|in-process|closed-streams|reaped|missing DIR | "
                     "broken DIR WORDS\n");
     return 2;
   }
@@ -187,6 +194,28 @@ int main(int argc, char **argv) {
     EXPECT(child_processes(pids, 16) == 1, "%d compiler processes in the parent after the fork",
            child_processes(pids, 16));
     tm_program_release(after_fork);
+  } else if (strcmp(mode, "closed-streams") == 0) {
+    /* Results are kept until stderr is back: EXPECT reports through it. */
+    const int saved_stderr = fcntl(2, F_DUPFD_CLOEXEC, 10);
+    fflush(NULL);
+    close(0);
+    close(1);
+    close(2);
+    const tm_status first = compile_new(ctx, CLOSED_FIRST, &program);
+    int taken = 0;
+    for (int fd = 0; fd <= 2; ++fd)
+      if (fcntl(fd, F_GETFD) != -1) taken |= 1 << fd;
+    const ssize_t wrote = write(1, "x", 1); /* what a printf to the closed stdout does */
+    const tm_status second_status = compile_new(ctx, CLOSED_SECOND, &second);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    EXPECT(first == TM_OK, "compile with the standard streams closed: %s", tm_last_error());
+    EXPECT(taken == 0, "the library took descriptors 0-2 (bit mask %d)", taken);
+    EXPECT(wrote < 0, "a write to the closed stdout went somewhere");
+    EXPECT(second_status == TM_OK, "compile after a write to the closed stdout: %s",
+           tm_last_error());
+    if (program) check_runs(program, CLOSED_FIRST, "compiled with the streams closed");
+    if (second) check_runs(second, CLOSED_SECOND, "compiled after the write");
   } else if (strcmp(mode, "reaped") == 0) {
     /* SIGCHLD ignored (LAZY_IGNORE_SIGCHLD): the kernel reaps a compiler process that dies;
      * the next compile starts another. */

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "test_util.h"
+#include "tinymlir/gpt2.h"
 
 namespace tmtest {
 namespace {
@@ -242,6 +243,57 @@ TEST_F(Reliability, CountsAreCheckedBeforeTheArraysAreRead) {
   EXPECT_EQ(v, 12345u);
   TM_EXPECT_STATUS(tm_op_transpose(u, y, perm.get(), 2, &v), TM_OK);
   TM_EXPECT_STATUS(tm_op_slice(u, y, 2, begin.get(), end.get(), &v), TM_OK);
+}
+
+// An options struct's struct_size is the one count the library cannot check against
+// anything: it reads the bytes beyond its own layout to see that a newer header left them
+// zero. A struct_size beyond any layout (an uninitialised struct) is refused before those
+// bytes are read, for every options struct (found by probing: 4096 read past the page).
+TEST_F(Reliability, AStructSizeBeyondAnyLayoutIsRefusedBeforeTheBytesAreRead) {
+  End(t, {Op(tm_op_neg, t, Input(t, TM_F32, {2}))});
+  const auto refused = [](const std::string &call) {
+    const std::string message = tm_last_error();
+    EXPECT_NE(message.find(call + ": options.struct_size is 4096"), std::string::npos) << message;
+    EXPECT_NE(message.find("TM_OPTIONS_MAX_STRUCT_SIZE"), std::string::npos) << message;
+  };
+  AtPageEnd<tm_compile_options> compile(1);
+  tm_compile_options_init(compile.get());
+  compile.get()->struct_size = 4096;
+  Program p;
+  TM_EXPECT_STATUS(tm_compile(ctx, t, compile.get(), p.out()), TM_ERROR_INVALID_ARGUMENT);
+  refused("tm_compile");
+
+  AtPageEnd<tm_model_options> load(1);
+  tm_model_options_init(load.get());
+  load.get()->struct_size = 4096;
+  tm_model *model = nullptr;
+  const std::string tiny_a = std::string(TM_TEST_DATA_DIR) + "/tiny-a";
+  TM_EXPECT_STATUS(tm_model_load(ctx, tiny_a.c_str(), load.get(), &model),
+                   TM_ERROR_INVALID_ARGUMENT);
+  refused("tm_model_load");
+  load.get()->struct_size = sizeof(tm_model_options);
+  TM_ASSERT_OK(tm_model_load(ctx, tiny_a.c_str(), load.get(), &model));
+
+  AtPageEnd<tm_generate_options> generate(1);
+  tm_generate_options_init(generate.get());
+  generate.get()->struct_size = 4096;
+  const int32_t prompt[] = {1, 2};
+  int32_t ids[4];
+  size_t n = 0;
+  TM_EXPECT_STATUS(tm_generate(model, prompt, 2, generate.get(), nullptr, nullptr, ids, 4, &n),
+                   TM_ERROR_INVALID_ARGUMENT);
+  refused("tm_generate");
+  // The largest size allowed reads no further than its bytes: here, zeros on the stack.
+  struct {
+    tm_generate_options known;
+    unsigned char future[TM_OPTIONS_MAX_STRUCT_SIZE - sizeof(tm_generate_options)];
+  } largest = {};
+  tm_generate_options_init(&largest.known);
+  largest.known.max_new_tokens = 2;
+  largest.known.struct_size = TM_OPTIONS_MAX_STRUCT_SIZE;
+  TM_EXPECT_STATUS(tm_generate(model, prompt, 2, &largest.known, nullptr, nullptr, ids, 4, &n),
+                   TM_OK);
+  tm_model_destroy(model);
 }
 
 TEST_F(Reliability, BoolBytesOtherThanZeroOrOneAreRefused) {

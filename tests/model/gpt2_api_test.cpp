@@ -321,9 +321,26 @@ TEST_F(ModelApi, BadOptionsAreRejected) {
   tm_generate_options_init(&o);
   int32_t prompt[] = {1};
   size_t n = 0;
-  o.top_p = 0.0f;
-  EXPECT_EQ(tm_generate(m, prompt, 1, &o, nullptr, nullptr, nullptr, 0, &n),
-            TM_ERROR_INVALID_ARGUMENT);
+  // Each bad field is named with its value (NaN fails every comparison).
+  const struct {
+    std::function<void(tm_generate_options &)> set;
+    const char *message;
+  } cases[] = {
+      {[](tm_generate_options &g) { g.top_p = 0.0f; }, "options.top_p is 0;"},
+      {[](tm_generate_options &g) { g.top_p = std::nanf(""); }, "options.top_p is nan;"},
+      {[](tm_generate_options &g) { g.temperature = std::nanf(""); },
+       "options.temperature is nan;"},
+      {[](tm_generate_options &g) { g.temperature = -1.0f; }, "options.temperature is -1;"},
+      {[](tm_generate_options &g) { g.top_k = -3; }, "options.top_k is -3;"},
+      {[](tm_generate_options &g) { g.max_new_tokens = -1; }, "options.max_new_tokens is -1;"},
+  };
+  for (const auto &c : cases) {
+    tm_generate_options_init(&o);
+    c.set(o);
+    EXPECT_EQ(tm_generate(m, prompt, 1, &o, nullptr, nullptr, nullptr, 0, &n),
+              TM_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(tm_last_error()).find(c.message), std::string::npos) << tm_last_error();
+  }
   tm_generate_options_init(&o);
   o.struct_size = 3;
   EXPECT_EQ(tm_generate(m, prompt, 1, &o, nullptr, nullptr, nullptr, 0, &n),
@@ -655,6 +672,83 @@ TEST_F(ModelApiFolder, ConfigThatIsAFifoIsRefusedWithoutBlocking) {
   EXPECT_EQ(status, TM_ERROR_IO);
   EXPECT_NE(message.find("config.json: not a regular file (a FIFO)"), std::string::npos)
       << message;
+}
+
+// A bundle's manifest is read as every file a model reads (a FIFO is refused without
+// blocking), and what is not the manifest this model needs is named: not a manifest at all
+// (quoted, its bytes escaped), another format, another model, or a target the caller did not
+// ask for.
+TEST_F(ModelApiFolder, BundleManifestsAreCheckedAndNamed) {
+  CopyTinyA();
+  const std::string bundle = dir_ + "/bundle", manifest = bundle + "/manifest.txt";
+  ASSERT_EQ(mkdir(bundle.c_str(), 0755), 0);
+  ASSERT_EQ(mkfifo(manifest.c_str(), 0600), 0);
+  const auto load = [&](tm_target target) {
+    tm_model_options options;
+    tm_model_options_init(&options);
+    options.bundle_dir = bundle.c_str();
+    options.target = target;
+    return std::async(std::launch::async, [=] {
+      tm_model *m = nullptr;
+      tm_status s = tm_model_load(ctx_, dir_.c_str(), &options, &m);
+      std::string message = s == TM_OK ? "" : tm_last_error();
+      tm_model_destroy(m);
+      return std::make_pair(s, message);
+    });
+  };
+  auto fifo = load(TM_TARGET_CPU);
+  if (fifo.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "tm_model_load blocked on a FIFO named manifest.txt";
+    int w = open(manifest.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) close(w);
+  }
+  auto [status, message] = fifo.get();
+  EXPECT_EQ(status, TM_ERROR_IO);
+  EXPECT_NE(message.find("manifest.txt: not a regular file (a FIFO)"), std::string::npos)
+      << message;
+  std::filesystem::remove(manifest);
+
+  const struct {
+    const char *text;
+    tm_target target;
+    tm_status status;
+    const char *message;
+  } cases[] = {
+      {"\177ELF\001\002garbage", TM_TARGET_CPU, TM_ERROR_IO,
+       "not the manifest of a tinymlir GPT-2 bundle (its first line is '\\x7FELF\\x01"},
+      {"", TM_TARGET_CPU, TM_ERROR_IO, "its first line is '')"},
+      {"tinymlir gpt2 bundle 1\n", TM_TARGET_CPU, TM_ERROR_IO,
+       "a bundle of another format ('tinymlir gpt2 bundle 1'"},
+      {"tinymlir gpt2 bundle 2\nn_embd 999\n", TM_TARGET_CPU, TM_ERROR_IO,
+       "its manifest says 'n_embd 999' where this model needs 'n_embd "},
+      {"tinymlir gpt2 bundle 2\ntarget cpu\n", TM_TARGET_GPU, TM_ERROR_INVALID_ARGUMENT,
+       "options.target is the GPU, but the bundle"},
+  };
+  for (const auto &c : cases) {
+    std::ofstream(manifest, std::ios::binary) << c.text;
+    auto [s, m] = load(c.target).get();
+    EXPECT_EQ(s, c.status) << m;
+    EXPECT_NE(m.find(c.message), std::string::npos) << m;
+  }
+}
+
+// A folder a bundle cannot be written to fails at once, not after every program compiled.
+TEST_F(ModelApiFolder, ABundleFolderThatCannotBeWrittenFailsBeforeCompiling) {
+  tm_model *m = Load(kTinyA);
+  const std::string file = dir_ + "/a-file";
+  std::ofstream(file) << "x";
+  EXPECT_EQ(tm_model_compile_bundle(m, file.c_str(), nullptr, nullptr), TM_ERROR_IO);
+  const std::string not_a_folder = "a-file: cannot use as the bundle folder: not a folder";
+  EXPECT_NE(std::string(tm_last_error()).find(not_a_folder), std::string::npos) << tm_last_error();
+  EXPECT_EQ(tm_model_compile_bundle(m, (dir_ + "/no/such/parent").c_str(), nullptr, nullptr),
+            TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("cannot create the bundle folder: No such file"),
+            std::string::npos)
+      << tm_last_error();
+  tm_model_stats st;
+  st.struct_size = sizeof st;
+  ASSERT_EQ(tm_model_get_stats(m, &st), TM_OK);
+  EXPECT_EQ(st.programs_compiled + st.programs_from_disk + st.programs_cached, 0u);
 }
 
 TEST_F(ModelApiFolder, TokenizerFileThatIsADeviceIsRefused) {

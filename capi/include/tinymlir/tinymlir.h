@@ -22,7 +22,9 @@
  *   library accepts any struct_size from the first published layout to its own: fields a
  *   caller's older header does not have take their defaults, and fields of a newer header
  *   this library does not know must be zero (their defaults), else the call fails with
- *   TM_ERROR_UNSUPPORTED naming the size.
+ *   TM_ERROR_UNSUPPORTED naming the size. No version of any options struct is larger than
+ *   TM_OPTIONS_MAX_STRUCT_SIZE bytes: a larger struct_size (an uninitialised struct, say) is
+ *   TM_ERROR_INVALID_ARGUMENT before a byte beyond the library's own layout is read.
  * - Strings the library hands to the caller to keep are released with tm_free().
  * - Nothing aborts the process on bad input, and nothing is printed to stderr.
  *
@@ -60,6 +62,9 @@
 #    define TM_API
 #  endif
 #endif
+
+/* The largest struct_size of any version of any options struct (see above). */
+#define TM_OPTIONS_MAX_STRUCT_SIZE 1024
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,7 +1,5 @@
 #include "core/target/cpu/worker_pool.h"
 
-#include "core/target/cpu/kernel_times.h"
-
 #include <pthread.h>
 #include <sched.h>
 
@@ -13,6 +11,9 @@
 #include <cstdlib>
 #include <mutex>
 #include <vector>
+
+#include "core/support/environment.h"
+#include "core/target/cpu/kernel_times.h"
 
 namespace tinymlir {
 namespace {
@@ -54,14 +55,11 @@ std::atomic<bool> forked_child{false};
 
 int ConfiguredThreads() {
   const int available = std::clamp(std::min(AffinityCpus(), CgroupCpuLimit()), 1, kMaxThreads);
-  if (const char *env = std::getenv("TINYMLIR_NUM_THREADS")) {
-    char *end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    // More threads than CPUs only makes memory-bound kernels slower: the variable can
-    // lower the count, never raise it past what the process may run on.
-    if (end != env && *end == '\0' && n >= 1) return static_cast<int>(std::min<long>(n, available));
-  }
-  return available;
+  // More threads than CPUs only makes memory-bound kernels slower: the variable can lower
+  // the count, never raise it past what the process may run on. (A value that is not a
+  // count fails compiles and program loads: core/support/environment.h.)
+  const int setting = ThreadCountSetting();
+  return setting >= 1 ? std::min(setting, available) : available;
 }
 
 struct WorkerPool::State {

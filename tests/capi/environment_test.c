@@ -1,11 +1,13 @@
-/* TINYMLIR_CPU_EXCLUDE: the library treats the CPU as lacking the extensions it names.
- * Usage: cpu_exclude_test MODE, with the variable set by the caller (it is read once):
- *   portable  (avx2,fma,f16c) casts between f16 and f32 compile to calls into libgcc's
- *             __extendhfsf2 / __truncsfhf2, with no F16C instruction, and give the exact
- *             widening of every f16 value and round-to-nearest-even narrowing of the
- *             midpoint between every two neighbours.
- *   unknown   (a name the library does not know) tm_compile fails with
- *             TM_ERROR_INVALID_ARGUMENT naming it, and nothing is compiled.
+/* The environment variables the library reads (core/support/environment.h).
+ * Usage: environment_test MODE, with the variables set by the caller (each is read once):
+ *   portable             (TINYMLIR_CPU_EXCLUDE=avx2,fma,f16c) casts between f16 and f32
+ *                        compile to calls into libgcc's __extendhfsf2 / __truncsfhf2, with no
+ *                        F16C instruction, and give the exact widening of every f16 value
+ *                        and round-to-nearest-even narrowing of the midpoint between every
+ *                        two neighbours.
+ *   refused NAME VALUE   (NAME=VALUE, a value the library cannot take) tm_compile and
+ *                        tm_program_load fail with TM_ERROR_INVALID_ARGUMENT naming the
+ *                        variable and the value, and nothing is compiled or read.
  * Prints "N passed, N failed". */
 #include <math.h>
 #include <stdint.h>
@@ -101,19 +103,27 @@ static void check_portable(tm_context *ctx) {
   tm_program_release(narrow);
 }
 
-static void check_unknown(tm_context *ctx) {
+static void check_refused(tm_context *ctx, const char *name, const char *value) {
   tm_status s;
   tm_program *p = compile_cast(ctx, 1, 4, &s);
-  EXPECT(s == TM_ERROR_INVALID_ARGUMENT && p == NULL, "status %d", (int)s);
+  EXPECT(s == TM_ERROR_INVALID_ARGUMENT && p == NULL, "compile: status %d", (int)s);
   const char *message = tm_last_error();
-  EXPECT(strstr(message, "TINYMLIR_CPU_EXCLUDE") && strstr(message, "sse9"),
-         "the message names neither the variable nor the name: %s", message);
+  EXPECT(strstr(message, name) && strstr(message, value),
+         "the compile's message names neither %s nor '%s': %s", name, value, message);
   tm_program_release(p);
+  /* Checked before the path is opened: a file that does not exist gives the same answer. */
+  s = tm_program_load("/nonexistent/program.tmp", &p);
+  EXPECT(s == TM_ERROR_INVALID_ARGUMENT && p == NULL, "load: status %d", (int)s);
+  message = tm_last_error();
+  EXPECT(strstr(message, name) && strstr(message, value),
+         "the load's message names neither %s nor '%s': %s", name, value, message);
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2 || (strcmp(argv[1], "portable") && strcmp(argv[1], "unknown"))) {
-    fprintf(stderr, "usage: %s portable|unknown\n", argv[0]);
+  const int portable = argc == 2 && !strcmp(argv[1], "portable");
+  const int refused = argc == 4 && !strcmp(argv[1], "refused");
+  if (!portable && !refused) {
+    fprintf(stderr, "usage: %s portable | refused NAME VALUE\n", argv[0]);
     return 2;
   }
   tm_context *ctx = NULL;
@@ -121,8 +131,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", tm_last_error());
     return 1;
   }
-  if (!strcmp(argv[1], "portable")) check_portable(ctx);
-  else check_unknown(ctx);
+  if (portable) check_portable(ctx);
+  else check_refused(ctx, argv[2], argv[3]);
   tm_context_destroy(ctx);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

@@ -1,0 +1,59 @@
+#include "core/support/environment.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/support/host_cpu.h"
+
+namespace tinymlir {
+namespace {
+
+struct Settings {
+  int threads = 0;
+  bool compile_in_process = false;
+  std::string error;
+};
+
+const Settings &Read() {
+  static const Settings settings = [] {
+    Settings s;
+    if (const char *value = std::getenv("TINYMLIR_NUM_THREADS")) {
+      char *end = nullptr;
+      errno = 0;
+      const long n = std::strtol(value, &end, 10);
+      const bool digits = *value >= '0' && *value <= '9';
+      if (digits && end != value && *end == '\0' && errno == 0 && n >= 1 && n <= INT_MAX)
+        s.threads = static_cast<int>(n);
+      else if (s.error.empty())
+        s.error = "TINYMLIR_NUM_THREADS is '" + std::string(value) +
+                  "': it takes a whole number of threads, 1 or more (unset it for one per CPU "
+                  "this process may run on)";
+    }
+    if (const char *value = std::getenv("TINYMLIR_COMPILE_IN_PROCESS")) {
+      if (std::strcmp(value, "1") == 0)
+        s.compile_in_process = true;
+      else if (std::strcmp(value, "0") != 0 && *value != '\0' && s.error.empty())
+        s.error = "TINYMLIR_COMPILE_IN_PROCESS is '" + std::string(value) +
+                  "': it takes 1 (compile in this process) or 0 (in a compiler process, the "
+                  "default)";
+    }
+    return s;
+  }();
+  return settings;
+}
+
+}  // namespace
+
+const std::string &EnvironmentError() {
+  static const std::string error =
+      !CpuExclusionError().empty() ? CpuExclusionError() : Read().error;
+  return error;
+}
+
+int ThreadCountSetting() { return Read().threads; }
+
+bool CompileInProcessSetting() { return Read().compile_in_process; }
+
+}  // namespace tinymlir

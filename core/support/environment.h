@@ -1,0 +1,28 @@
+// The environment variables libtinymlir reads, checked: a value the library cannot take
+// fails every compile and program load with a message naming the variable, rather than
+// being ignored (a setting that silently does nothing is an afternoon lost).
+//
+//   TINYMLIR_NUM_THREADS         a whole number >= 1: the CPU kernels' threads, at most
+//                                the CPUs the process may run on (worker_pool.h)
+//   TINYMLIR_COMPILE_IN_PROCESS  0 or 1: compile in the calling process (compile.h)
+//   TINYMLIR_CPU_EXCLUDE         extension names, comma-separated (host_cpu.h)
+//
+// TINYMLIR_CACHE_DIR takes any path or "off"; a folder the disk cache cannot use turns it
+// off, and tm_cache_disk_message says why. Each variable is read once per process.
+#pragma once
+
+#include <string>
+
+namespace tinymlir {
+
+// The first variable above whose value the library cannot take, as a message naming the
+// variable, the value and what it takes; empty when all are fine.
+const std::string &EnvironmentError();
+
+// TINYMLIR_NUM_THREADS; 0 when it is unset (or not a count: EnvironmentError says so).
+int ThreadCountSetting();
+
+// TINYMLIR_COMPILE_IN_PROCESS is 1.
+bool CompileInProcessSetting();
+
+}  // namespace tinymlir
