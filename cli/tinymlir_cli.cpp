@@ -7,13 +7,16 @@
 //   tinymlir generate [--model DIR] [--bundle DIR] [--weights f32|f16|bf16] [--tokens N]
 //                     [--greedy | --temperature T
 //                     --top-k K --top-p P --seed S] [--no-kv-cache] [--stop-at-eos] [--ids]
-//                     [--verbose] "prompt"
-//   tinymlir compile [--model DIR] [--weights f32|f16|bf16] --out DIR [--emit-ir IRDIR]
+//                     [--verbose] [--] "prompt"
+//   tinymlir compile [--model DIR] [--target cpu|gpu] [--weights f32|f16|bf16] --out DIR
+//                    [--emit-ir IRDIR]
 //                                                every program of the model, as a bundle;
 //                                                --emit-ir writes each one's stages as text
 //
-// The continuation streams to stdout as tokens are produced; a short report (load, compile,
-// prefill, decode speed) goes to stderr. Without --model the embedded default model
+// The prompt and its continuation stream to stdout as tokens are produced; a short report
+// (load, compile, prefill, decode speed) goes to stderr. Arguments are checked strictly
+// (whole numbers in digits, no empty values, no option of the other subcommand, no
+// conflicting options), and a failed write to stdout is an error (exit status 1). Without --model the embedded default model
 // (share/tinymlir/models/kjv-tiny next to the binary, in the build tree or an install) runs.
 //
 // The command samples by default (temperature 0.8, top-k 40, top-p 0.95, seed 42: a small
@@ -26,6 +29,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,29 +56,38 @@ constexpr float kDefaultTopP = 0.95f;
 constexpr uint64_t kDefaultSeed = 42;
 
 // The usage text; %d is the library's default token count (tm_generate_options_init).
-const char kUsage[] =
-    "usage: %s generate [options] \"prompt\"\n"
-    "       tinymlir compile [--model DIR] [--weights W] --out DIR [--emit-ir IRDIR]\n"
-    "  (tinymlir-run has no compiler and needs --bundle; tinymlir compiles as needed)\n"
+const char kUsageGenerate[] = "usage: %s generate [options] [--] \"prompt\"\n";
+const char kUsageCompile[] =
+    "       tinymlir compile [--model DIR] [--target T] [--weights W] --out DIR\n"
+    "                        [--emit-ir IRDIR]\n";
+const char kUsageOptions[] =
+    "       %s --help | --version\n"
     "  --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
-    "  --bundle DIR       run the programs of a bundle (tinymlir compile) instead of compiling\n"
+    "  --bundle DIR       (generate) run the programs of a bundle (tinymlir compile) instead\n"
+    "                     of compiling; it runs on the target it was compiled for\n"
     "  --target cpu|gpu   where the programs run (default cpu; gpu: NVIDIA, CUDA driver)\n"
     "  --weights f32|f16|bf16  the dtype the weight matrices are held in (default: as the\n"
     "                     checkpoint stores them, or as the --bundle was compiled; f16/bf16\n"
-    "                     halve memory and decode traffic)\n"
+    "                     halve memory and decode traffic)\n";
+const char kUsageCompileOptions[] =
     "  --out DIR          (compile) where to write the bundle\n"
-    "  --emit-ir IRDIR    (compile) also write every stage of every program, as text\n"
-    "  --tokens N         tokens to generate (default %d)\n"
+    "  --emit-ir IRDIR    (compile) also write every stage of every program, as text\n";
+const char kUsageGenerateOptions[] =
+    "  --tokens N         (generate) tokens to generate (default %d)\n"
     "  --greedy           always the most likely token (exact; what the golden tests use)\n"
     "  --temperature T    sampling temperature (default 0.8; 0 = greedy)\n"
     "  --top-k K          sample among the K most likely tokens (default 40; 0 = all)\n"
     "  --top-p P          sample among the smallest set with probability >= P (default 0.95)\n"
-    "  --seed S           random seed for sampling (default 42)\n"
+    "  --seed S           random seed for sampling, 0 to 2^64-1 (default 42)\n"
     "  --no-kv-cache      recompute the whole prefix for every token\n"
     "  --stop-at-eos      stop after the end-of-text token\n"
     "  --ids              the prompt is token ids (\"1 2 3\"); print ids, not text\n"
+    "  --                 the next argument is the prompt, even if it starts with --\n"
     "  --verbose          where the compile time went, the disk cache's state, and the\n"
     "                     process's peak resident memory\n";
+
+// Which subcommand an option belongs to.
+enum class For { kBoth, kGenerate, kCompile };
 
 struct Args {
   bool compile = false;  // `tinymlir compile`
@@ -83,10 +96,13 @@ struct Args {
   std::string out;
   std::string emit_ir;
   tm_target target = TM_TARGET_CPU;
+  bool target_given = false;
   tm_dtype weights = static_cast<tm_dtype>(0);  // as stored
   std::string prompt;
   bool have_prompt = false;
   tm_generate_options options;
+  bool greedy = false;
+  std::string sampling_flag;  // the last of --temperature, --top-k, --top-p, --seed given
   bool ids = false;
   bool verbose = false;
 };
@@ -100,14 +116,34 @@ void Check(tm_status s, const char *what) {
   if (s != TM_OK) Die(std::string(what) + ": " + tm_last_error());
 }
 
-double ParseNumber(const char *flag, const char *text, double lo, double hi) {
+// A whole number in [lo, hi] written in decimal digits only: no sign, fraction, exponent,
+// hex prefix or spaces (strtod would take "1.5", "nan" and "0x3" and round them silently).
+uint64_t ParseInteger(const char *flag, const char *text, uint64_t lo, uint64_t hi) {
+  uint64_t v = 0;
+  bool ok = *text != '\0';
+  for (const char *p = text; ok && *p; ++p) {
+    ok = *p >= '0' && *p <= '9';
+    const uint64_t digit = static_cast<uint64_t>(*p - '0');
+    ok = ok && v <= (UINT64_MAX - digit) / 10;
+    if (ok) v = v * 10 + digit;
+  }
+  if (!ok || v < lo || v > hi)
+    Die(std::string(flag) + " expects a whole number from " + std::to_string(lo) + " to " +
+        std::to_string(hi) + ", got '" + text + "'");
+  return v;
+}
+
+// A finite decimal number in [lo, hi] (NaN and infinities are refused: NaN passes every
+// range comparison).
+double ParseReal(const char *flag, const char *text, double lo, double hi) {
   char *end = nullptr;
   errno = 0;
-  double v = std::strtod(text, &end);
-  if (errno || end == text || *end || v < lo || v > hi) {
+  const double v = std::strtod(text, &end);
+  const bool hex = std::strpbrk(text, "xX") != nullptr;
+  if (errno || end == text || *end || hex || !std::isfinite(v) || v < lo || v > hi) {
     char range[96];
-    std::snprintf(range, sizeof range, "[%.10g, %.10g]", lo, hi);
-    Die(std::string(flag) + " expects a number in " + range + ", got '" + text + "'");
+    std::snprintf(range, sizeof range, "from %.10g to %.10g", lo, hi);
+    Die(std::string(flag) + " expects a number " + range + ", got '" + text + "'");
   }
   return v;
 }
@@ -115,61 +151,133 @@ double ParseNumber(const char *flag, const char *text, double lo, double hi) {
 std::string Usage() {
   tm_generate_options defaults;
   tm_generate_options_init(&defaults);
-  char text[sizeof kUsage + 32];
-  std::snprintf(text, sizeof text, kUsage, kCommand, defaults.max_new_tokens);
+  std::string text;
+  char line[1024];
+  std::snprintf(line, sizeof line, kUsageGenerate, kCommand);
+  text += line;
+  if (kHasCompiler) text += kUsageCompile;
+  std::snprintf(line, sizeof line, kUsageOptions, kCommand);
+  text += line;
+  if (kHasCompiler) text += kUsageCompileOptions;
+  std::snprintf(line, sizeof line, kUsageGenerateOptions, defaults.max_new_tokens);
+  text += line;
+  if (!kHasCompiler)
+    text += "tinymlir-run has no compiler: it runs bundles that `tinymlir compile` wrote.\n";
   return text;
 }
 
+[[noreturn]] void Exit0(const std::string &text) {
+  std::fputs(text.c_str(), stdout);
+  std::exit(std::fflush(stdout) == 0 ? 0 : 1);
+}
+
 Args ParseArgs(int argc, char **argv) {
-  if (argc < 2 || (std::strcmp(argv[1], "generate") != 0 && std::strcmp(argv[1], "compile") != 0)) {
-    std::fputs(Usage().c_str(), stderr);
-    std::exit(argc < 2 ? 1 : (std::strcmp(argv[1], "--help") == 0 ? 0 : 1));
-  }
+  const std::string command = argc >= 2 ? argv[1] : "";
+  if (command == "--help" || command == "-h") Exit0(Usage());
+  if (command == "--version") Exit0(std::string(kCommand) + " " + tm_version() + "\n");
+  if (command != "generate" && command != "compile")
+    Die((command.empty() ? "no command given" : "unknown command '" + command + "'") +
+        " (generate" + (kHasCompiler ? " or compile" : "") + ")\n" + Usage());
   Args a;
-  a.compile = std::strcmp(argv[1], "compile") == 0;
+  a.compile = command == "compile";
+  if (!kHasCompiler && a.compile)
+    Die("this command has no compiler; write the bundle with `tinymlir compile --out DIR`");
   tm_generate_options_init(&a.options);
   a.options.temperature = kDefaultTemperature;
   a.options.top_k = kDefaultTopK;
   a.options.top_p = kDefaultTopP;
   a.options.seed = kDefaultSeed;
+  bool options_end = false;
   for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> const char * {
+    const std::string arg = argv[i];
+    if (options_end || arg.empty() || arg[0] != '-' || arg == "-") {
+      if (a.have_prompt) Die("more than one prompt given (quote the prompt)");
+      a.prompt = arg;
+      a.have_prompt = true;
+      continue;
+    }
+    if (arg == "--") {
+      options_end = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") Exit0(Usage());
+    // An option of the other subcommand is an error, not silently ignored.
+    const auto only = [&](For which) {
+      if (which == For::kCompile && !a.compile) Die(arg + " goes with compile, not generate");
+      if (which == For::kGenerate && a.compile) Die(arg + " goes with generate, not compile");
+    };
+    // The option's value: present and not empty (an unset shell variable must not quietly
+    // mean the default).
+    const auto value = [&]() -> const char * {
       if (i + 1 >= argc) Die(arg + " needs a value");
+      if (argv[i + 1][0] == '\0') Die(arg + " needs a value, got an empty string");
       return argv[++i];
     };
-    if (arg == "--model") a.model = value();
-    else if (arg == "--bundle") a.bundle = value();
-    else if (arg == "--out") a.out = value();
-    else if (arg == "--emit-ir") a.emit_ir = value();
-    else if (arg == "--target") {
+    if (arg == "--model") {
+      a.model = value();
+    } else if (arg == "--bundle") {
+      only(For::kGenerate);
+      a.bundle = value();
+    } else if (arg == "--out") {
+      only(For::kCompile);
+      a.out = value();
+    } else if (arg == "--emit-ir") {
+      only(For::kCompile);
+      a.emit_ir = value();
+    } else if (arg == "--target") {
       const std::string t = value();
       if (t != "cpu" && t != "gpu") Die("--target expects cpu or gpu, got '" + t + "'");
       a.target = t == "gpu" ? TM_TARGET_GPU : TM_TARGET_CPU;
-    }
-    else if (arg == "--weights") {
+      a.target_given = true;
+    } else if (arg == "--weights") {
       const std::string w = value();
       if (w != "f32" && w != "f16" && w != "bf16")
         Die("--weights expects f32, f16 or bf16, got '" + w + "'");
       a.weights = w == "f16" ? TM_F16 : w == "bf16" ? TM_BF16 : TM_F32;
+    } else if (arg == "--tokens") {
+      only(For::kGenerate);
+      a.options.max_new_tokens =
+          static_cast<int32_t>(ParseInteger("--tokens", value(), 0, INT32_MAX));
+    } else if (arg == "--temperature") {
+      only(For::kGenerate);
+      a.options.temperature = static_cast<float>(ParseReal("--temperature", value(), 0, 1e6));
+      a.sampling_flag = arg;
+    } else if (arg == "--top-k") {
+      only(For::kGenerate);
+      a.options.top_k = static_cast<int32_t>(ParseInteger("--top-k", value(), 0, INT32_MAX));
+      a.sampling_flag = arg;
+    } else if (arg == "--top-p") {
+      only(For::kGenerate);
+      // At least the smallest normal float: a smaller value would round to 0 in the option.
+      a.options.top_p = static_cast<float>(ParseReal("--top-p", value(), 1.1754944e-38, 1));
+      a.sampling_flag = arg;
+    } else if (arg == "--seed") {
+      only(For::kGenerate);
+      a.options.seed = ParseInteger("--seed", value(), 0, UINT64_MAX);
+      a.sampling_flag = arg;
+    } else if (arg == "--no-kv-cache") {
+      only(For::kGenerate);
+      a.options.use_kv_cache = 0;
+    } else if (arg == "--stop-at-eos") {
+      only(For::kGenerate);
+      a.options.stop_at_eos = 1;
+    } else if (arg == "--ids") {
+      only(For::kGenerate);
+      a.ids = true;
+    } else if (arg == "--greedy") {
+      only(For::kGenerate);
+      a.greedy = true;
+    } else if (arg == "--verbose") {
+      a.verbose = true;
+    } else {
+      Die("unknown option " + arg + "\n" + Usage());
     }
-    else if (arg == "--tokens") a.options.max_new_tokens = static_cast<int32_t>(ParseNumber("--tokens", value(), 0, INT32_MAX));
-    else if (arg == "--temperature") a.options.temperature = static_cast<float>(ParseNumber("--temperature", value(), 0, 1e6));
-    else if (arg == "--top-k") a.options.top_k = static_cast<int32_t>(ParseNumber("--top-k", value(), 0, INT32_MAX));
-    else if (arg == "--top-p") a.options.top_p = static_cast<float>(ParseNumber("--top-p", value(), 1e-9, 1));
-    else if (arg == "--seed") a.options.seed = static_cast<uint64_t>(ParseNumber("--seed", value(), 0, 9007199254740992.0));
-    else if (arg == "--no-kv-cache") a.options.use_kv_cache = 0;
-    else if (arg == "--stop-at-eos") a.options.stop_at_eos = 1;
-    else if (arg == "--ids") a.ids = true;
-    else if (arg == "--greedy") a.options.temperature = 0.0f;
-    else if (arg == "--verbose") a.verbose = true;
-    else if (arg == "--help" || arg == "-h") { std::fputs(Usage().c_str(), stdout); std::exit(0); }
-    else if (arg.size() > 1 && arg[0] == '-' && arg[1] == '-') Die("unknown option " + arg + "\n" + Usage());
-    else if (a.have_prompt) Die("more than one prompt given (quote the prompt)");
-    else { a.prompt = arg; a.have_prompt = true; }
   }
-  if (!kHasCompiler && a.compile)
-    Die("this command has no compiler; write the bundle with `tinymlir compile --out DIR`");
+  if (a.greedy && !a.sampling_flag.empty())
+    Die("--greedy does not sample: it cannot go with " + a.sampling_flag);
+  if (a.greedy) a.options.temperature = 0.0f;
+  if (a.target_given && !a.bundle.empty())
+    Die("--target cannot go with --bundle: a bundle runs on the target it was compiled for");
   if (!kHasCompiler && a.bundle.empty())
     Die("this command has no compiler and runs bundles only: pass --bundle DIR (written by "
         "`tinymlir compile --out DIR`)");
@@ -178,7 +286,6 @@ Args ParseArgs(int argc, char **argv) {
     if (a.have_prompt) Die("compile takes no prompt");
     return a;
   }
-  if (!a.emit_ir.empty()) Die("--emit-ir goes with compile");
   if (!a.have_prompt) Die("no prompt given\n" + Usage());
   return a;
 }
@@ -198,27 +305,41 @@ std::string DefaultModelDir() {
   return model;
 }
 
+// Token ids: decimal digits separated by spaces, tabs, newlines or commas.
 std::vector<int32_t> ParseIds(const std::string &text) {
   std::vector<int32_t> ids;
-  const char *p = text.c_str();
-  while (*p) {
-    if (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') { ++p; continue; }
-    char *end = nullptr;
-    errno = 0;
-    long v = std::strtol(p, &end, 10);
-    if (end == p || errno || v < INT32_MIN || v > INT32_MAX) Die("--ids: cannot read an id at '" + std::string(p) + "'");
-    ids.push_back(static_cast<int32_t>(v));
-    p = end;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (std::strchr(" ,\t\n", text[i])) {
+      ++i;
+      continue;
+    }
+    const size_t end = text.find_first_of(" ,\t\n", i);
+    const std::string id = text.substr(i, end == std::string::npos ? end : end - i);
+    bool digits = id.size() <= 10;
+    for (char c : id) digits = digits && c >= '0' && c <= '9';
+    if (!digits || std::stoull(id) > INT32_MAX)
+      Die("--ids: '" + id +
+          "' is not a token id (ids are whole numbers from 0, separated by "
+          "spaces or commas)");
+    ids.push_back(static_cast<int32_t>(std::stoull(id)));
+    i = end == std::string::npos ? text.size() : end;
   }
   return ids;
 }
 
 // Streams decoded text, holding back an incomplete UTF-8 sequence at the end so a
-// character split across tokens is printed whole.
+// character split across tokens is printed whole. The prompt is printed with the first
+// token, not before the generation starts: an error found on the way (a bad option, a
+// missing program) leaves nothing on stdout, and on a terminal the compile progress line
+// does not write over it.
 struct Streamer {
   tm_model *model;
   bool ids;
+  std::string prompt;
+  bool prompt_shown = false;
   std::string pending;
+  int write_error = 0;  // errno of the first failed write to stdout
 
   static size_t CompletePrefix(const std::string &s) {
     size_t i = s.size(), back = 0;
@@ -229,10 +350,30 @@ struct Streamer {
     return (back + 1 >= need) ? s.size() : i - 1;
   }
 
+  // Writes `n` bytes to stdout, remembering the first failure (a full disk, a closed stdout).
+  void Write(const char *data, size_t n) {
+    if (write_error == 0 && n > 0 && std::fwrite(data, 1, n, stdout) != n)
+      write_error = errno ? errno : EIO;
+  }
+
+  void ShowPrompt() {
+    if (prompt_shown) return;
+    prompt_shown = true;
+    Write(prompt.data(), prompt.size());
+  }
+
+  // Flushes stdout; false once a write has failed.
+  bool Flush() {
+    if (write_error == 0 && std::fflush(stdout) != 0) write_error = errno ? errno : EIO;
+    return write_error == 0;
+  }
+
   static int OnToken(void *user, int32_t token) {
     auto *s = static_cast<Streamer *>(user);
+    s->ShowPrompt();
     if (s->ids) {
-      std::printf(" %d", token);
+      const std::string text = " " + std::to_string(token);
+      s->Write(text.data(), text.size());
     } else {
       char piece[64];
       size_t len = 0;
@@ -246,11 +387,10 @@ struct Streamer {
         s->pending += whole;
       }
       size_t n = CompletePrefix(s->pending);
-      std::fwrite(s->pending.data(), 1, n, stdout);
+      s->Write(s->pending.data(), n);
       s->pending.erase(0, n);
     }
-    std::fflush(stdout);
-    return 0;
+    return s->Flush() ? 0 : 1;  // nobody reads what comes next: stop generating
   }
 };
 
@@ -271,6 +411,19 @@ struct Progress {
   }
 };
 
+// Creates the folder `dir` for `flag`, or checks that the existing one is a folder this
+// process may write to: before compiling, so that a bad path fails at once.
+void PrepareFolder(const char *flag, const std::string &dir) {
+  if (mkdir(dir.c_str(), 0755) == 0) return;
+  if (errno != EEXIST)
+    Die(std::string(flag) + ": cannot create " + dir + ": " + std::strerror(errno));
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    Die(std::string(flag) + ": " + dir + " exists and is not a folder");
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    Die(std::string(flag) + ": cannot write into " + dir + ": " + std::strerror(errno));
+}
+
 // Writes every stage of every program in the bundle `bundle` (as its manifest lists them)
 // to `dir`: <program>.<n>-<stage>.{mlir,ll,s}. The stage texts travel in the program
 // files, so this reads the bundle back rather than asking the compiler again.
@@ -279,8 +432,6 @@ void EmitIr(const std::string &bundle, const std::string &dir) {
       {TM_STAGE_TRACED, "0-traced.mlir"},       {TM_STAGE_OPTIMIZED, "1-optimized.mlir"},
       {TM_STAGE_BUFFERIZED, "2-bufferized.mlir"}, {TM_STAGE_LOWERED, "3-lowered.mlir"},
       {TM_STAGE_LLVM_IR, "4-llvm.ll"},          {TM_STAGE_ASSEMBLY, "5-assembly.s"}};
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    Die("--emit-ir: cannot create " + dir + ": " + std::strerror(errno));
   FILE *manifest = std::fopen((bundle + "/manifest.txt").c_str(), "r");
   if (!manifest) Die("--emit-ir: cannot read " + bundle + "/manifest.txt");
   char line[512];
@@ -300,8 +451,10 @@ void EmitIr(const std::string &bundle, const std::string &dir) {
       FILE *f = std::fopen(path.c_str(), "wb");
       const size_t n = std::strlen(text);
       const bool ok = f && std::fwrite(text, 1, n, f) == n;
+      const int error = errno;
       tm_free(text);
-      if (!f || std::fclose(f) != 0 || !ok) Die("--emit-ir: cannot write " + path);
+      if (!f || std::fclose(f) != 0 || !ok)
+        Die("--emit-ir: cannot write " + path + ": " + std::strerror(ok ? errno : error));
       ++files;
     }
   }
@@ -353,6 +506,8 @@ void PrintCompileBreakdown(const tm_model_stats &st, tm_context *ctx) {
 
 int main(int argc, char **argv) {
   Args args = ParseArgs(argc, argv);
+  std::vector<int32_t> prompt;  // token ids are checked before anything is loaded
+  if (args.ids) prompt = ParseIds(args.prompt);
   std::string dir = args.model.empty() ? DefaultModelDir() : args.model;
 
 #ifdef TINYMLIR_CLI_RUNTIME_ONLY
@@ -372,6 +527,7 @@ int main(int argc, char **argv) {
   Check(tm_model_load(ctx, dir.c_str(), &model_options, model.out()), "loading the model");
 
   if (args.compile) {
+    if (!args.emit_ir.empty()) PrepareFolder("--emit-ir", args.emit_ir);
     Progress progress;
     const auto start = std::chrono::steady_clock::now();
     Check(tm_model_compile_bundle(model, args.out.c_str(), Progress::OnProgress, &progress),
@@ -391,10 +547,7 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  std::vector<int32_t> prompt;
-  if (args.ids) {
-    prompt = ParseIds(args.prompt);
-  } else {
+  if (!args.ids) {
     size_t n = 0;  // first ask for the size, then fill
     tm_status s = tm_tokenize(model, args.prompt.data(), args.prompt.size(), nullptr, 0, &n);
     if (s == TM_ERROR_UNSUPPORTED) Die(std::string(tm_last_error()) + " (pass --ids)");
@@ -414,15 +567,16 @@ int main(int argc, char **argv) {
   args.options.progress = Progress::OnProgress;
   args.options.progress_user = &progress;
 
-  Streamer streamer{model, args.ids, {}};
-  std::fputs(args.prompt.c_str(), stdout);
-  std::fflush(stdout);
+  Streamer streamer{model, args.ids, args.prompt, false, {}, 0};
   size_t produced = 0;
   Check(tm_generate(model, prompt.data(), prompt.size(), &args.options, Streamer::OnToken, &streamer,
                     nullptr, 0, &produced),
         "generating");
-  std::fwrite(streamer.pending.data(), 1, streamer.pending.size(), stdout);
-  std::fputc('\n', stdout);
+  streamer.ShowPrompt();  // no token was asked for
+  streamer.Write(streamer.pending.data(), streamer.pending.size());
+  streamer.Write("\n", 1);
+  if (!streamer.Flush())
+    Die(std::string("cannot write the output: ") + std::strerror(streamer.write_error));
 
   tm_model_stats st;
   st.struct_size = sizeof st;
