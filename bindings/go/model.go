@@ -88,10 +88,13 @@ func LoadModel(ctx *Context, dir string, options *ModelOptions) (*Model, error) 
 		opts = *options
 	}
 	raw := opts.raw()
-	cdir := C.CString(dir)
+	cdir, err := cString("the model folder", dir)
+	if err != nil {
+		return nil, err
+	}
 	defer C.free(unsafe.Pointer(cdir))
 	m := &Model{}
-	err := ctx.use(func(c *C.tm_context) error {
+	err = ctx.use(func(c *C.tm_context) error {
 		return call(func() C.tm_status { return C.tm_model_load(c, cdir, &raw, &m.c) })
 	})
 	if err != nil {

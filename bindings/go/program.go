@@ -190,7 +190,10 @@ func (p *Program) use(f func(*C.tm_program) error) error {
 
 // Export writes the program to path as one self-contained file (tm_program_export).
 func (p *Program) Export(path string) error {
-	cpath := C.CString(path)
+	cpath, err := cString("the program file", path)
+	if err != nil {
+		return err
+	}
 	defer C.free(unsafe.Pointer(cpath))
 	return p.use(func(c *C.tm_program) error {
 		return call(func() C.tm_status { return C.tm_program_export(c, cpath) })
@@ -200,7 +203,10 @@ func (p *Program) Export(path string) error {
 // LoadProgram loads a program written by Export, linked without the compiler
 // (tm_program_load).
 func LoadProgram(path string) (*Program, error) {
-	cpath := C.CString(path)
+	cpath, err := cString("the program file", path)
+	if err != nil {
+		return nil, err
+	}
 	defer C.free(unsafe.Pointer(cpath))
 	var c *C.tm_program
 	if err := call(func() C.tm_status { return C.tm_program_load(cpath, &c) }); err != nil {

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 )
 
 // Status is the C API's tm_status.
@@ -66,6 +67,16 @@ func (e *Error) Error() string {
 
 func newError(status Status, format string, args ...any) *Error {
 	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// cString is s as a C string for the parameter `what`, to be freed with C.free. A Go string
+// may hold a NUL byte, where C.CString would silently cut it (a path "victim\x00.tmp" would
+// name the file "victim"): such a string is an error naming the parameter.
+func cString(what, s string) (*C.char, error) {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return nil, newError(StatusInvalidArgument, "%s %q holds a NUL byte at %d", what, s, i)
+	}
+	return C.CString(s), nil
 }
 
 // call runs one C call and turns a failed status into an *Error. tm_last_error is per OS

@@ -3,6 +3,7 @@ package tinymlir
 import (
 	"errors"
 	"math"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -434,4 +435,31 @@ func TestExportAndLoadAProgram(t *testing.T) {
 	if e := wantStatus(t, err, StatusIO); !strings.Contains(e.Message, "missing.tmp") {
 		t.Errorf("message %q does not name the file", e.Message)
 	}
+}
+
+// A Go string may hold a NUL byte, which a C string cannot: every string passed to the C
+// API with one is an error, never cut at the NUL (which named another file).
+func TestStringsWithANulByteAreRefused(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	tr := affine(t, ctx)
+	defer tr.Close()
+	p := must[*Program](t)(ctx.Compile(tr, nil))
+	defer p.Close()
+	dir := t.TempDir()
+	victim := dir + "/victim"
+	check(t, os.WriteFile(victim, []byte("precious"), 0o644))
+	err := p.Export(victim + "\x00.tmp")
+	if e := wantStatus(t, err, StatusInvalidArgument); !strings.Contains(e.Message, "NUL byte") {
+		t.Errorf("message %q does not say why", e.Message)
+	}
+	if kept, _ := os.ReadFile(victim); string(kept) != "precious" {
+		t.Errorf("the file before the NUL was overwritten: %q", kept)
+	}
+	_, err = LoadProgram(victim + "\x00.tmp")
+	wantStatus(t, err, StatusInvalidArgument)
+	_, err = NewTrace(ctx, "a\x00b")
+	wantStatus(t, err, StatusInvalidArgument)
+	_, err = LoadModel(ctx, dir+"\x00junk", nil)
+	wantStatus(t, err, StatusInvalidArgument)
 }

@@ -43,10 +43,13 @@ type Trace struct {
 
 // NewTrace begins a trace; name appears in error messages.
 func NewTrace(ctx *Context, name string) (*Trace, error) {
-	cname := C.CString(name)
+	cname, err := cString("the trace name", name)
+	if err != nil {
+		return nil, err
+	}
 	defer C.free(unsafe.Pointer(cname))
 	t := &Trace{}
-	err := ctx.use(func(c *C.tm_context) error {
+	err = ctx.use(func(c *C.tm_context) error {
 		return call(func() C.tm_status { return C.tm_trace_begin(c, cname, &t.c) })
 	})
 	if err != nil {
