@@ -474,6 +474,38 @@ double PeakResidentMb() {
   return mb;
 }
 
+// "[tinymlir] disk cache: <where it is, or why it is off>".
+void PrintDiskCacheState(tm_context *ctx) {
+#ifndef TINYMLIR_CLI_RUNTIME_ONLY
+  size_t len = 0;
+  if (ctx && tm_cache_disk_message(ctx, nullptr, 0, &len) == TM_OK) {
+    std::string text(len + 1, '\0');
+    if (tm_cache_disk_message(ctx, &text[0], text.size(), &len) == TM_OK) {
+      text.resize(len);
+      std::fprintf(stderr, "[tinymlir] disk cache: %s\n", text.c_str());
+    }
+  }
+#else
+  (void)ctx;
+#endif
+}
+
+// The disk cache's state when it is off though nobody asked (TINYMLIR_CACHE_DIR=off): a
+// folder it cannot use (not a folder, others may write to it) costs every later run its
+// compile, and the user would otherwise learn why only with --verbose.
+void PrintDiskCacheProblem(tm_context *ctx) {
+#ifndef TINYMLIR_CLI_RUNTIME_ONLY
+  const char *setting = std::getenv("TINYMLIR_CACHE_DIR");
+  if (!ctx || (setting && std::strcmp(setting, "off") == 0)) return;
+  tm_cache_info info;
+  info.struct_size = sizeof info;
+  if (tm_cache_get_info(ctx, &info) == TM_OK && info.disk_limit_bytes == 0)
+    PrintDiskCacheState(ctx);
+#else
+  (void)ctx;
+#endif
+}
+
 void PrintCompileBreakdown(const tm_model_stats &st, tm_context *ctx) {
   static const char *const kPhases[TM_NUM_COMPILE_PHASES] = {
       "build", "optimize", "bufferize", "lower", "llvm-opt", "codegen", "link", "disk-read"};
@@ -488,18 +520,7 @@ void PrintCompileBreakdown(const tm_model_stats &st, tm_context *ctx) {
       std::fprintf(stderr, " %s %.0f ms (%.0f%%)", kPhases[i], st.phase_seconds[i] * 1e3,
                    sum > 0 ? 100.0 * st.phase_seconds[i] / sum : 0.0);
   std::fputc('\n', stderr);
-#ifndef TINYMLIR_CLI_RUNTIME_ONLY
-  size_t len = 0;
-  if (ctx && tm_cache_disk_message(ctx, nullptr, 0, &len) == TM_OK) {
-    std::string text(len + 1, '\0');
-    if (tm_cache_disk_message(ctx, &text[0], text.size(), &len) == TM_OK) {
-      text.resize(len);
-      std::fprintf(stderr, "[tinymlir] disk cache: %s\n", text.c_str());
-    }
-  }
-#else
-  (void)ctx;
-#endif
+  PrintDiskCacheState(ctx);
 }
 
 }  // namespace
@@ -543,6 +564,7 @@ int main(int argc, char **argv) {
                  static_cast<unsigned long long>(st.programs_from_disk),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (args.verbose) PrintCompileBreakdown(st, ctx);
+    else PrintDiskCacheProblem(ctx);
     if (!args.emit_ir.empty()) EmitIr(args.out, args.emit_ir);
     return 0;
   }
@@ -594,6 +616,8 @@ int main(int argc, char **argv) {
   if (args.verbose) {
     PrintCompileBreakdown(st, ctx);
     std::fprintf(stderr, "[tinymlir] peak resident memory: %.1f MB\n", PeakResidentMb());
+  } else if (args.bundle.empty()) {
+    PrintDiskCacheProblem(ctx);
   }
   return 0;
 }

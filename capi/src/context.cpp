@@ -53,6 +53,9 @@ TM_API tm_status tm_cache_get_info(tm_context *ctx, tm_cache_info *info) {
   current.evictions = stats.evictions;
   current.bytes = stats.bytes;
   current.budget_bytes = stats.budget;
+  // Every disk field is 0 while the disk cache is off (the header's promise: a caller
+  // tells "off" from "on and empty" by the limit).
+  if (!stats.disk.enabled) stats.disk = tinymlir::DiskCacheStats();
   current.disk_hits = stats.disk.hits;
   current.disk_misses = stats.disk.misses;
   current.disk_writes = stats.disk.writes;

@@ -299,6 +299,7 @@ TEST(DiskCache, AnUnusableDirectoryDegradesToCompiling) {
   tm_cache_info info = Info(ctx);
   EXPECT_EQ(info.disk_writes, 0u);
   EXPECT_EQ(info.disk_hits + info.disk_misses, 0u);
+  EXPECT_EQ(info.disk_limit_bytes, 0u) << "every disk field is 0 while it is off (tinymlir.h)";
   EXPECT_NE(Message(ctx).find("cannot create the cache directory"), std::string::npos)
       << Message(ctx);
 }
@@ -333,6 +334,7 @@ TEST(DiskCache, OffMeansNoFiles) {
   EXPECT_FALSE(CompileAndRun(ctx, 3).from_disk);
   tm_cache_info info = Info(ctx);
   EXPECT_EQ(info.disk_writes + info.disk_hits + info.disk_misses, 0u);
+  EXPECT_EQ(info.disk_limit_bytes, 0u) << "every disk field is 0 while it is off (tinymlir.h)";
   EXPECT_NE(Message(ctx).find("off"), std::string::npos);
   TM_EXPECT_STATUS(tm_cache_set_dir(nullptr, nullptr, 0), TM_ERROR_INVALID_ARGUMENT);
   size_t len;

@@ -2,6 +2,8 @@
 # The disk cache across processes, through the main job: two processes compiling the same
 # programs at once both succeed with the same tokens (atomic writes, no torn entry), and a
 # third process reads every program from disk, compiles none, and prints the same tokens.
+# A cache folder that cannot be used is said on stderr (not only with --verbose); one turned
+# off on purpose is not.
 # Usage: disk_cache_across_processes.sh path/to/tinymlir
 set -eu
 cli="$1"
@@ -24,4 +26,13 @@ if ! grep -Eq "compile [0-9]+ ms \(0 programs compiled, [1-9][0-9]* read from th
   exit 1
 fi
 ls "$work/cache"/*.tmc >/dev/null
+
+touch "$work/a-file"
+TINYMLIR_CACHE_DIR="$work/a-file" "$cli" generate --tokens 2 "$prompt" >/dev/null 2>"$work/d.err"
+grep -q "disk cache: the cache path $work/a-file is not a directory" "$work/d.err" ||
+  { echo "an unusable cache folder was not said:" >&2; cat "$work/d.err" >&2; exit 1; }
+TINYMLIR_CACHE_DIR=off "$cli" generate --tokens 2 "$prompt" >/dev/null 2>"$work/e.err"
+if grep -q "disk cache:" "$work/e.err"; then
+  echo "a cache turned off on purpose was reported:" >&2; cat "$work/e.err" >&2; exit 1
+fi
 echo "ok: $(ls "$work/cache" | wc -l) entries; $(grep -o 'compile [0-9]* ms[^|]*' "$work/c.err")"
