@@ -41,6 +41,7 @@ class ModuleBuilder {
   Value Get(ValueId id);  // the tensor for a value (scalars materialise lazily)
   Value ScalarConstant(OpBuilder &b, DType dtype, double v) const;
   Value CastScalar(OpBuilder &b, Value x, DType from, DType to) const;
+  Value SaturatingFloatToInt(OpBuilder &b, Value x, DType from, DType to) const;
   Value RoundToBF16(OpBuilder &b, Value x) const;
   Value Empty(const TensorType &t);
   Value Filled(const TensorType &t, double v);
@@ -174,8 +175,8 @@ Value ModuleBuilder::Get(ValueId id) {
   return values_[id];
 }
 
-// One element converted between the non-half dtypes (floats to ints truncate toward zero,
-// to bool is "!= 0").
+// One element converted between the non-half dtypes (floats to ints truncate toward zero and
+// saturate, NaN to 0; to bool is "!= 0").
 Value ModuleBuilder::CastScalar(OpBuilder &b, Value x, DType from, DType to) const {
   namespace arith = mlir::arith;
   Type et = ElementType(to);
@@ -193,10 +194,37 @@ Value ModuleBuilder::CastScalar(OpBuilder &b, Value x, DType from, DType to) con
     if (boolean) return arith::UIToFPOp::create(b, loc_, et, x);
     return arith::SIToFPOp::create(b, loc_, et, x);
   }
-  if (f) return arith::FPToSIOp::create(b, loc_, et, x);
+  if (f) return SaturatingFloatToInt(b, x, from, to);
   if (boolean) return arith::ExtUIOp::create(b, loc_, et, x);
   if (DtypeSize(to) > DtypeSize(from)) return arith::ExtSIOp::create(b, loc_, et, x);
   return arith::TruncIOp::create(b, loc_, et, x);
+}
+
+// A float (f32 or f64) to i32 or i64, truncated toward zero, saturating: NaN gives 0, values
+// beyond the type's range its minimum or maximum. arith.fptosi of a value out of range is
+// poison, which constant folding turned into whatever bytes it found (a cast of a NaN or
+// 1e10 constant gave a different garbage integer on every run) and the CPU into INT_MIN; so
+// fptosi only ever sees values in range. The bounds -2^(n-1) and 2^(n-1) are exact in f32.
+Value ModuleBuilder::SaturatingFloatToInt(OpBuilder &b, Value x, DType from, DType to) const {
+  namespace arith = mlir::arith;
+  const double limit = DtypeSize(to) == 8 ? 0x1p63 : 0x1p31;  // 2^(n-1)
+  Value is_nan = arith::CmpFOp::create(b, loc_, arith::CmpFPredicate::UNO, x, x);
+  Value too_big =
+      arith::CmpFOp::create(b, loc_, arith::CmpFPredicate::OGE, x, ScalarConstant(b, from, limit));
+  Value too_small = arith::CmpFOp::create(b, loc_, arith::CmpFPredicate::OLT, x,
+                                          ScalarConstant(b, from, -limit));
+  Value outside = arith::OrIOp::create(b, loc_, is_nan,
+                                       arith::OrIOp::create(b, loc_, too_big, too_small));
+  Value in_range = arith::SelectOp::create(b, loc_, outside, ScalarConstant(b, from, 0.0), x);
+  Value r = arith::FPToSIOp::create(b, loc_, ElementType(to), in_range);
+  const int64_t max = DtypeSize(to) == 8 ? INT64_MAX : INT32_MAX;
+  const int64_t min = DtypeSize(to) == 8 ? INT64_MIN : INT32_MIN;
+  Type et = ElementType(to);
+  auto int_constant = [&](int64_t v) {
+    return arith::ConstantOp::create(b, loc_, b.getIntegerAttr(et, v));
+  };
+  r = arith::SelectOp::create(b, loc_, too_big, int_constant(max), r);
+  return arith::SelectOp::create(b, loc_, too_small, int_constant(min), r);
 }
 
 // f32 -> bf16, rounded to nearest even in integer arithmetic (LLVM would call

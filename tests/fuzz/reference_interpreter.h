@@ -485,17 +485,17 @@ inline El CastEl(int from, int to, const El &a) {
       if (a.e > 0 && std::fabs(a.v) <= a.e) return DC();
       return I(a.v != 0);  // NaN != 0
     }
-    if (!std::isfinite(a.v)) {
-      Hit("open: float->int cast of NaN/inf (header: truncate toward zero; NumPy: undefined)");
-      return DC();
-    }
-    double lo = std::trunc(a.v - a.e), hi = std::trunc(a.v + a.e);
+    // Truncated toward zero, saturating, NaN to 0 (the header; NumPy leaves these undefined).
+    if (std::isnan(a.v)) return a.e == 0 ? I(0) : DC();
+    const auto saturate = [to](double t) -> int64_t {
+      const double limit = to == kI32 ? 0x1p31 : 0x1p63;
+      if (t >= limit) return to == kI32 ? INT32_MAX : INT64_MAX;
+      if (t < -limit) return to == kI32 ? INT32_MIN : INT64_MIN;
+      return static_cast<int64_t>(t);
+    };
+    const int64_t lo = saturate(std::trunc(a.v - a.e)), hi = saturate(std::trunc(a.v + a.e));
     if (lo != hi) return DC();
-    if (!FitsInt(lo, to)) {
-      Hit("open: float->int cast out of the int range");
-      return DC();
-    }
-    return I(Wrap(to, static_cast<uint64_t>(static_cast<int64_t>(lo))));
+    return I(lo);
   }
   if (IsFloat(to)) {
     // Integer to float: one correct rounding (no detour through double for f32); to a half

@@ -416,7 +416,9 @@ TM_API tm_status tm_op_concat(tm_trace *trace, const tm_value *xs, int32_t n, in
 TM_API tm_status tm_op_gather(tm_trace *trace, tm_value table, tm_value indices,
                               tm_value *out);
 
-/* Converts x to dtype (floats to ints truncate toward zero; to bool is "!= 0"; to f16 and
+/* Converts x to dtype (floats to ints truncate toward zero and saturate: NaN gives 0, values
+ * beyond the integer type its minimum or maximum, as Rust's `as` and XLA do, where NumPy
+ * leaves them undefined; to bool is "!= 0"; to f16 and
  * bf16 rounds to nearest even, through f32 from f64 and integers, which can round twice).
  * Errors: TM_ERROR_DTYPE. */
 TM_API tm_status tm_op_cast(tm_trace *trace, tm_value x, tm_dtype dtype, tm_value *out);
