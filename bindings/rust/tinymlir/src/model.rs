@@ -115,8 +115,15 @@ fn raw_generate_options() -> sys::tm_generate_options {
 impl GenerateOptions {
     fn raw(&self) -> Result<sys::tm_generate_options> {
         let int = |n: usize, what: &str| {
-            i32::try_from(n)
-                .map_err(|_| Error::new(ErrorKind::InvalidArgument, format!("{what} {n} is too large")))
+            i32::try_from(n).map_err(|_| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "GenerateOptions::{what} is {n}, more than the largest the library takes ({})",
+                        i32::MAX
+                    ),
+                )
+            })
         };
         let mut raw = raw_generate_options();
         raw.max_new_tokens = int(self.max_new_tokens, "max_new_tokens")?;
@@ -262,8 +269,11 @@ impl Model {
         callback: Option<&mut dyn FnMut(i32) -> bool>,
     ) -> Result<Vec<i32>> {
         let raw_options = options.raw()?;
-        // A generation never makes more than max_new_tokens: that is the buffer's size.
-        let mut out = vec![0i32; options.max_new_tokens];
+        // A generation never makes more than max_new_tokens, nor more than the context
+        // holds: the buffer is the smaller (a max_new_tokens of i32::MAX asked for 8 GiB
+        // before the library could say the context is too short).
+        let n_ctx = self.info()?.n_ctx;
+        let mut out = vec![0i32; options.max_new_tokens.min(n_ctx)];
         let mut n_out = 0usize;
         let mut state = callback.map(|f| Callback { f, panic: None });
         let (cb, user): (sys::tm_token_callback, *mut c_void) = match state.as_mut() {

@@ -155,17 +155,19 @@ impl Program {
 
     /// The type input `i` is specialised to.
     pub fn input_type(&self, i: usize) -> Result<TensorType> {
-        self.io_type(i, sys::tm_program_input_type)
+        self.io_type(i, "input", self.num_inputs(), sys::tm_program_input_type)
     }
 
     /// The type output `i` is specialised to.
     pub fn output_type(&self, i: usize) -> Result<TensorType> {
-        self.io_type(i, sys::tm_program_output_type)
+        self.io_type(i, "output", self.num_outputs(), sys::tm_program_output_type)
     }
 
     fn io_type(
         &self,
         i: usize,
+        what: &str,
+        count: usize,
         f: unsafe extern "C" fn(
             *const sys::tm_program,
             i32,
@@ -174,7 +176,12 @@ impl Program {
             *mut i64,
         ) -> sys::tm_status,
     ) -> Result<TensorType> {
-        let i = i32::try_from(i).map_err(|_| Error::new(ErrorKind::OutOfRange, format!("index {i}")))?;
+        let i = i32::try_from(i).map_err(|_| {
+            Error::new(
+                ErrorKind::OutOfRange,
+                format!("Program::{what}_type: index {i} is out of range: the program has {count} {what}s"),
+            )
+        })?;
         let (mut dtype, mut rank, mut shape) = (0, 0, [0i64; MAX_RANK]);
         check(unsafe { f(self.raw, i, &mut dtype, &mut rank, shape.as_mut_ptr()) })?;
         Ok(TensorType { dtype: DType::from_raw(dtype)?, shape: shape[..rank as usize].to_vec() })

@@ -57,6 +57,12 @@ fn program_types_cache_and_clones() -> tinymlir::Result<()> {
     assert_eq!((program.num_inputs(), program.num_outputs()), (3, 1));
     assert_eq!(program.input_type(1)?, TensorType { dtype: DType::F32, shape: vec![4] });
     assert_eq!(program.output_type(0)?, TensorType { dtype: DType::F32, shape: vec![2, 4] });
+    let err = program.input_type(usize::MAX).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("input_type: index 18446744073709551615 is out of range: the program has 3 inputs"),
+        "{err}"
+    );
 
     // An equal trace is a cache hit; the program outlives trace and context, and a clone
     // (tm_program_retain) outlives the original.

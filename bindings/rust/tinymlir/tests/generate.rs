@@ -191,6 +191,23 @@ fn a_model_outlives_its_context() -> tinymlir::Result<()> {
     Ok(())
 }
 
+// Token counts beyond the context are the library's clear error, not a buffer of
+// max_new_tokens allocated first (i32::MAX asked for 8 GiB: an abort under a memory limit);
+// beyond what the library takes, an error naming the option.
+#[test]
+fn huge_token_counts_are_errors_not_allocations() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let model = Model::load_with(&ctx, test_data_dir().join("tiny-a"), &ModelOptions::default())?;
+    let options = GenerateOptions { max_new_tokens: i32::MAX as usize, ..GenerateOptions::default() };
+    let err = model.generate(&[1, 2, 3], &options, None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::OutOfRange, "{err}");
+    assert!(err.to_string().contains("exceed the model's context"), "{err}");
+    let options = GenerateOptions { top_k: 1 << 40, ..GenerateOptions::default() };
+    let err = model.generate(&[1, 2, 3], &options, None).unwrap_err();
+    assert!(err.to_string().contains("GenerateOptions::top_k is 1099511627776, more than"), "{err}");
+    Ok(())
+}
+
 #[test]
 fn model_options_pass_the_target() -> tinymlir::Result<()> {
     let ctx = Context::new()?;
