@@ -102,6 +102,13 @@ TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, const tm_model_
     tm_model_options o;
     tm_model_options_init(&o);
     TM_RETURN_IF_ERROR(ReadOptions("tm_model_load", options, kModelOptionsFirstLayout, &o));
+    // An empty path would name files at the root ("/config.json"), and an empty bundle
+    // folder would quietly mean none.
+    if (*dir == '\0')
+      return tinymlir::gpt2::InvalidArgument("tm_model_load: dir is an empty path");
+    if (o.bundle_dir && *o.bundle_dir == '\0')
+      return tinymlir::gpt2::InvalidArgument(
+          "tm_model_load: options.bundle_dir is an empty path (NULL for no bundle)");
     auto model = std::make_unique<tm_model>();
     TM_RETURN_IF_ERROR(
         Gpt2Model::Load(ctx, dir, o.target, o.weights, o.bundle_dir ? o.bundle_dir : "",

@@ -435,6 +435,22 @@ TEST_F(BadCheckpoint, ValidSyntheticCheckpointLoads) {
   EXPECT_EQ(TryLoad(dir_), TM_OK) << tm_last_error();
 }
 
+// An empty path is not the root folder (dir + "/config.json"), nor "no bundle".
+TEST_F(ModelApi, EmptyPathsAreRefused) {
+  tm_model *m = nullptr;
+  EXPECT_EQ(tm_model_load(ctx_, "", nullptr, &m), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("dir is an empty path"), std::string::npos)
+      << tm_last_error();
+  tm_model_options options;
+  tm_model_options_init(&options);
+  options.bundle_dir = "";
+  EXPECT_EQ(tm_model_load(ctx_, kTinyA.c_str(), &options, &m), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("options.bundle_dir is an empty path"),
+            std::string::npos)
+      << tm_last_error();
+  EXPECT_EQ(m, nullptr);
+}
+
 TEST_F(BadCheckpoint, MissingFolderOrConfig) {
   EXPECT_EQ(TryLoad(dir_ + "/nope"), TM_ERROR_IO);
   EXPECT_NE(std::string(tm_last_error()).find("config.json"), std::string::npos);
