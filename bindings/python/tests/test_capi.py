@@ -2,13 +2,17 @@
 exactly once."""
 import ctypes
 import gc
+import os
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import raw_capi as raw
 import tinymlir as tm
+from conftest import KJV_TINY
 from tinymlir import capi
 
 
@@ -267,3 +271,94 @@ def test_export_and_load_a_program(tmp_path):
     path.write_bytes(b"not a program")
     with pytest.raises(tm.LoadError, match="not a tinymlir program file"):
         tm.Program.load(path)
+
+
+def run_isolated(code):
+    """Runs `code` in a fresh interpreter: a crash or hang there fails the test instead of
+    taking pytest down."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ))
+
+
+def test_a_pointer_from_ptr_keeps_its_owner_alive():
+    # Each owner below is garbage as soon as .ptr has returned; the pointer must keep it
+    # (and its C handle) alive, or these calls read freed memory (they crashed or hung).
+    result = run_isolated(f"""
+import gc
+import numpy as np
+import tinymlir as tm
+from tinymlir import capi
+print(capi.tm_model_info(tm.Model.load({KJV_TINY!r}).ptr))
+print(capi.tm_cache_stats(tm.Context().ptr))
+trace = tm.Trace(tm.Context(), "t").ptr
+gc.collect()
+x = capi.tm_op_input(trace, capi.TM_F32, [3])
+capi.tm_trace_end(trace, [capi.tm_op_neg(trace, x)])
+ctx = tm.Context()
+program = capi.tm_compile(ctx.ptr, trace, None)
+ptr = tm.Program(program).ptr
+del trace, program
+ctx.close()
+gc.collect()
+out = np.empty(3, np.float32)
+capi.tm_invoke(ptr, [np.ones(3, np.float32)], [out])
+print(out.tolist())
+ptr = tm.jit(lambda a: a * 2, context=tm.Context()).lower(np.ones(3, np.float32)).program.ptr
+gc.collect()
+capi.tm_invoke(ptr, [np.ones(3, np.float32)], [out])
+print(out.tolist())
+""")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:4] == [
+        "(50257, 256, 4, 128)", "(0, 0, 0)", "[-1.0, -1.0, -1.0]", "[2.0, 2.0, 2.0]"]
+
+
+def test_a_pointer_from_ptr_acts_as_the_swig_pointer():
+    ctx = tm.Context()
+    ptr = ctx.ptr
+    assert int(ptr) == int(ctx.ptr) and ptr == ctx.ptr and ptr != tm.Context().ptr
+    assert capi.tm_cache_stats(ptr) == (0, 0, 0)
+    ctx.close()
+    with pytest.raises(TypeError):      # refused by the wrapper, never passed to C
+        capi.tm_cache_stats(ptr)
+    with pytest.raises(tm.InvalidArgumentError, match="closed"):
+        ctx.ptr
+    assert "closed" in repr(ptr)
+
+
+def test_strings_for_the_c_api_are_checked(tmp_path):
+    # The C API takes char *: a NUL ends the string there, so "victim\0.tmp" would name
+    # "victim". Refused, as open() refuses it; str, bytes and os.PathLike paths work.
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    ctx = tm.Context()
+    with tm.Trace(ctx, "f") as trace:
+        x = capi.tm_op_input(trace.ptr, capi.TM_F32, [2])
+        trace.end([capi.tm_op_neg(trace.ptr, x)])
+        program = tm.Program.compile(ctx, trace)
+    for bad in (f"{victim}\0.tmp", os.fsencode(f"{victim}\0.tmp")):
+        with pytest.raises(ValueError, match="path: embedded null byte"):
+            program.export(bad)
+        with pytest.raises(ValueError, match="path: embedded null byte"):
+            tm.Program.load(bad)
+    assert victim.read_text() == "precious"
+    with pytest.raises(ValueError, match="name: embedded null byte"):
+        tm.Trace(ctx, "f\0g")
+    with pytest.raises(TypeError, match="name must be a str"):
+        tm.Trace(ctx, b"f")
+    with pytest.raises(ValueError, match="directory: embedded null byte"):
+        ctx.set_cache_dir(f"{tmp_path}\0x")
+    with pytest.raises(TypeError, match="path must be a str, bytes or os.PathLike, not NoneType"):
+        program.export(None)
+    # A file name that is not UTF-8 cannot cross SWIG's char * unchanged: a clear error.
+    with pytest.raises(ValueError, match="path .* is not valid UTF-8"):
+        program.export(os.fsencode(str(tmp_path)) + b"/p-\xff.tmp")
+    with pytest.raises(ValueError, match="path .* is not valid UTF-8"):
+        program.export(os.fsdecode(os.fsencode(str(tmp_path)) + b"/p-\xff.tmp"))
+
+    for path in (tmp_path / "a.tmp", str(tmp_path / "b.tmp"), os.fsencode(tmp_path / "c.tmp")):
+        program.export(path)
+        assert tm.Program.load(path).input_types == program.input_types
+    assert sorted(os.listdir(tmp_path)) == ["a.tmp", "b.tmp", "c.tmp", "victim"]
+    ctx.set_cache_dir(tmp_path / "cache")
+    ctx.set_cache_dir(None)

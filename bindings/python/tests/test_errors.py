@@ -178,3 +178,16 @@ def test_compile_error_carries_diagnostics():
         tm.jit(tm.abs)(np.array([-1, 2], np.int32))
     except tm.CompileError as e:
         assert e.status == tm.Status.COMPILE and "math.absi" in str(e)
+
+
+def test_index_errors_say_what_is_wrong():
+    # An index array in a tuple, or a float array, reached `Ellipsis in key`, which calls
+    # ndarray.__eq__: "the truth value of an array ... is ambiguous".
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(IndexError, match=r"index array combined with other .*x\[i\]\[ids\]"):
+        tm.jit(lambda a: a[0, np.array([0, 1])])(x)
+    with pytest.raises(IndexError, match="index array combined"):
+        tm.jit(lambda a: a[..., [0, 1]])(x)
+    with pytest.raises(IndexError, match="indices must be of integer type, not float64"):
+        tm.jit(lambda a: a[np.array([0.0, 1.0])])(x)
+    np.testing.assert_array_equal(tm.jit(lambda a: a[0][np.array([2, 0])])(x), x[0][[2, 0]])

@@ -287,3 +287,50 @@ def test_weights_dtype_option(kjv):
     f32.close()
     with pytest.raises(ValueError, match="weights"):
         tm.Model.load(TINY_A, weights="f8")
+
+
+def test_load_checks_the_directory(tmp_path):
+    # A C string ends at its first NUL: "dir\0junk" would load "dir".
+    with pytest.raises(ValueError, match="directory: embedded null byte"):
+        tm.Model.load(KJV_TINY + "\0junk")
+    with pytest.raises(TypeError, match="directory must be a str, bytes or .*, not NoneType"):
+        tm.Model.load(None)
+    with pytest.raises(ValueError, match="directory .* is not valid UTF-8"):
+        tm.Model.load(os.fsencode(str(tmp_path)) + b"/model-\xff")
+    model = tm.Model.load(os.fsencode(TINY_A))    # bytes, as open() takes them
+    assert model.info.vocab_size > 0
+    model.close()
+    with pytest.raises(tm.LoadError) as e:
+        tm.Model.load(os.fsencode(str(tmp_path)))
+    assert "b'" not in str(e.value) and str(tmp_path) in str(e.value)
+
+
+def test_bytes_like_prompts_are_text(kjv):
+    text = "In the beginning"
+    want = kjv.generate(text, max_new_tokens=3)
+    for prompt in (text.encode(), bytearray(text.encode()), memoryview(text.encode())):
+        assert kjv.tokenize(prompt) == kjv.tokenize(text)
+        assert kjv.generate(prompt, max_new_tokens=3) == want
+    ids = kjv.tokenize(text)                      # sequences and arrays of ints are ids
+    assert kjv.generate(np.array(ids, np.int32), max_new_tokens=3) == want
+    assert kjv.generate(tuple(ids), max_new_tokens=3) == want
+    with pytest.raises(TypeError, match="text must be a str or a bytes-like object"):
+        kjv.tokenize(memoryview(np.array(ids, np.int32)))
+
+
+def test_generate_options_are_checked(kjv):
+    for name, value in [("max_new_tokens", 1.9), ("max_new_tokens", "3"), ("seed", 1.5),
+                        ("top_k", 2.7), ("top_k", True), ("temperature", "hot"),
+                        ("top_p", "0.5"), ("use_kv_cache", "no"),
+                        ("stop_at_eos", 0.5)]:
+        with pytest.raises(TypeError, match=f"{name} must be"):
+            kjv.generate([1, 2], **{name: value})
+    for value in (-1, 2):
+        with pytest.raises(ValueError, match="use_kv_cache must be a bool"):
+            kjv.generate([1, 2], max_new_tokens=2, use_kv_cache=value)
+    with pytest.raises(OverflowError, match="seed=-1 is outside"):
+        kjv.generate([1, 2], max_new_tokens=2, seed=-1)
+    # NumPy numbers are numbers; 0 and 1 are flags.
+    want = kjv.generate([1, 2], max_new_tokens=2, use_kv_cache=False)
+    assert kjv.generate([1, 2], max_new_tokens=np.int64(2), use_kv_cache=0,
+                        temperature=np.float32(0)) == want

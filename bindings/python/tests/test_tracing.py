@@ -289,3 +289,108 @@ def test_numpy_scalars_promote_as_arrays_python_scalars_are_weak():
 
     assert times_array(x).dtype == np.float64
     np.testing.assert_array_equal(times(x, s=np.float64(0.5)), np.full(3, 0.5))
+
+
+@pytest.mark.parametrize("v", [2**53 - 1, 2**53 + 1, 2**62 + 3, 2**63 - 1,
+                               -(2**53 + 1), -(2**62 + 3), -2**63])
+def test_python_ints_beyond_a_double_are_exact(v):
+    # A double holds ints exactly only up to 2**53: bigger ones go in as exact int64s.
+    a = np.array([0, 1, 2**53, 7], np.int64) * (1 if v < 0 else -1)   # a + v: no overflow
+    check(tm.jit(lambda a, *, v: a + v)(a, v=v), a + v)
+    check(tm.jit(lambda a, *, v: v + a * 0)(a, v=v), np.full(4, v))
+    near = v + 1 if v < 0 else v - 1
+    check(tm.jit(lambda a, *, v: a == v)(np.array([v, near], np.int64), v=v),
+          np.array([True, False]))
+    check(tm.jit(lambda a, *, v: (a < v, a > v))(a, v=v), (a < v, a > v))
+
+
+def test_python_ints_follow_nep50_outside_the_dtype():
+    i32, i64 = np.array([1, -1], np.int32), np.array([0, 2**62], np.int64)
+    # Arithmetic: the int must fit the integer dtype it meets (NumPy 2: OverflowError).
+    with pytest.raises(OverflowError, match="Python integer 2147483648 out of bounds for int32"):
+        tm.jit(lambda a: a + 2**31)(i32)
+    for v in (2**63, -2**63 - 1, 10**30):
+        with pytest.raises(OverflowError, match=f"Python integer {v} out of bounds for int64"):
+            tm.jit(lambda a, *, v: a * v)(i64, v=v)
+    with pytest.raises(OverflowError, match="out of bounds for int64"):
+        tm.jit(lambda a: a + 2**64)(np.array([True]))
+    # Comparisons have an exact answer (NumPy 2): every element is below a bigger int.
+    for a in (i32, i64):
+        for v in (2**31, 2**63, 2**70, -2**31 - 1, -2**64 - 5):
+            got = tm.jit(lambda a, *, v: (a < v, a > v, a == v, a != v))(a, v=v)
+            check(got, ([int(e) < v for e in a], [int(e) > v for e in a], [False] * 2, [True] * 2))
+    # With floats the int becomes that float (np.ones(2) * 2**64 is a float64 product).
+    check(tm.jit(lambda a: a * 2**64)(np.ones(2)), np.full(2, 2.0**64))
+    check(tm.jit(lambda a: a * (2**53 + 1))(np.ones(2, np.float32)),
+          np.full(2, 2.0**53, np.float32))
+    with pytest.raises(OverflowError):
+        tm.jit(lambda a: a * 10**400)(np.ones(2))
+
+
+def test_constant_gather_indices_are_numpy_indices(rng):
+    table = rng.standard_normal((3, 2)).astype(np.float32)
+    for ids in ([-1], [0, -3, 2], np.array([-1, -2], np.int32), np.array([[2, -1]], np.int64),
+                np.array(-1), [], np.array([2], np.uint8)):
+        check(tm.jit(lambda t: t[ids])(table), table[ids])
+        check(tm.jit(lambda t: tm.gather(t, ids))(table), table[np.asarray(ids, np.int64)])
+    for ids in (np.array([5]), [3], [-4], np.array([0, 9], np.uint8)):
+        bad = np.asarray(ids)[(np.asarray(ids) >= 3) | (np.asarray(ids) < -3)][0]
+        with pytest.raises(IndexError, match=f"index {bad} is out of bounds for axis 0 with "
+                                              "size 3"):
+            tm.jit(lambda t: t[ids])(table)
+        with pytest.raises(IndexError, match=f"index {bad} is out of bounds"):
+            tm.jit(lambda t: tm.gather(t, ids))(table)
+    with pytest.raises(IndexError, match="arrays used as indices must be of integer type"):
+        tm.jit(lambda t: t[np.array([0.0, 1.0])])(table)
+    with pytest.raises(IndexError, match="boolean masks"):
+        tm.jit(lambda t: t[np.array([True, False, True])])(table)
+
+
+def test_integer_parameters_are_integers():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for fn, name in [
+            (lambda a: a.reshape(6.9), "shape"),
+            (lambda a: a.reshape((2, "3")), "shape"),
+            (lambda a: a.reshape(True), "shape"),
+            (lambda a: a.transpose(1.9, 0.2), "axes"),
+            (lambda a: a.sum(axis=1.7), "axis"),
+            (lambda a: a.sum(axis="1"), "axis"),
+            (lambda a: a.sum(axis=True), "axis"),
+            (lambda a: a.mean(axis=(0, 1.0)), "axis"),
+            (lambda a: tm.softmax(a, axis=0.5), "axis"),
+            (lambda a: tm.concat([a, a], axis="1"), "axis"),
+            (lambda a: tm.causal_mask("3", 3) + a[0, 0], "rows"),
+            (lambda a: tm.causal_mask(3, 3, offset=0.5) + a[0, 0], "offset"),
+            (lambda a: a.sum(keepdims="no"), "keepdims"),
+            (lambda a: tm.layer_norm(a, a[0], a[0], eps="1e-5"), "eps")]:
+        with pytest.raises(TypeError, match=f"{name} must be"):
+            tm.jit(fn)(x)
+    # NumPy integers are integers.
+    check(tm.jit(lambda a: a.sum(axis=np.int64(1)))(x), x.sum(axis=1))
+    check(tm.jit(lambda a: a.reshape(np.int32(6)))(x), x.reshape(6))
+    check(tm.jit(lambda a: tm.softmax(a, axis=np.int32(0)))(x) * 0, x * 0)
+    with pytest.raises(TypeError, match="opt_level must be an integer"):
+        tm.jit(lambda a: a, opt_level=2.5)
+    with pytest.raises(TypeError, match="optimize must be a bool"):
+        tm.jit(lambda a: a, optimize="no")
+
+
+def test_numpy_functions_on_traced_values(rng):
+    x = rng.standard_normal((2, 3))
+    check(tm.jit(lambda a: np.sum(a))(x), np.sum(x))
+    check(tm.jit(lambda a: np.sum(a, axis=1, keepdims=True))(x), np.sum(x, axis=1, keepdims=True))
+    check(tm.jit(lambda a: np.sum(a, dtype=np.float32))(x), np.sum(x, dtype=np.float32))
+    check(tm.jit(lambda a: np.max(a, axis=0))(x), np.max(x, axis=0))
+    check(tm.jit(lambda a: np.mean(a, axis=-1))(x), np.mean(x, axis=-1))
+    check(tm.jit(lambda a: np.var(a, ddof=1))(x), np.var(x, ddof=1))
+    check(tm.jit(lambda a: np.reshape(a, (3, 2)))(x), np.reshape(x, (3, 2)))
+    check(tm.jit(lambda a: np.transpose(a))(x), np.transpose(x))
+    check(tm.jit(lambda a: a * (np.shape(a)[1] * np.ndim(a) * np.size(a)))(x), x * 36)
+    with pytest.raises(TypeError, match="np.concatenate on a traced value.*tinymlir.concat"):
+        tm.jit(lambda a: np.concatenate([a, a]))(x)
+    with pytest.raises(TypeError, match="np.where on a traced value.*tinymlir.where"):
+        tm.jit(lambda a: np.where(a > 0, a, 0))(x)
+    with pytest.raises(TypeError, match="out= cannot be traced"):
+        tm.jit(lambda a: np.sum(a, out=np.empty(())))(x)
+    with pytest.raises(TypeError, match="initial= cannot be traced"):
+        tm.jit(lambda a: np.max(a, initial=0))(x)

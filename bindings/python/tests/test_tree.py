@@ -125,3 +125,85 @@ def test_non_array_leaves_are_refused(rng):
     with pytest.raises(TypeError, match=r"argument 0\['x'\] is a float"):
         f({"x": 1.5})
     np.testing.assert_allclose(f({"x": np.float32(1.5)}), 3.0)   # NumPy scalars are arrays
+
+
+def test_static_values_are_keyed_by_type_and_exact_value():
+    i32, f32 = np.ones(2, np.int32), np.ones(2, np.float32)
+    plus_first = tm.jit(lambda a, *, s: a + s[0])
+    # Nested 1, 1.0 and True are equal (and hash alike) but promote differently.
+    assert plus_first(i32, s=(1,)).dtype == np.int32
+    assert plus_first(i32, s=(1.0,)).dtype == np.float64
+    assert plus_first(i32, s=(True,)).dtype == np.int32
+    # 0.5 and np.float64(0.5) likewise (NumPy 2: the NumPy scalar is not weak).
+    assert plus_first(f32, s=(0.5,)).dtype == np.float32
+    assert plus_first(f32, s=(np.float64(0.5),)).dtype == np.float64
+    assert plus_first.cache_info().misses == 5
+
+    # 0.0 and -0.0 are equal, yet divide differently.
+    divide = tm.jit(lambda a, *, s: a / s)
+    x = np.ones(2)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(divide(x, s=0.0), x / 0.0)
+        np.testing.assert_array_equal(divide(x, s=-0.0), x / -0.0)
+
+    # NaN equals nothing, not even itself: without a canonical key it never hit, and each
+    # call traced again and added an entry.
+    times = tm.jit(lambda a, *, s: a * s[0])
+    for _ in range(5):
+        assert np.isnan(times(x, s=(float("nan"),))).all()
+    info = times.cache_info()
+    assert (info.hits, info.misses, info.entries) == (4, 1, 1)
+
+
+def test_dict_keys_of_arguments_are_keyed_by_type():
+    double = tm.jit(lambda p: {k: v * 2 for k, v in p.items()})
+    x = np.ones(2, np.float32)
+    assert list(double({1: x})) == [1]
+    out = double({True: x})              # == 1, but another key: another structure
+    assert [type(k) for k in out] == [bool]
+    assert double({1.0: x}).keys() == {1.0} and double.cache_info().misses == 3
+    assert _tree.flatten({1: x})[1] != _tree.flatten({True: x})[1]
+    assert _tree.flatten({0.0: x})[1] != _tree.flatten({-0.0: x})[1]
+    assert _tree.flatten({(1, 2): x})[1] == _tree.flatten({(1, 2): x})[1]
+
+
+def test_jitted_methods_bind_like_functions(rng):
+    class Scaler:
+        def __init__(self, scale):
+            self.scale = scale
+
+        @tm.jit
+        def __call__(self, x):
+            return x * self.scale
+
+        @staticmethod
+        @tm.jit
+        def double(x):
+            return x * 2
+
+    x = rng.standard_normal(3).astype(np.float32)
+    two, three = Scaler(2.0), Scaler(3.0)
+    np.testing.assert_allclose(two(x), x * 2)
+    np.testing.assert_allclose(three(x), x * 3)   # its own program: self.scale is baked in
+    np.testing.assert_allclose(two(x), x * 2)
+    info = Scaler.__call__.cache_info()             # one cache, on the function
+    assert (info.hits, info.misses) == (1, 2) and two.__call__.cache_info() == info
+    assert "linalg.generic" in two.__call__.lower(x).traced    # lower binds too
+    np.testing.assert_allclose(Scaler.double(x), x * 2)
+    np.testing.assert_allclose(two.double(x), x * 2)
+
+    # An instance that is a tree of arrays is traced like any argument: one program for
+    # every instance of that structure.
+    @dataclasses.dataclass
+    class Linear:
+        w: np.ndarray
+        b: np.ndarray
+
+        @tm.jit
+        def apply(self, x):
+            return x @ self.w + self.b
+
+    w, b = rng.standard_normal((3, 2)).astype(np.float32), np.ones(2, np.float32)
+    for layer in (Linear(w, b), Linear(2 * w, b)):
+        np.testing.assert_allclose(layer.apply(x[None]), x[None] @ layer.w + b, rtol=1e-5)
+    assert Linear.apply.cache_info().misses == 1

@@ -4,16 +4,19 @@ The SWIG module hands out bare pointers. These classes own them: `close()` (or `
 garbage collection through __del__) frees the handle and forgets it, so a second close is a
 no-op and a use after close raises instead of touching freed memory. Calls that release the
 GIL hold the handle through `_using()`: a close() meanwhile (from another thread, or from a
-callback of that very call) frees it once the call has returned, never under it. The C
+callback of that very call) frees it once the call has returned, never under it. `.ptr`
+hands the handle to tinymlir.capi as a HandlePointer, which keeps its owner alive. The C
 functions are bound as class attributes so that __del__ still finds them during interpreter
 shutdown.
 """
 import collections
 import contextlib
 import enum
+import os
 import threading
 
 from . import capi
+from ._args import flag_arg, index_arg
 from ._errors import InvalidArgumentError
 
 CacheStats = collections.namedtuple("CacheStats", "hits misses entries")
@@ -71,7 +74,14 @@ class _Handle:
 
     @property
     def ptr(self):
-        """The SWIG pointer, for calls into tinymlir.capi."""
+        """The handle, for calls into tinymlir.capi: a HandlePointer, which keeps this
+        object (and so the C handle) alive as long as the pointer itself is referenced."""
+        self._live_ptr()  # a closed handle fails here, as it always did
+        return HandlePointer(self)
+
+    def _live_ptr(self):
+        """The bare SWIG pointer, for the package's own calls: they hold `self` (the owner)
+        for the whole call, so the pointer cannot outlive it."""
         if self._ptr is None or self._closing:
             raise InvalidArgumentError(f"this {self._kind} is closed")
         return self._ptr
@@ -85,7 +95,7 @@ class _Handle:
         """The pointer, held for one call that releases the GIL. Only memory safety: calls
         are not serialised (the library itself refuses calls that conflict)."""
         with self._lock:
-            ptr = self.ptr
+            ptr = self._live_ptr()
             self._calls += 1
         try:
             yield ptr
@@ -120,6 +130,78 @@ class _Handle:
         self.close()
 
 
+class HandlePointer:
+    """What `.ptr` returns: the C handle of a Context, Trace, Program or Model for calls into
+    tinymlir.capi, holding its owner.
+
+    A bare SWIG pointer does not own its handle: `capi.tm_model_info(Model.load(d).ptr)`
+    would free the model (with its Python owner) before the call, and use freed memory.
+    This object keeps the owner alive as long as it is referenced (a variable, or the
+    arguments of a running call). SWIG's wrappers (non-builtin mode) accept any object
+    whose `this` attribute is the SwigPyObject; `this` is read at each call, so a pointer
+    whose owner was closed explicitly is refused (TypeError) instead of used."""
+
+    __slots__ = ("_owner",)   # no __dict__: SWIG then looks `this` up as an attribute
+
+    def __init__(self, owner):
+        self._owner = owner
+
+    @property
+    def this(self):
+        return self._owner._live_ptr()
+
+    def __int__(self):
+        """The address, as int() of a SWIG pointer gives it."""
+        return int(self.this)
+
+    def __eq__(self, other):   # as SWIG pointers compare (and, like them, unhashable)
+        if isinstance(other, HandlePointer):
+            other = other.this
+        return self.this == other
+
+    def __repr__(self):
+        state = "closed" if self._owner.closed else hex(int(self))
+        return f"<tinymlir {self._owner._kind} pointer {state}>"
+
+
+def c_path(path, name):
+    """A file name for the C API, which takes `const char *` (SWIG passes a str as UTF-8).
+
+    Accepts str, bytes and os.PathLike, as open() does. The C string ends at the first NUL,
+    so a name with one would silently name another file: refused, as open() refuses it. A
+    name that is not valid UTF-8 (a bytes name, or a str with the surrogate escapes that
+    os.fsdecode gives such names) cannot cross SWIG's char * unchanged: refused too."""
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"{name} must be a str, bytes or os.PathLike, not "
+                        f"{type(path).__name__} ({path!r})") from None
+    try:
+        raw = path if isinstance(path, bytes) else os.fsencode(path)
+    except UnicodeEncodeError:
+        raise ValueError(f"{name} {path!r} cannot be encoded as a file name") from None
+    if b"\0" in raw:
+        raise ValueError(f"{name}: embedded null byte in {path!r}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{name} {path!r} is not valid UTF-8: the C API takes UTF-8 file "
+                         "names") from None
+
+
+def c_name(value, name):
+    """A name (text used in messages) for the C API: a str, without NUL, valid UTF-8."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__} ({value!r})")
+    if "\0" in value:
+        raise ValueError(f"{name}: embedded null byte in {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name} {value!r} is not valid UTF-8 (a lone surrogate)") from None
+    return value
+
+
 class Context(_Handle):
     """tm_context: the owner of the compiled-program cache. Thread-safe. Models keep their
     own reference to it, so it may be closed before them."""
@@ -132,7 +214,17 @@ class Context(_Handle):
 
     def cache_stats(self):
         """tm_cache_stats: CacheStats(hits, misses, entries)."""
-        return CacheStats(*capi.tm_cache_stats(self.ptr))
+        return CacheStats(*capi.tm_cache_stats(self._live_ptr()))
+
+    def set_cache_dir(self, directory, limit_bytes=0):
+        """tm_cache_set_dir: keeps compiled programs in `directory` (a path; None turns the
+        disk cache off, "" is the default place), bounded by limit_bytes (0: 1 GiB)."""
+        directory = None if directory is None else c_path(directory, "directory")
+        limit_bytes = index_arg(limit_bytes, "limit_bytes")
+        if limit_bytes < 0:
+            raise ValueError(f"limit_bytes must be >= 0, not {limit_bytes}")
+        with self._using() as ptr:
+            capi.tm_cache_set_dir(ptr, directory, limit_bytes)
 
     def __repr__(self):
         if self.closed:
@@ -160,14 +252,15 @@ class Trace(_Handle):
     _kind = "trace"
 
     def __init__(self, context, name=None):
-        super().__init__(capi.tm_trace_begin(context.ptr, name))
+        name = None if name is None else c_name(name, "name")
+        super().__init__(capi.tm_trace_begin(context._live_ptr(), name))
 
     def end(self, values):
-        capi.tm_trace_end(self.ptr, list(values))
+        capi.tm_trace_end(self._live_ptr(), list(values))
 
     def value_type(self, value):
         """(tm_dtype, shape tuple) of a value."""
-        return capi.tm_value_type(self.ptr, value)
+        return capi.tm_value_type(self._live_ptr(), value)
 
 
 def compile_options(target=Target.CPU, optimize=None, use_blas=None, opt_level=None):
@@ -176,11 +269,11 @@ def compile_options(target=Target.CPU, optimize=None, use_blas=None, opt_level=N
     capi.tm_compile_options_init(options)
     options.target = int(Target.of(target))
     if optimize is not None:
-        options.optimize = int(bool(optimize))
+        options.optimize = flag_arg(optimize, "optimize")
     if use_blas is not None:
-        options.use_blas = int(bool(use_blas))
+        options.use_blas = flag_arg(use_blas, "use_blas")
     if opt_level is not None:
-        options.opt_level = int(opt_level)
+        options.opt_level = index_arg(opt_level, "opt_level")
     return options
 
 
@@ -196,43 +289,47 @@ class Program(_Handle):
     @classmethod
     def compile(cls, context, trace, options=None):
         with context._using() as ctx:
-            return cls(capi.tm_compile(ctx, trace.ptr, options))
+            return cls(capi.tm_compile(ctx, trace._live_ptr(), options))
 
     def retain(self):
-        ptr = self.ptr
+        ptr = self._live_ptr()
         capi.tm_program_retain(ptr)
         return Program(ptr)
 
     def export(self, path):
-        """Writes the program to `path` as one self-contained file (tm_program_export)."""
+        """Writes the program to `path` (str, bytes or os.PathLike) as one self-contained
+        file (tm_program_export)."""
+        path = c_path(path, "path")
         with self._using() as ptr:
-            capi.tm_program_export(ptr, str(path))
+            capi.tm_program_export(ptr, path)
 
     @classmethod
     def load(cls, path):
         """A program written by export(), linked without the compiler (tm_program_load)."""
-        return cls(capi.tm_program_load(str(path)))
+        return cls(capi.tm_program_load(c_path(path, "path")))
 
     @property
     def cache_hit(self):
         """True if the tm_compile that returned this program found it in the context's
         cache, False if that call compiled it (tm_program_cache_hit)."""
-        return bool(capi.tm_program_cache_hit(self.ptr))
+        return bool(capi.tm_program_cache_hit(self._live_ptr()))
 
     @property
     def input_types(self):
         """[(tm_dtype, shape)] of the inputs the program is specialised to."""
-        return [capi.tm_program_input_type(self.ptr, i)
-                for i in range(capi.tm_program_num_inputs(self.ptr))]
+        ptr = self._live_ptr()
+        return [capi.tm_program_input_type(ptr, i)
+                for i in range(capi.tm_program_num_inputs(ptr))]
 
     @property
     def output_types(self):
-        return [capi.tm_program_output_type(self.ptr, i)
-                for i in range(capi.tm_program_num_outputs(self.ptr))]
+        ptr = self._live_ptr()
+        return [capi.tm_program_output_type(ptr, i)
+                for i in range(capi.tm_program_num_outputs(ptr))]
 
     def ir(self, stage):
         """The text of one compilation stage (a Stage, its value, or a name)."""
-        return capi.tm_program_ir(self.ptr, int(Stage.of(stage)))
+        return capi.tm_program_ir(self._live_ptr(), int(Stage.of(stage)))
 
     def invoke(self, inputs, outputs):
         """tm_invoke on NumPy arrays: reads `inputs`, writes `outputs` (caller-owned)."""

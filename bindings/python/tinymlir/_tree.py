@@ -7,27 +7,37 @@ compiled program for, say, every transformer block: the weights are leaves, the 
 structure is the TreeDef. unflatten(treedef, leaves) rebuilds a tree of the same shape.
 
 None is an empty container (no leaves), so optional fields may be left out.
+
+canonical_key(value) is the one comparison of Python values used for cache keys (dict keys
+here, @jit's static arguments): by type and exact value, where == would conflate values
+that trace differently (1, 1.0 and True; 0.5 and np.float64(0.5); 0.0 and -0.0) or never
+match (NaN).
 """
 import dataclasses
+
+import numpy as np
 
 
 class TreeDef:
     """The structure of a tree. `kind` is "leaf", "none", "tuple", "namedtuple", "list",
     "dict" or "dataclass"; `meta` is the container type and its keys or field names."""
 
-    __slots__ = ("kind", "meta", "children", "num_leaves", "_hash")
+    __slots__ = ("kind", "meta", "children", "num_leaves", "_key", "_hash")
 
     def __init__(self, kind, meta, children):
         self.kind = kind
         self.meta = meta
         self.children = tuple(children)
         self.num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in self.children)
-        self._hash = hash((kind, meta, self.children))
+        # Dict keys compared by canonical_key: {True: x} is not the structure of {1: x}
+        # (unflatten would give the other's keys back).
+        meta_key = canonical_key(meta) if kind == "dict" else meta
+        self._key = (kind, meta_key, self.children)
+        self._hash = hash(self._key)
 
     def __eq__(self, other):
         return (isinstance(other, TreeDef) and self._hash == other._hash
-                and self.kind == other.kind and self.meta == other.meta
-                and self.children == other.children)
+                and self._key == other._key)
 
     def __hash__(self):
         return self._hash
@@ -47,6 +57,30 @@ class TreeDef:
         cls, names = self.meta
         return f"{cls.__name__}(" + ", ".join(
             f"{n}={c!r}" for n, c in zip(names, self.children)) + ")"
+
+
+def canonical_key(value):
+    """A hashable key for a Python value that equals another value's key only if the two
+    are the same type and the same exact value, recursively: floats by their bits (so
+    -0.0 is not 0.0, and NaN is NaN), NumPy scalars by dtype and bytes, containers by type
+    and items. Other objects are keyed by type and themselves (their own == and hash)."""
+    kind = type(value)
+    if isinstance(value, float):   # np.float64 too; the type keeps them apart
+        return (kind, value.hex())
+    if isinstance(value, complex):
+        return (kind, value.real.hex(), value.imag.hex())
+    if isinstance(value, np.generic):
+        return (kind, value.dtype.str, value.tobytes())
+    if isinstance(value, (tuple, list)):   # named tuples included
+        return (kind, tuple(canonical_key(v) for v in value))
+    if isinstance(value, (frozenset, set)):
+        return (kind, frozenset(canonical_key(v) for v in value))
+    if isinstance(value, dict):
+        return (kind, tuple((canonical_key(k), canonical_key(v)) for k, v in value.items()))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (kind, tuple((f.name, canonical_key(getattr(value, f.name)))
+                            for f in dataclasses.fields(value)))
+    return (kind, value)
 
 
 LEAF = TreeDef("leaf", None, ())

@@ -13,6 +13,11 @@ Calling a jitted function with NumPy arrays:
 
 The arrays are runtime inputs, never constants: a function called with different weights of
 the same shapes reuses one compiled program.
+
+A jitted function defined in a class binds like a function (obj.method(x)). The instance is
+an argument like the others when it is a tree of arrays (a dataclass of weights: traced, one
+program for every instance of that structure); otherwise it is static, a Python value in the
+cache key (its attributes are read while tracing, so each instance has its own programs).
 """
 import collections
 import functools
@@ -29,6 +34,9 @@ from .tracer import TraceState, Tracer, lift, tracing
 CacheInfo = collections.namedtuple("CacheInfo", "hits misses entries context")
 CacheInfo.__doc__ = """hits/misses/entries of one jitted function's specialisations;
 context: the context's tm_cache_stats (CacheStats), shared by everything compiled in it."""
+
+
+_UNBOUND = object()   # no static instance (see BoundJittedFunction): a plain call
 
 
 class _Specialization:
@@ -79,6 +87,7 @@ class JittedFunction:
         self._context = context
         self._options = dict(target=Target.of(target), optimize=optimize, use_blas=use_blas,
                              opt_level=opt_level)
+        compile_options(**self._options)   # bad options fail here, not at the first call
         self._options_key = tuple(sorted(self._options.items()))
         self._cache = {}
         self._hits = 0
@@ -93,21 +102,35 @@ class JittedFunction:
     def context(self):
         return self._context if self._context is not None else default_context()
 
+    def __get__(self, instance, owner=None):
+        """obj.f for a jitted f defined in obj's class, as for a function."""
+        if instance is None:
+            return self
+        return BoundJittedFunction(self, instance)
+
     def __call__(self, *args, **static):
-        leaves, treedef = _tree.flatten(args)
-        if any(isinstance(x, Tracer) for x in leaves):
-            # Called from inside another jitted function: becomes part of that trace.
-            return self._fn(*args, **static)
-        spec, arrays = self._specialize(leaves, treedef, static)
-        outputs = [np.empty(shape, dtype) for dtype, shape in spec.out_types]
-        spec.program.invoke(arrays, outputs)
-        return _tree.unflatten(spec.out_treedef, outputs)
+        return self._call(_UNBOUND, args, static)
 
     def lower(self, *args, **static):
         """Specialises (through the cache) and returns the Lowered program with every IR
         stage."""
+        return self._lower(_UNBOUND, args, static)
+
+    def _call(self, bound, args, static):
+        """Runs the function on `args`; `bound` is a static instance passed first (see
+        BoundJittedFunction), or _UNBOUND."""
         leaves, treedef = _tree.flatten(args)
-        spec, _ = self._specialize(leaves, treedef, static)
+        if any(isinstance(x, Tracer) for x in leaves):
+            # Called from inside another jitted function: becomes part of that trace.
+            return self._fn(*_prepend(bound, args), **static)
+        spec, arrays = self._specialize(leaves, treedef, static, bound)
+        outputs = [np.empty(shape, dtype) for dtype, shape in spec.out_types]
+        spec.program.invoke(arrays, outputs)
+        return _tree.unflatten(spec.out_treedef, outputs)
+
+    def _lower(self, bound, args, static):
+        leaves, treedef = _tree.flatten(args)
+        spec, _ = self._specialize(leaves, treedef, static, bound)
         return Lowered(spec.program.retain(), treedef, spec.out_treedef)
 
     def cache_info(self):
@@ -127,10 +150,11 @@ class JittedFunction:
 
     # ---- Specialisation ----------------------------------------------------------------------
 
-    def _specialize(self, leaves, treedef, static):
+    def _specialize(self, leaves, treedef, static, bound):
         arrays = self._check_leaves(leaves, treedef)
+        bound_key = () if bound is _UNBOUND else self._static_key({"self": bound})
         key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays),
-               self._static_key(static), self._options_key)
+               self._static_key(static), bound_key, self._options_key)
         with self._lock:
             spec = self._cache.get(key)
             if spec is not None:
@@ -139,7 +163,7 @@ class JittedFunction:
             self._misses += 1
         # Traced and compiled outside the lock; two threads racing on one key both trace,
         # and the context's cache makes the second compile a lookup.
-        spec = self._trace_and_compile(treedef, arrays, static)
+        spec = self._trace_and_compile(treedef, arrays, static, bound)
         with self._lock:
             spec = self._cache.setdefault(key, spec)
         return spec, arrays
@@ -175,11 +199,13 @@ class JittedFunction:
                     f"{self.__qualname__}: keyword argument {name}={type(value).__name__} is "
                     "static (part of the cache key) and must be hashable; pass arrays "
                     "positionally") from None
-        # With each value's type: 0.5 and np.float64(0.5) (or 1 and True) are equal and hash
-        # alike, yet promote differently, so they are different specialisations.
-        return tuple((name, type(value), value) for name, value in items)
+        # By type and exact value, at every depth: 0.5 and np.float64(0.5) (or 1 and True)
+        # are equal and hash alike, yet promote differently; 0.0 and -0.0 are equal yet
+        # divide differently; NaN equals nothing, so it would never hit and every call would
+        # trace again.
+        return tuple((name, _tree.canonical_key(value)) for name, value in items)
 
-    def _trace_and_compile(self, treedef, arrays, static):
+    def _trace_and_compile(self, treedef, arrays, static, bound=_UNBOUND):
         context = self.context
         name = getattr(self._fn, "__qualname__", "kernel")
         with Trace(context, name) as trace:
@@ -187,7 +213,8 @@ class JittedFunction:
             with tracing(state):
                 inputs = [Tracer(state, capi.tm_op_input(trace.ptr, to_tm(a.dtype), a.shape))
                           for a in arrays]
-                result = self._fn(*_tree.unflatten(treedef, inputs), **static)
+                args = _tree.unflatten(treedef, inputs)
+                result = self._fn(*_prepend(bound, args), **static)
                 out_leaves, out_treedef = _tree.flatten(result)
                 if not out_leaves:
                     raise TypeError(f"{name} returned no arrays ({result!r})")
@@ -198,6 +225,44 @@ class JittedFunction:
                 trace.end([lift(state, x) for x in out_leaves])
             program = Program.compile(context, trace, compile_options(**self._options))
         return _Specialization(program, out_treedef)
+
+
+class BoundJittedFunction:
+    """A jitted function bound to an instance (obj.f), as a method is. The instance goes to
+    the function as its first argument: traced with the others if it is a tree of arrays,
+    else as a static value (hashable; part of the cache key). The cache is the function's."""
+
+    def __init__(self, jitted, instance):
+        self.__func__ = jitted
+        self.__self__ = instance
+
+    def __call__(self, *args, **static):
+        if _is_array_tree(self.__self__):
+            return self.__func__(self.__self__, *args, **static)
+        return self.__func__._call(self.__self__, args, static)
+
+    def lower(self, *args, **static):
+        if _is_array_tree(self.__self__):
+            return self.__func__.lower(self.__self__, *args, **static)
+        return self.__func__._lower(self.__self__, args, static)
+
+    def __getattr__(self, name):   # cache_info, cache_clear, target, __doc__, ...
+        return getattr(self.__func__, name)
+
+    def __repr__(self):
+        return f"<bound {self.__func__!r} of {self.__self__!r}>"
+
+
+def _prepend(bound, args):
+    return tuple(args) if bound is _UNBOUND else (bound, *args)
+
+
+def _is_array_tree(x):
+    """Whether x is a container (dataclass, tuple, dict, ...) whose leaves are all arrays or
+    tracers."""
+    leaves, treedef = _tree.flatten(x)
+    return treedef.kind != "leaf" and all(
+        isinstance(leaf, (np.ndarray, np.generic, Tracer)) for leaf in leaves)
 
 
 def _arg_path(path):

@@ -19,9 +19,17 @@ import threading
 import numpy as np
 
 from . import capi
-from ._handles import Target, _Handle, default_context
+from ._args import flag_arg, index_arg, real_arg
+from ._handles import Target, _Handle, c_path, default_context
 
 ModelInfo = collections.namedtuple("ModelInfo", "vocab_size n_ctx n_layer n_embd")
+
+# How each generate() option is checked: integers by operator.index (never a truncated
+# float or a parsed str), real numbers for the float options, flags as bool (or 0/1).
+_GENERATE_OPTIONS = {
+    "max_new_tokens": index_arg, "temperature": real_arg, "top_k": index_arg,
+    "top_p": real_arg, "seed": index_arg, "use_kv_cache": flag_arg, "stop_at_eos": flag_arg,
+}
 
 
 class Model(_Handle):
@@ -33,10 +41,12 @@ class Model(_Handle):
     @classmethod
     def load(cls, directory, target="cpu", context=None, weights=None):
         """Loads config.json, model.safetensors and (if present) vocab.json + merges.txt
-        from `directory`. Raises LoadError for missing or malformed files. The model keeps
-        its own reference to the context (default: the process-wide one), which may be
-        closed first. `weights`: the dtype the weight matrices are held in, "f32", "f16" or
-        "bf16" (default None: as the checkpoint stores them)."""
+        from `directory` (str, bytes or os.PathLike). Raises LoadError for missing or
+        malformed files. The model keeps its own reference to the context (default: the
+        process-wide one), which may be closed first. `weights`: the dtype the weight
+        matrices are held in, "f32", "f16" or "bf16" (default None: as the checkpoint
+        stores them)."""
+        directory = c_path(directory, "directory")
         context = context if context is not None else default_context()
         options = capi.tm_model_options()
         capi.tm_model_options_init(options)
@@ -46,11 +56,11 @@ class Model(_Handle):
             raise ValueError(f"weights must be None, 'f32', 'f16' or 'bf16', not {weights!r}")
         options.weights = kinds[weights]
         with context._using() as ctx:
-            return cls(capi.tm_model_load(ctx, str(directory), options))
+            return cls(capi.tm_model_load(ctx, directory, options))
 
     @property
     def info(self):
-        return ModelInfo(*capi.tm_model_info(self.ptr))
+        return ModelInfo(*capi.tm_model_info(self._live_ptr()))
 
     @property
     def stats(self):
@@ -63,8 +73,8 @@ class Model(_Handle):
             "prefill_seconds", "decode_seconds", "decode_tokens", "programs_from_disk")}
 
     def tokenize(self, text):
-        """Token ids of a str (UTF-8) or bytes."""
-        return capi.tm_tokenize(self.ptr, text)
+        """Token ids of a str (UTF-8) or bytes-like object (bytes, bytearray, memoryview)."""
+        return capi.tm_tokenize(self._live_ptr(), _text(text))
 
     def detokenize(self, ids, errors="replace"):
         """The text of token ids. A piece may end inside a UTF-8 character; such bytes are
@@ -72,7 +82,7 @@ class Model(_Handle):
         return self.detokenize_bytes(ids).decode("utf-8", errors)
 
     def detokenize_bytes(self, ids):
-        return capi.tm_detokenize(self.ptr, _ids(ids))
+        return capi.tm_detokenize(self._live_ptr(), _ids(ids))
 
     def logits(self, ids):
         """The vocab_size logits (float32) of the last position, recomputing all of ids."""
@@ -84,7 +94,8 @@ class Model(_Handle):
 
     def generate(self, prompt, max_new_tokens=None, temperature=None, top_k=None, top_p=None,
                  seed=None, use_kv_cache=None, stop_at_eos=None, stream=False, callback=None):
-        """Generates tokens after `prompt` (a str, tokenized, or a sequence of ids).
+        """Generates tokens after `prompt`: text (a str or bytes-like object, tokenized) or
+        token ids (a sequence or 1-D array of ints).
 
         Options left as None take the library's defaults (32 tokens, greedy, KV cache on,
         no stop at EOS). Returns the list of generated ids; with stream=True, returns an
@@ -92,14 +103,19 @@ class Model(_Handle):
         called for each token; a true result stops the generation after that token (None or
         False goes on), and an exception it raises stops the generation and is re-raised
         here."""
-        ids = self.tokenize(prompt) if isinstance(prompt, (str, bytes)) else _ids(prompt)
+        ids = self.tokenize(prompt) if _is_text(prompt) else _ids(prompt)
         options = capi.tm_generate_options()
         capi.tm_generate_options_init(options)
         for name, value in (("max_new_tokens", max_new_tokens), ("temperature", temperature),
                             ("top_k", top_k), ("top_p", top_p), ("seed", seed),
                             ("use_kv_cache", use_kv_cache), ("stop_at_eos", stop_at_eos)):
             if value is not None:
-                setattr(options, name, type(getattr(options, name))(value))
+                value = _GENERATE_OPTIONS[name](value, name)
+                try:
+                    setattr(options, name, value)
+                except OverflowError:   # SWIG's message names only its setter
+                    raise OverflowError(f"{name}={value!r} is outside the range of "
+                                        "tm_generate_options." + name) from None
         if stream:
             return self._stream(ids, options, callback)
         with self._using() as ptr:
@@ -150,6 +166,26 @@ class Model(_Handle):
         if self.closed:
             return "<tinymlir.Model closed>"
         return "<tinymlir.Model vocab_size={} n_ctx={} n_layer={} n_embd={}>".format(*self.info)
+
+
+def _is_text(prompt):
+    """Whether a prompt is text: a str or a bytes-like object. A NumPy array exposes a
+    buffer too, but it holds ids, as does any other sequence."""
+    return isinstance(prompt, (str, bytes, bytearray, memoryview))
+
+
+def _text(text):
+    """Text for tm_tokenize, which takes str or bytes: bytearray and byte memoryviews are
+    copied to bytes."""
+    if isinstance(text, (str, bytes)):
+        return text
+    if isinstance(text, bytearray):
+        return bytes(text)
+    if isinstance(text, memoryview) and text.format in ("B", "b", "c"):
+        return text.tobytes()
+    raise TypeError(f"text must be a str or a bytes-like object (bytes, bytearray, a memoryview "
+                    f"of bytes), not {type(text).__name__}"
+                    + (f" of format {text.format!r}" if isinstance(text, memoryview) else ""))
 
 
 def _ids(ids):

@@ -9,8 +9,9 @@ a trace: calling them there raises a TypeError.
 import numpy as np
 
 from . import capi
+from ._args import index_arg, real_arg
 from ._dtypes import to_tm
-from .tracer import Tracer, lift, record, state_of
+from .tracer import Tracer, constant_rows, lift, lift_all, record, state_of
 
 
 def exp(x): return record(capi.tm_op_exp, x, what="tinymlir.exp")
@@ -42,12 +43,13 @@ def matmul(a, b):
 
 def softmax(x, axis=-1):
     """Numerically stable softmax along one axis."""
-    return record(capi.tm_op_softmax, x, args=(int(axis),), what="tinymlir.softmax")
+    return record(capi.tm_op_softmax, x, args=(index_arg(axis, "axis"),),
+                  what="tinymlir.softmax")
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis."""
-    return record(capi.tm_op_layer_norm, x, gamma, beta, args=(float(eps),),
+    return record(capi.tm_op_layer_norm, x, gamma, beta, args=(real_arg(eps, "eps"),),
                   what="tinymlir.layer_norm")
 
 
@@ -59,22 +61,27 @@ def gelu_tanh(x):
 def concat(xs, axis=0):
     """Joins tensors along an existing axis (NumPy's concatenate); dtypes are promoted."""
     xs = list(xs)
+    axis = index_arg(axis, "axis")
     state = state_of(xs, "tinymlir.concat")
-    values = [lift(state, x) for x in xs]
-    return Tracer(state, capi.tm_op_concat(state.ptr, values, int(axis)))
+    return Tracer(state, capi.tm_op_concat(state.ptr, lift_all(state, xs), axis))
 
 
 def gather(table, ids):
-    """Rows of a table: out[i..., :] = table[ids[i...], :] (ids: int32 or int64)."""
+    """Rows of a table: out[i..., :] = table[ids[i...], :] (ids: int32 or int64). ids known
+    at trace time (an array, a list, an int) are checked as NumPy indexes: negative ones
+    count from the end, and one outside the rows raises IndexError."""
+    if not isinstance(ids, Tracer) and isinstance(table, (Tracer, np.ndarray)):
+        ids = constant_rows(table, ids, "tinymlir.gather")
     return record(capi.tm_op_gather, table, ids, what="tinymlir.gather")
 
 
 def causal_mask(rows, cols, offset=0, dtype=np.float32):
     """A (rows, cols) additive mask: 0 where col <= row + offset, the dtype's lowest finite
     value elsewhere. Needs a current trace, since it has no tensor operand."""
+    rows, cols = index_arg(rows, "rows"), index_arg(cols, "cols")
+    offset = index_arg(offset, "offset")
     state = state_of((), "tinymlir.causal_mask")
-    value = capi.tm_op_causal_mask(state.ptr, int(rows), int(cols), int(offset),
-                                   to_tm(dtype, "causal_mask"))
+    value = capi.tm_op_causal_mask(state.ptr, rows, cols, offset, to_tm(dtype, "causal_mask"))
     return Tracer(state, value)
 
 
@@ -87,19 +94,19 @@ def transpose(x, axes=None):
 
 
 def sum(x, axis=None, keepdims=False):  # noqa: A001 (as np.sum)
-    return _as_tracer(x, "tinymlir.sum").sum(axis, keepdims)
+    return _as_tracer(x, "tinymlir.sum").sum(axis, keepdims=keepdims)
 
 
 def max(x, axis=None, keepdims=False):  # noqa: A001 (as np.max)
-    return _as_tracer(x, "tinymlir.max").max(axis, keepdims)
+    return _as_tracer(x, "tinymlir.max").max(axis, keepdims=keepdims)
 
 
 def mean(x, axis=None, keepdims=False):
-    return _as_tracer(x, "tinymlir.mean").mean(axis, keepdims)
+    return _as_tracer(x, "tinymlir.mean").mean(axis, keepdims=keepdims)
 
 
 def var(x, axis=None, keepdims=False):
-    return _as_tracer(x, "tinymlir.var").var(axis, keepdims)
+    return _as_tracer(x, "tinymlir.var").var(axis, keepdims=keepdims)
 
 
 def _as_tracer(x, what):
