@@ -1,6 +1,33 @@
 /* values.i: integers, shapes and value lists in; output parameters out (part of
  * tinymlir.i). */
 
+/* ---- Strings ---------------------------------------------------------------------------- */
+
+/* Names and file names (tm_trace_begin's name, tm_program_export/load's path,
+ * tm_cache_set_dir's and tm_model_load's dir, tm_set_last_error's message): a str, passed as
+ * UTF-8, or None for NULL. A C string ends at its first NUL, so a str holding one would name
+ * another file (export to "d/victim\0.tmp" wrote d/victim): ValueError, as open() gives.
+ * The package's wrappers (tinymlir/_handles.py) also take bytes and os.PathLike. */
+%typemap(in) const char *name, const char *dir, const char *path, const char *message {
+  if ($input == Py_None) {
+    $1 = NULL;
+  } else {
+    Py_ssize_t size = 0;
+    const char *utf8 = PyUnicode_Check($input) ? PyUnicode_AsUTF8AndSize($input, &size) : NULL;
+    if (!PyUnicode_Check($input)) {
+      PyErr_Format(PyExc_TypeError, "$symname: $1_name must be a str or None, not %s",
+                   Py_TYPE($input)->tp_name);
+      SWIG_fail;
+    }
+    if (!utf8) SWIG_fail;
+    if ((size_t)size != strlen(utf8)) {
+      PyErr_SetString(PyExc_ValueError, "$symname: embedded null byte in $1_name");
+      SWIG_fail;
+    }
+    $1 = (char *)utf8;
+  }
+}
+
 /* ---- Sequences of integers ------------------------------------------------------------ */
 
 %{

@@ -362,3 +362,15 @@ def test_strings_for_the_c_api_are_checked(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["a.tmp", "b.tmp", "c.tmp", "victim"]
     ctx.set_cache_dir(tmp_path / "cache")
     ctx.set_cache_dir(None)
+    # tinymlir.capi itself, for those who call it directly (swig/values.i).
+    with pytest.raises(ValueError, match="tm_program_export: embedded null byte in path"):
+        capi.tm_program_export(program.ptr, f"{victim}\0.tmp")
+    with pytest.raises(ValueError, match="tm_cache_set_dir: embedded null byte in dir"):
+        capi.tm_cache_set_dir(ctx.ptr, f"{tmp_path}\0x", 0)
+    with pytest.raises(ValueError, match="tm_trace_begin: embedded null byte in name"):
+        capi.tm_trace_begin(ctx.ptr, "f\0g")
+    with pytest.raises(ValueError, match="tm_model_load: embedded null byte in dir"):
+        capi.tm_model_load(ctx.ptr, f"{tmp_path}\0x", None)
+    with pytest.raises(TypeError, match="tm_program_load: path must be a str or None, not bytes"):
+        capi.tm_program_load(b"x")
+    assert victim.read_text() == "precious"
