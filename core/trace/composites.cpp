@@ -13,6 +13,7 @@ Status ToFloat(Trace &g, const char *op, ValueId x, ValueId *out) {
     return DtypeError(std::string(op) + ": not defined for bool operand " +
                       g.node(x).type.ToString());
   if (IsFloat(d)) {
+    TM_RETURN_IF_ERROR(Trace::CheckArithmetic(op, d));
     *out = x;
     return Status::Ok();
   }
@@ -57,6 +58,8 @@ Status Softmax(Trace &g, const char *op, ValueId x, int32_t axis, ValueId *out) 
   if (!IsFloat(g.node(x).type.dtype))
     return DtypeError(std::string(op) + ": needs a float operand, got " +
                       g.node(x).type.ToString());
+  // Checked here, not left to the ops it is made of: an empty operand makes none.
+  TM_RETURN_IF_ERROR(Trace::CheckArithmetic(op, g.node(x).type.dtype));
   int ax;
   TM_RETURN_IF_ERROR(Trace::NormalizeAxis(op, axis, g.node(x).type.rank(), &ax));
   if (g.node(x).type.NumElements() == 0) {  // nothing to normalise: the result is x's (empty) shape
@@ -85,6 +88,8 @@ Status LayerNorm(Trace &g, const char *op, ValueId x, ValueId gamma, ValueId bet
   if (!IsFloat(g.node(x).type.dtype))
     return DtypeError(std::string(op) + ": needs a float operand, got " +
                       g.node(x).type.ToString());
+  // Checked here, not left to the ops it is made of: an empty operand makes none.
+  TM_RETURN_IF_ERROR(Trace::CheckArithmetic(op, g.node(x).type.dtype));
   if (g.node(x).type.rank() == 0)
     return ShapeError(std::string(op) + ": needs rank >= 1, got " + g.node(x).type.ToString());
   if (!(eps >= 0.0))
@@ -108,6 +113,8 @@ Status GeluTanh(Trace &g, const char *op, ValueId x, ValueId *out) {
   if (!IsFloat(g.node(x).type.dtype))
     return DtypeError(std::string(op) + ": needs a float operand, got " +
                       g.node(x).type.ToString());
+  // Checked here, not left to the ops it is made of: an empty operand makes none.
+  TM_RETURN_IF_ERROR(Trace::CheckArithmetic(op, g.node(x).type.dtype));
   // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
   ValueId x2, x3, c1, t1, inner, c2, arg, th, one, onep, half, hx;
   TM_RETURN_IF_ERROR(g.Binary(OpKind::kMul, op, x, x, &x2));

@@ -130,14 +130,16 @@ class Trace {
   // live[v]: value v contributes to an output (promotion can leave unused casts behind).
   std::vector<bool> Live() const;
 
+  // f16 and bf16 are storage types: an op that would compute in one is refused (the
+  // composites check it themselves: an empty operand makes none of their ops).
+  static Status CheckArithmetic(const char *op, DType dtype);
+
  private:
   ValueId Add(Node node);
   // Casts v to dtype (a new Scalar for weak scalars, a Cast node otherwise).
   ValueId Convert(ValueId v, DType dtype);
   // A weak scalar about to become an integer dtype must fit it (NumPy raises too).
   Status CheckScalarFits(const char *op, ValueId v, DType dtype) const;
-  // f16 and bf16 are storage types: an op that would compute in one is refused.
-  static Status CheckArithmetic(const char *op, DType dtype);
   Status BroadcastShapes(const char *op, const Shape &a, const Shape &b, Shape *out) const;
 
   std::string name_;
