@@ -11,33 +11,55 @@ import "C"
 import "runtime/cgo"
 
 // tokenCallback is the state behind the cgo.Handle that Generate passes as the C
-// callback's user pointer: the Go function, and a panic caught in it.
+// callback's user pointer: the Go function, and a panic or runtime.Goexit caught in it.
 type tokenCallback struct {
 	f          func(token int32) bool
 	panicked   bool
 	panicValue any
+	exited     bool // the callback called runtime.Goexit (t.FailNow in a test)
 }
 
 // goTokenCallback is called by the library, through tmg_token_trampoline, for each token.
-// The Go callback's true (stop after this token) is the C callback's non-zero return. A
-// panic must not unwind through the library's C++ frames, so it is caught here, stops
-// generation (non-zero return), and Generate raises it again after the C call.
+// The Go callback's true (stop after this token) is the C callback's non-zero return.
+// Neither a panic nor runtime.Goexit may unwind through the library's C++ frames (a Goexit
+// did: the frames never returned, and the model stayed busy for good). So the callback
+// runs on a goroutine of its own, where a panic is recovered and a Goexit ends only that
+// goroutine; either stops generation (non-zero return), and Generate raises the panic, or
+// calls runtime.Goexit, on its caller's goroutine once the library has returned.
 //
 //export goTokenCallback
 func goTokenCallback(handle C.uintptr_t, token C.int32_t) (stop C.int) {
 	state := cgo.Handle(handle).Value().(*tokenCallback)
-	if state.panicked {
+	if state.panicked || state.exited {
 		return 1
 	}
-	done := false
-	defer func() {
-		if !done { // the callback panicked (a flag, since recover() is nil for panic(nil))
-			state.panicked, state.panicValue, stop = true, recover(), 1
+	var stopHere bool
+	finished := make(chan struct{})
+	go func() {
+		// As golang.org/x/sync/singleflight tells the three apart: a normal return sets
+		// normal; a recovered panic (even panic(nil)) reaches the line after the inner
+		// function; a Goexit reaches neither.
+		normal, recovered := false, false
+		defer func() {
+			state.exited = !normal && !recovered
+			close(finished)
+		}()
+		func() {
+			defer func() {
+				if !normal {
+					state.panicValue = recover()
+				}
+			}()
+			stopHere = state.f(int32(token))
+			normal = true
+		}()
+		if !normal {
+			recovered = true
+			state.panicked = true
 		}
 	}()
-	stopHere := state.f(int32(token))
-	done = true
-	if stopHere {
+	<-finished
+	if stopHere || state.panicked || state.exited {
 		return 1
 	}
 	return 0

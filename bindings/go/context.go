@@ -30,9 +30,8 @@ type CacheStats struct {
 // NewContext creates a context. It fails with StatusUnsupported when the loaded library's
 // ABI version differs from the header's: every struct layout would then be suspect.
 func NewContext() (*Context, error) {
-	if APIVersion() != HeaderAPIVersion {
-		return nil, newError(StatusUnsupported, "libtinymlir has ABI version %d, this package was built for %d",
-			APIVersion(), HeaderAPIVersion)
+	if err := checkABI(); err != nil {
+		return nil, err
 	}
 	ctx := &Context{}
 	if err := call(func() C.tm_status { return C.tm_context_create(&ctx.c) }); err != nil {
@@ -70,9 +69,12 @@ func (ctx *Context) Compile(trace *Trace, options *CompileOptions) (*Program, er
 	if options != nil {
 		opts = *options
 	}
-	raw := opts.raw()
+	raw, err := opts.raw()
+	if err != nil {
+		return nil, err
+	}
 	var p *C.tm_program
-	err := ctx.use(func(c *C.tm_context) error {
+	err = ctx.use(func(c *C.tm_context) error {
 		return trace.use(func(t *C.tm_trace) error {
 			return call(func() C.tm_status { return C.tm_compile(c, t, &raw, &p) })
 		})
@@ -113,15 +115,19 @@ func DefaultCompileOptions() CompileOptions {
 	}
 }
 
-func (o CompileOptions) raw() C.tm_compile_options {
+func (o CompileOptions) raw() (C.tm_compile_options, error) {
 	// From init, so struct_size (and any field not exposed here) is right.
 	var raw C.tm_compile_options
 	C.tm_compile_options_init(&raw)
+	level, err := int32Arg("CompileOptions.OptLevel", o.OptLevel)
+	if err != nil {
+		return raw, err
+	}
 	raw.target = C.tm_target(o.Target)
 	raw.optimize = cbool(o.Optimize)
 	raw.use_blas = cbool(o.UseBLAS)
-	raw.opt_level = C.int32_t(o.OptLevel)
-	return raw
+	raw.opt_level = level
+	return raw, nil
 }
 
 func cbool(b bool) C.int32_t {

@@ -255,24 +255,33 @@ func DefaultGenerateOptions() GenerateOptions {
 	}
 }
 
-func (o GenerateOptions) raw() C.tm_generate_options {
+func (o GenerateOptions) raw() (C.tm_generate_options, error) {
 	var raw C.tm_generate_options
 	C.tm_generate_options_init(&raw) // struct_size
-	raw.max_new_tokens = C.int32_t(o.MaxNewTokens)
+	tokens, err := int32Arg("GenerateOptions.MaxNewTokens", o.MaxNewTokens)
+	if err != nil {
+		return raw, err
+	}
+	topK, err := int32Arg("GenerateOptions.TopK", o.TopK)
+	if err != nil {
+		return raw, err
+	}
+	raw.max_new_tokens = tokens
 	raw.temperature = C.float(o.Temperature)
-	raw.top_k = C.int32_t(o.TopK)
+	raw.top_k = topK
 	raw.top_p = C.float(o.TopP)
 	raw.seed = C.uint64_t(o.Seed)
 	raw.use_kv_cache = cbool(o.UseKVCache)
 	raw.stop_at_eos = cbool(o.StopAtEOS)
-	return raw
+	return raw, nil
 }
 
 // Generate generates up to options.MaxNewTokens tokens after prompt (options nil = the
 // defaults) and returns them. callback (may be nil) sees each token as soon as it is
-// chosen and returns true to stop after that token (which is kept), false to go on. A
-// panic in the callback stops generation and is raised again here once the library has
-// returned.
+// chosen and returns true to stop after that token (which is kept), false to go on. It runs
+// on a goroutine of its own. A panic in the callback stops generation and is raised again
+// here once the library has returned; runtime.Goexit in it (t.FailNow) stops generation and
+// ends the goroutine that called Generate, once the library has returned.
 //
 // The model is busy for the whole call: from the callback (or another goroutine), Logits,
 // Generate and Stats on it fail with StatusBusy, while Tokenize, Detokenize and Info work.
@@ -284,9 +293,22 @@ func (m *Model) Generate(prompt []int32, options *GenerateOptions, callback func
 	if opts.MaxNewTokens < 0 {
 		return nil, newError(StatusInvalidArgument, "MaxNewTokens is negative (%d)", opts.MaxNewTokens)
 	}
-	raw := opts.raw()
-	// A generation never makes more than MaxNewTokens: that is the capacity.
-	out := make([]int32, opts.MaxNewTokens+1) // never empty, so &out[0] exists
+	raw, err := opts.raw()
+	if err != nil {
+		return nil, err
+	}
+	// A generation never makes more than MaxNewTokens, nor more than the context holds: the
+	// capacity is the smaller (MaxNewTokens of 1<<31 allocated 8 GB before the library could
+	// say the context is too short; of 1<<38, the Go runtime's fatal out of memory).
+	info, err := m.Info()
+	if err != nil {
+		return nil, err
+	}
+	capacity := opts.MaxNewTokens
+	if capacity > info.NCtx {
+		capacity = info.NCtx
+	}
+	out := make([]int32, capacity+1) // never empty, so &out[0] exists
 	var handle cgo.Handle
 	var state *tokenCallback
 	if callback != nil {
@@ -295,24 +317,27 @@ func (m *Model) Generate(prompt []int32, options *GenerateOptions, callback func
 		defer handle.Delete()
 	}
 	var n C.size_t
-	err := m.use(func(c *C.tm_model) error {
+	err = m.use(func(c *C.tm_model) error {
 		var prompt0 *C.int32_t
 		if len(prompt) > 0 {
 			prompt0 = (*C.int32_t)(unsafe.Pointer(&prompt[0]))
 		}
 		return call(func() C.tm_status {
 			return C.tmg_generate(c, prompt0, C.size_t(len(prompt)), &raw, C.uintptr_t(handle),
-				(*C.int32_t)(unsafe.Pointer(&out[0])), C.size_t(opts.MaxNewTokens), &n)
+				(*C.int32_t)(unsafe.Pointer(&out[0])), C.size_t(capacity), &n)
 		})
 	})
 	if state != nil && state.panicked {
 		panic(state.panicValue)
 	}
+	if state != nil && state.exited {
+		runtime.Goexit()
+	}
 	if err != nil {
 		return nil, err
 	}
-	if int(n) > opts.MaxNewTokens {
-		n = C.size_t(opts.MaxNewTokens)
+	if int(n) > capacity {
+		n = C.size_t(capacity)
 	}
 	return out[:n], nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -256,6 +257,67 @@ func TestPanicInCallbackStopsGenerationAndIsRaisedAgain(t *testing.T) {
 	if ids := must[[]int32](t)(model.Generate(prompt, &opts, nil)); len(ids) != 10 {
 		t.Errorf("%d ids", len(ids))
 	}
+}
+
+// runtime.Goexit in the callback (t.FailNow) ends the goroutine that called Generate, and
+// the model stays usable: it unwound through the library's frames, which never returned,
+// and the model answered StatusBusy for good.
+func TestGoexitInCallbackEndsTheCallerAndLeavesTheModelUsable(t *testing.T) {
+	_, model := loadKJV(t)
+	prompt := goldenCases(t)[0].PromptIDs
+	opts := DefaultGenerateOptions()
+	opts.MaxNewTokens = 10
+	calls, returned := 0, false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		model.Generate(prompt, &opts, func(int32) bool {
+			calls++
+			runtime.Goexit()
+			return false
+		})
+		returned = true
+	}()
+	<-done
+	if returned || calls != 1 {
+		t.Errorf("Generate returned: %v; the callback ran %d times", returned, calls)
+	}
+	if ids := must[[]int32](t)(model.Generate(prompt, &opts, nil)); len(ids) != 10 {
+		t.Errorf("%d ids", len(ids))
+	}
+}
+
+// Counts beyond what the model or the C API takes are errors before anything is sized by
+// them: MaxNewTokens of 1<<38 was the Go runtime's fatal out of memory, math.MaxInt64 a
+// makeslice panic, and ints beyond int32 were cut to their low bits (an axis of 1<<32 was
+// axis 0, TopK of 1<<32+1 was 1).
+func TestHugeCountsAreErrors(t *testing.T) {
+	ctx, model := loadKJV(t)
+	prompt := goldenCases(t)[0].PromptIDs
+	for _, tokens := range []int{1 << 31, 1 << 38, math.MaxInt64} {
+		opts := DefaultGenerateOptions()
+		opts.MaxNewTokens = tokens
+		_, err := model.Generate(prompt, &opts, nil)
+		if err == nil {
+			t.Fatalf("MaxNewTokens %d accepted", tokens)
+		}
+	}
+	opts := DefaultGenerateOptions()
+	opts.TopK = 1<<32 + 1
+	if e := wantStatus(t, errOf(model.Generate(prompt, &opts, nil)), StatusOutOfRange); !strings.Contains(e.Message, "GenerateOptions.TopK is 4294967297") {
+		t.Errorf("message %q", e.Message)
+	}
+	tr := must[*Trace](t)(NewTrace(ctx, "axes"))
+	defer tr.Close()
+	x := must[Value](t)(tr.Input(F32, 2, 3))
+	wantStatus(t, errOf(tr.ReduceSum(x, 1<<32, false)), StatusOutOfRange)
+	wantStatus(t, errOf(tr.Softmax(x, 1<<32)), StatusOutOfRange)
+	wantStatus(t, errOf(tr.Concat([]Value{x, x}, 1<<32)), StatusOutOfRange)
+	compile := DefaultCompileOptions()
+	compile.OptLevel = 1 << 32
+	y := must[Value](t)(tr.Neg(x))
+	check(t, tr.End(y))
+	wantStatus(t, errOf(ctx.Compile(tr, &compile)), StatusOutOfRange)
 }
 
 func TestAModelOutlivesItsContext(t *testing.T) {

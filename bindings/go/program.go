@@ -100,7 +100,10 @@ func withCTensors(inputs, outputs []Tensor, f func(in, out *C.tm_tensor) error) 
 		n, err := t.nbytes()
 		if err != nil {
 			e := err.(*Error)
-			return newError(e.Status, "tensor %d: %s", i, e.Message)
+			if i < len(inputs) {
+				return newError(e.Status, "input %d: %s", i, e.Message)
+			}
+			return newError(e.Status, "output %d: %s", i-len(inputs), e.Message)
 		}
 		sizes[i] = n
 		size += 8 * len(t.shape)
@@ -203,6 +206,9 @@ func (p *Program) Export(path string) error {
 // LoadProgram loads a program written by Export, linked without the compiler
 // (tm_program_load).
 func LoadProgram(path string) (*Program, error) {
+	if err := checkABI(); err != nil {
+		return nil, err
+	}
 	cpath, err := cString("the program file", path)
 	if err != nil {
 		return nil, err
@@ -257,15 +263,19 @@ func (p *Program) InputType(i int) (TensorType, error) { return p.ioType(i, true
 func (p *Program) OutputType(i int) (TensorType, error) { return p.ioType(i, false) }
 
 func (p *Program) ioType(i int, input bool) (TensorType, error) {
+	index, err := int32Arg("the index", i)
+	if err != nil {
+		return TensorType{}, err
+	}
 	var dtype C.tm_dtype
 	var rank C.int32_t
 	var shape [MaxRank]C.int64_t
-	err := p.use(func(c *C.tm_program) error {
+	err = p.use(func(c *C.tm_program) error {
 		return call(func() C.tm_status {
 			if input {
-				return C.tm_program_input_type(c, C.int32_t(i), &dtype, &rank, &shape[0])
+				return C.tm_program_input_type(c, index, &dtype, &rank, &shape[0])
 			}
-			return C.tm_program_output_type(c, C.int32_t(i), &dtype, &rank, &shape[0])
+			return C.tm_program_output_type(c, index, &dtype, &rank, &shape[0])
 		})
 	})
 	if err != nil {

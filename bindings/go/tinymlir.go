@@ -79,6 +79,28 @@ func cString(what, s string) (*C.char, error) {
 	return C.CString(s), nil
 }
 
+// checkABI fails with StatusUnsupported when the loaded library's ABI version differs from
+// the header's, every struct layout then being suspect: checked by the two calls every use
+// starts with, NewContext and LoadProgram (a process that only runs exported programs
+// makes no context).
+func checkABI() error {
+	if APIVersion() != HeaderAPIVersion {
+		return newError(StatusUnsupported, "libtinymlir has ABI version %d, this package was built for %d",
+			APIVersion(), HeaderAPIVersion)
+	}
+	return nil
+}
+
+// int32Arg is v for an int32_t parameter of the C API, `what` naming it: C.int32_t(v) would
+// keep the low 32 bits (an axis of 1<<32 became axis 0, a MaxNewTokens of 1<<32+3 three
+// tokens), so a value beyond int32 is an error instead.
+func int32Arg(what string, v int) (C.int32_t, error) {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, newError(StatusOutOfRange, "%s is %d, outside the int32 range the library takes", what, v)
+	}
+	return C.int32_t(v), nil
+}
+
 // call runs one C call and turns a failed status into an *Error. tm_last_error is per OS
 // thread and a goroutine may change threads between two cgo calls, so the goroutine is
 // pinned to its thread from the call until the message has been copied.

@@ -287,8 +287,12 @@ func (t *Trace) GeluTanh(x Value) (Value, error) {
 }
 
 func (t *Trace) reduce(op C.tmg_reduce_fn, x Value, axis int, keepdims bool) (Value, error) {
+	a, err := int32Arg("the axis", axis)
+	if err != nil {
+		return 0, err
+	}
 	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tmg_reduce(op, c, C.tm_value(x), C.int32_t(axis), cbool(keepdims), out)
+		return C.tmg_reduce(op, c, C.tm_value(x), a, cbool(keepdims), out)
 	})
 }
 
@@ -345,8 +349,16 @@ func (t *Trace) Slice(x Value, begin, end []int64) (Value, error) {
 
 // Concat concatenates xs (at least one) along axis.
 func (t *Trace) Concat(xs []Value, axis int) (Value, error) {
+	a, err := int32Arg("the axis", axis)
+	if err != nil {
+		return 0, err
+	}
+	n, err := int32Arg("the number of values", len(xs))
+	if err != nil {
+		return 0, err
+	}
 	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_concat(c, values(xs), C.int32_t(len(xs)), C.int32_t(axis), out)
+		return C.tm_op_concat(c, values(xs), n, a, out)
 	})
 }
 
@@ -359,8 +371,12 @@ func (t *Trace) Cast(x Value, dtype DType) (Value, error) {
 
 // Softmax is the numerically stable softmax along axis.
 func (t *Trace) Softmax(x Value, axis int) (Value, error) {
+	a, err := int32Arg("the axis", axis)
+	if err != nil {
+		return 0, err
+	}
 	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_softmax(c, C.tm_value(x), C.int32_t(axis), out)
+		return C.tm_op_softmax(c, C.tm_value(x), a, out)
 	})
 }
 
