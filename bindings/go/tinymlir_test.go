@@ -59,6 +59,16 @@ func affine(t *testing.T, ctx *Context) *Trace {
 	return tr
 }
 
+// compiledAffine is a context and the affine program compiled in it, closed when the test
+// ends.
+func compiledAffine(t *testing.T) (*Context, *Program) {
+	ctx := must[*Context](t)(NewContext())
+	tr := affine(t, ctx)
+	p := must[*Program](t)(ctx.Compile(tr, nil))
+	t.Cleanup(func() { p.Close(); tr.Close(); ctx.Close() })
+	return ctx, p
+}
+
 func runAffine(p *Program) ([]float32, error) {
 	ys := make([]float32, 8)
 	err := p.Invoke(
@@ -68,12 +78,7 @@ func runAffine(p *Program) ([]float32, error) {
 }
 
 func TestAffineFusesThreeGenericsIntoOne(t *testing.T) {
-	ctx := must[*Context](t)(NewContext())
-	defer ctx.Close()
-	tr := affine(t, ctx)
-	defer tr.Close()
-	p := must[*Program](t)(ctx.Compile(tr, nil))
-	defer p.Close()
+	_, p := compiledAffine(t)
 	for stage, want := range map[Stage]int{StageTraced: 3, StageOptimized: 1} {
 		ir := must[string](t)(p.IR(stage))
 		if got := strings.Count(ir, "linalg.generic"); got != want {
@@ -414,12 +419,7 @@ func TestVersions(t *testing.T) {
 }
 
 func TestExportAndLoadAProgram(t *testing.T) {
-	ctx := must[*Context](t)(NewContext())
-	defer ctx.Close()
-	tr := affine(t, ctx)
-	defer tr.Close()
-	p := must[*Program](t)(ctx.Compile(tr, nil))
-	defer p.Close()
+	_, p := compiledAffine(t)
 	path := t.TempDir() + "/affine.tmp"
 	check(t, p.Export(path))
 	loaded := must[*Program](t)(LoadProgram(path))
@@ -440,12 +440,7 @@ func TestExportAndLoadAProgram(t *testing.T) {
 // A Go string may hold a NUL byte, which a C string cannot: every string passed to the C
 // API with one is an error, never cut at the NUL (which named another file).
 func TestStringsWithANulByteAreRefused(t *testing.T) {
-	ctx := must[*Context](t)(NewContext())
-	defer ctx.Close()
-	tr := affine(t, ctx)
-	defer tr.Close()
-	p := must[*Program](t)(ctx.Compile(tr, nil))
-	defer p.Close()
+	ctx, p := compiledAffine(t)
 	dir := t.TempDir()
 	victim := dir + "/victim"
 	check(t, os.WriteFile(victim, []byte("precious"), 0o644))

@@ -557,6 +557,25 @@ class ModelApiFolder : public ModelApi {
     edit(c);
     std::ofstream(dir_ + "/config.json") << c.dump();
   }
+  // tm_model_load of dir_ with `options` (NULL: the defaults) on another thread, as its
+  // status and message. A load that blocks on the FIFO `fifo` fails the test, which opens
+  // the FIFO's write end to release it rather than hang.
+  std::pair<tm_status, std::string> LoadWithoutBlocking(const tm_model_options *options,
+                                                        const std::string &fifo) {
+    auto load = std::async(std::launch::async, [&] {
+      tm_model *m = nullptr;
+      tm_status s = tm_model_load(ctx_, dir_.c_str(), options, &m);
+      std::string message = s == TM_OK ? "" : tm_last_error();
+      tm_model_destroy(m);
+      return std::make_pair(s, message);
+    });
+    if (load.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "tm_model_load blocked on the FIFO " << fifo;
+      int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (w >= 0) close(w);
+    }
+    return load.get();
+  }
   std::string dir_;
 };
 
@@ -670,21 +689,7 @@ TEST_F(ModelApiFolder, ConfigThatIsAFifoIsRefusedWithoutBlocking) {
   std::filesystem::remove(dir_ + "/config.json");
   const std::string fifo = dir_ + "/config.json";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  // The load runs on another thread; if it blocks on the FIFO, the test fails and opens the
-  // FIFO's write end to release it rather than hang.
-  auto load = std::async(std::launch::async, [&] {
-    tm_model *m = nullptr;
-    tm_status s = tm_model_load(ctx_, dir_.c_str(), nullptr, &m);
-    std::string message = s == TM_OK ? "" : tm_last_error();
-    tm_model_destroy(m);
-    return std::make_pair(s, message);
-  });
-  if (load.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-    ADD_FAILURE() << "tm_model_load blocked on a FIFO named config.json";
-    int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-    if (w >= 0) close(w);
-  }
-  auto [status, message] = load.get();
+  auto [status, message] = LoadWithoutBlocking(nullptr, fifo);
   EXPECT_EQ(status, TM_ERROR_IO);
   EXPECT_NE(message.find("config.json: not a regular file (a FIFO)"), std::string::npos)
       << message;
@@ -699,26 +704,10 @@ TEST_F(ModelApiFolder, BundleManifestsAreCheckedAndNamed) {
   const std::string bundle = dir_ + "/bundle", manifest = bundle + "/manifest.txt";
   ASSERT_EQ(mkdir(bundle.c_str(), 0755), 0);
   ASSERT_EQ(mkfifo(manifest.c_str(), 0600), 0);
-  const auto load = [&](tm_target target) {
-    tm_model_options options;
-    tm_model_options_init(&options);
-    options.bundle_dir = bundle.c_str();
-    options.target = target;
-    return std::async(std::launch::async, [=] {
-      tm_model *m = nullptr;
-      tm_status s = tm_model_load(ctx_, dir_.c_str(), &options, &m);
-      std::string message = s == TM_OK ? "" : tm_last_error();
-      tm_model_destroy(m);
-      return std::make_pair(s, message);
-    });
-  };
-  auto fifo = load(TM_TARGET_CPU);
-  if (fifo.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-    ADD_FAILURE() << "tm_model_load blocked on a FIFO named manifest.txt";
-    int w = open(manifest.c_str(), O_WRONLY | O_NONBLOCK);
-    if (w >= 0) close(w);
-  }
-  auto [status, message] = fifo.get();
+  tm_model_options options;
+  tm_model_options_init(&options);
+  options.bundle_dir = bundle.c_str();
+  auto [status, message] = LoadWithoutBlocking(&options, manifest);
   EXPECT_EQ(status, TM_ERROR_IO);
   EXPECT_NE(message.find("manifest.txt: not a regular file (a FIFO)"), std::string::npos)
       << message;
@@ -742,7 +731,8 @@ TEST_F(ModelApiFolder, BundleManifestsAreCheckedAndNamed) {
   };
   for (const auto &c : cases) {
     std::ofstream(manifest, std::ios::binary) << c.text;
-    auto [s, m] = load(c.target).get();
+    options.target = c.target;
+    auto [s, m] = LoadWithoutBlocking(&options, manifest);
     EXPECT_EQ(s, c.status) << m;
     EXPECT_NE(m.find(c.message), std::string::npos) << m;
   }
