@@ -138,3 +138,60 @@ def test_concurrent_calls_from_threads(rng):
     for (a, b), got in zip(inputs, results):
         np.testing.assert_allclose(got, np.tanh(a @ b) + a.sum(), rtol=1e-5, atol=1e-5)
     assert f.cache_info().entries == 2
+
+
+def test_specializations_are_bounded_least_recently_used_first():
+    # Each specialisation holds a program beyond the context's budget: a function called with
+    # ever new shapes must not keep them all.
+    f = tm.jit(lambda a: a * 2, max_specializations=2, context=tm.Context())
+    for n in (1, 2, 1, 3):               # 2 is then the least recently used
+        np.testing.assert_array_equal(f(np.ones(n, np.float32)), np.full(n, 2, np.float32))
+    info = f.cache_info()
+    assert (info.hits, info.misses, info.entries) == (1, 3, 2)
+    f(np.ones(1, np.float32))            # kept
+    f(np.ones(2, np.float32))            # dropped: traced again (its compile a context hit)
+    info = f.cache_info()
+    assert (info.hits, info.misses, info.entries) == (2, 4, 2)
+    assert info.context.hits == 1
+
+
+def test_default_bound_and_no_bound():
+    from tinymlir.jit import DEFAULT_MAX_SPECIALIZATIONS
+    f = tm.jit(lambda a: a + 1, context=tm.Context())
+    for n in range(1, DEFAULT_MAX_SPECIALIZATIONS + 11):
+        f(np.ones(n, np.float32))
+    assert f.cache_info().entries == DEFAULT_MAX_SPECIALIZATIONS
+    g = tm.jit(lambda a: a + 1, context=tm.Context(), max_specializations=None)
+    for n in range(1, 140):
+        g(np.ones(n, np.float32))
+    assert g.cache_info().entries == 139
+
+
+def test_a_dropped_static_instance_is_released():
+    import gc
+    import weakref
+
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        @tm.jit(max_specializations=1)
+        def __call__(self, x):
+            return x * self.k
+
+    # An instance that is not a tree of arrays is static: part of the cache key.
+    first = Scale(3.0)
+    alive = weakref.ref(first)
+    first(np.ones(2, np.float32))
+    del first
+    gc.collect()
+    assert alive() is not None           # held by its specialisation
+    np.testing.assert_array_equal(Scale(4.0)(np.ones(2, np.float32)), [4, 4])
+    gc.collect()
+    assert alive() is None
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "8"])
+def test_max_specializations_is_checked(bad):
+    with pytest.raises(ValueError, match="max_specializations"):
+        tm.jit(lambda a: a, max_specializations=bad)

@@ -36,6 +36,8 @@ CacheInfo.__doc__ = """hits/misses/entries of one jitted function's specialisati
 context: the context's tm_cache_stats (CacheStats), shared by everything compiled in it."""
 
 
+DEFAULT_MAX_SPECIALIZATIONS = 128   # as functools.lru_cache
+
 _UNBOUND = object()   # no static instance (see BoundJittedFunction): a plain call
 
 
@@ -81,15 +83,18 @@ class JittedFunction:
     """A function traced and compiled per specialisation; see the module docstring."""
 
     def __init__(self, fn, target="cpu", context=None, optimize=None, use_blas=None,
-                 opt_level=None):
+                 opt_level=None, max_specializations=DEFAULT_MAX_SPECIALIZATIONS):
         functools.update_wrapper(self, fn)
+        self._max_specializations = _check_max_specializations(max_specializations)
         self._fn = fn
         self._context = context
         self._options = dict(target=Target.of(target), optimize=optimize, use_blas=use_blas,
                              opt_level=opt_level)
         compile_options(**self._options)   # bad options fail here, not at the first call
         self._options_key = tuple(sorted(self._options.items()))
-        self._cache = {}
+        # Least recently used first. Bounded: each entry holds a program (~0.1-0.3 MB) beyond
+        # the context cache's budget, and a static instance in its key alive.
+        self._cache = collections.OrderedDict()
         self._hits = 0
         self._misses = 0
         self._lock = threading.Lock()
@@ -158,6 +163,7 @@ class JittedFunction:
         with self._lock:
             spec = self._cache.get(key)
             if spec is not None:
+                self._cache.move_to_end(key)
                 self._hits += 1
                 return spec, arrays
             self._misses += 1
@@ -166,6 +172,10 @@ class JittedFunction:
         spec = self._trace_and_compile(treedef, arrays, static, bound)
         with self._lock:
             spec = self._cache.setdefault(key, spec)
+            self._cache.move_to_end(key)
+            while (self._max_specializations is not None
+                   and len(self._cache) > self._max_specializations):
+                self._cache.popitem(last=False)   # released when its last caller is done
         return spec, arrays
 
     def _check_leaves(self, leaves, treedef):
@@ -271,15 +281,28 @@ def _arg_path(path):
     return path[1:end] + path[end + 1:]
 
 
-def jit(fn=None, *, target="cpu", context=None, optimize=None, use_blas=None, opt_level=None):
+def _check_max_specializations(n):
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"max_specializations={n!r}: it must be an int of at least 1, or "
+                         "None for no bound")
+    return n
+
+
+def jit(fn=None, *, target="cpu", context=None, optimize=None, use_blas=None, opt_level=None,
+        max_specializations=DEFAULT_MAX_SPECIALIZATIONS):
     """Decorator (or function) that traces and compiles `fn` per specialisation.
 
     target: "cpu" or "gpu" (or a tinymlir.Target), passed through to tm_compile; the
     formulas do not change with it. context: the tinymlir.Context whose cache is used
     (default: a process-wide one). optimize, use_blas, opt_level: tm_compile_options
-    (None: the library's defaults)."""
+    (None: the library's defaults). max_specializations: how many specialisations the
+    function keeps, least recently used dropped first (None: no bound); a dropped one is
+    traced again when next called, and its compile is usually a lookup in the context's
+    cache."""
     kwargs = dict(target=target, context=context, optimize=optimize, use_blas=use_blas,
-                  opt_level=opt_level)
+                  opt_level=opt_level, max_specializations=max_specializations)
     if fn is None:
         return lambda f: JittedFunction(f, **kwargs)
     return JittedFunction(fn, **kwargs)
