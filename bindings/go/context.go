@@ -44,6 +44,9 @@ func NewContext() (*Context, error) {
 // Close drops this reference to the context; models loaded in it keep their own, and
 // programs stay valid. Closing twice is fine.
 func (ctx *Context) Close() error {
+	if ctx == nil {
+		return nil
+	}
 	ctx.mu.Lock()
 	defer ctx.mu.Unlock()
 	runtime.SetFinalizer(ctx, nil)
@@ -54,6 +57,9 @@ func (ctx *Context) Close() error {
 
 // use runs f with the C context, shared with other calls.
 func (ctx *Context) use(f func(*C.tm_context) error) error {
+	if ctx == nil {
+		return newError(StatusInvalidArgument, "the context is nil")
+	}
 	ctx.mu.RLock()
 	defer ctx.mu.RUnlock()
 	if ctx.c == nil {

@@ -107,6 +107,9 @@ func LoadModel(ctx *Context, dir string, options *ModelOptions) (*Model, error) 
 // Close frees the model (weights, tokenizer, KV cache, its reference to the context): at
 // once, or when the calls running on it have returned. Closing twice is fine.
 func (m *Model) Close() error {
+	if m == nil {
+		return nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	runtime.SetFinalizer(m, nil)
@@ -126,6 +129,9 @@ func (m *Model) destroyIfIdle() {
 // use runs f with the C model. Calls are not serialised here (the library refuses
 // overlapping work itself); this only keeps Close from freeing the model under f.
 func (m *Model) use(f func(*C.tm_model) error) error {
+	if m == nil {
+		return newError(StatusInvalidArgument, "the model is nil")
+	}
 	m.mu.Lock()
 	if m.closing {
 		m.mu.Unlock()

@@ -174,6 +174,9 @@ func newProgram(c *C.tm_program) *Program {
 
 // Close drops this reference. Closing twice is fine.
 func (p *Program) Close() error {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	runtime.SetFinalizer(p, nil)
@@ -183,6 +186,9 @@ func (p *Program) Close() error {
 }
 
 func (p *Program) use(f func(*C.tm_program) error) error {
+	if p == nil {
+		return newError(StatusInvalidArgument, "the program is nil")
+	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.c == nil {

@@ -458,3 +458,41 @@ func TestStringsWithANulByteAreRefused(t *testing.T) {
 	_, err = LoadModel(ctx, dir+"\x00junk", nil)
 	wantStatus(t, err, StatusInvalidArgument)
 }
+
+// Nil objects (a failed constructor's result used anyway) are InvalidArgument errors, and
+// closing one does nothing, as closing twice: never a panic in the caller's goroutine.
+func TestNilObjectsAreErrorsNotPanics(t *testing.T) {
+	var ctx *Context
+	var tr *Trace
+	var p *Program
+	var m *Model
+	wantStatus(t, errOf(NewTrace(ctx, "x")), StatusInvalidArgument)
+	wantStatus(t, errOf(ctx.Compile(tr, nil)), StatusInvalidArgument)
+	wantStatus(t, errOf(ctx.CacheStats()), StatusInvalidArgument)
+	wantStatus(t, errOf(LoadModel(ctx, "dir", nil)), StatusInvalidArgument)
+	wantStatus(t, errOf(tr.Input(F32, 2)), StatusInvalidArgument)
+	wantStatus(t, tr.End(), StatusInvalidArgument)
+	wantStatus(t, errOf(p.Clone()), StatusInvalidArgument)
+	wantStatus(t, p.Export(t.TempDir()+"/p"), StatusInvalidArgument)
+	wantStatus(t, errOf(p.InputType(0)), StatusInvalidArgument)
+	wantStatus(t, errOf(p.IR(StageTraced)), StatusInvalidArgument)
+	wantStatus(t, errOf(runAffine(p)), StatusInvalidArgument)
+	if p.NumInputs() != 0 || p.NumOutputs() != 0 || p.CacheHit() {
+		t.Error("a nil program answers as a closed one")
+	}
+	wantStatus(t, errOf(m.Info()), StatusInvalidArgument)
+	wantStatus(t, errOf(m.Tokenize("a")), StatusInvalidArgument)
+	wantStatus(t, errOf(m.Logits([]int32{1})), StatusInvalidArgument)
+	wantStatus(t, errOf(m.Generate([]int32{1}, nil, nil)), StatusInvalidArgument)
+	wantStatus(t, errOf(m.Stats()), StatusInvalidArgument)
+	if e := wantStatus(t, errOf(m.Detokenize([]int32{1})), StatusInvalidArgument); !strings.Contains(e.Message, "nil") {
+		t.Errorf("message %q does not say the model is nil", e.Message)
+	}
+	for _, c := range []interface{ Close() error }{ctx, tr, p, m} {
+		check(t, c.Close())
+	}
+	// A live context with a nil trace.
+	live := must[*Context](t)(NewContext())
+	defer live.Close()
+	wantStatus(t, errOf(live.Compile(nil, nil)), StatusInvalidArgument)
+}

@@ -61,6 +61,9 @@ func NewTrace(ctx *Context, name string) (*Trace, error) {
 
 // Close destroys the trace; programs compiled from it stay valid. Closing twice is fine.
 func (t *Trace) Close() error {
+	if t == nil {
+		return nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	runtime.SetFinalizer(t, nil)
@@ -71,6 +74,9 @@ func (t *Trace) Close() error {
 
 // use runs f with the C trace, alone.
 func (t *Trace) use(f func(*C.tm_trace) error) error {
+	if t == nil {
+		return newError(StatusInvalidArgument, "the trace is nil")
+	}
 	if !t.mu.TryLock() {
 		return newError(StatusInvalidArgument, "the trace is in use by another goroutine")
 	}
