@@ -11,6 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -43,6 +46,7 @@ struct Worker {
   int pidfd = -1;  // -1 where the kernel has no pidfd_open (before Linux 5.4): the pid then
   int socket = -1;
   int output = -1;
+  std::chrono::steady_clock::time_point idle_since;  // when it was last left idle
 };
 
 // Closes what this process holds of `w` (the process itself is not touched).
@@ -222,26 +226,39 @@ class CompilerProcesses {
     // A child forked from this process must not share these processes' sockets with it:
     // it starts its own. The lock is held across fork so the list is consistent, and so
     // that no fork happens while a new process's end of its socket is open here.
+    // The child has no reaper thread (only the forking thread is copied); the condition
+    // variable may list the parent's reaper as a waiter, so it is made anew.
     pthread_atfork([] { Get().mutex_.lock(); }, [] { Get().mutex_.unlock(); },
                    [] {
                      CompilerProcesses &self = Get();
                      for (Worker &w : self.idle_) CloseDescriptors(&w);
                      self.idle_.clear();
+                     self.reaper_started_ = false;
+                     new (&self.reaper_wake_) std::condition_variable();
                      self.mutex_.unlock();
                    });
   }
 
-  // The idle processes are told to end (their sockets close) and reaped.
+  // The idle processes are told to end (their sockets close) and reaped, and the reaper
+  // thread is joined: at unload, before its code is unmapped.
   void ShutDown() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    shut_down_ = true;
-    for (Worker &w : idle_) {
-      close(w.socket);
-      w.socket = -1;
+    bool join = false;
+    pthread_t reaper{};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      shut_down_ = true;
+      for (Worker &w : idle_) {
+        close(w.socket);
+        w.socket = -1;
+      }
+      for (Worker &w : idle_) Stop(&w);
+      idle_.clear();
+      idle_.shrink_to_fit();
+      std::swap(join, reaper_started_);
+      reaper = reaper_;
     }
-    for (Worker &w : idle_) Stop(&w);
-    idle_.clear();
-    idle_.shrink_to_fit();
+    reaper_wake_.notify_all();
+    if (join && !pthread_equal(reaper, pthread_self())) pthread_join(reaper, nullptr);
   }
 
   // Keeps `w` for the next request (or ends it, after ShutDown).
@@ -251,13 +268,25 @@ class CompilerProcesses {
       Stop(w);
       return;
     }
+    w->idle_since = std::chrono::steady_clock::now();
     idle_.push_back(*w);
+    StartReaper();
+    reaper_wake_.notify_one();
   }
 
   // An idle process that is still running. Every idle process that has exited is reaped
   // on the way, so none stays a zombie while others are reused.
   bool TakeIdle(Worker *out) {
     std::lock_guard<std::mutex> lock(mutex_);
+    ReapExitedIdle();
+    if (idle_.empty()) return false;
+    *out = idle_.back();
+    idle_.pop_back();
+    return true;
+  }
+
+  // Reaps the idle processes that have exited and forgets them; mutex_ is held.
+  void ReapExitedIdle() {
     size_t kept = 0;
     for (Worker &w : idle_) {
       if (HasExited(w)) {
@@ -267,10 +296,41 @@ class CompilerProcesses {
       }
     }
     idle_.resize(kept);
-    if (idle_.empty()) return false;
-    *out = idle_.back();
-    idle_.pop_back();
-    return true;
+  }
+
+  // An idle process exits on its own at the end of its idle time. The reaper thread reaps
+  // it then, so that it does not stay a zombie (in `ps`, and counted against the user's
+  // process limit) until the next compile, which may never come. Started with the first
+  // idle process, with every signal blocked (a host's handlers never run on it); where it
+  // cannot start, exited processes are reaped at the next compile. mutex_ is held.
+  void StartReaper() {
+    if (reaper_started_) return;
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    reaper_started_ = pthread_create(&reaper_, nullptr, &CompilerProcesses::ReaperMain, this) == 0;
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  }
+
+  // Sleeps until the earliest idle process's time is up (plus a margin for its exit), then
+  // reaps what has exited; one still running past its time is looked at every 250 ms.
+  static void *ReaperMain(void *self_pointer) {
+    auto *self = static_cast<CompilerProcesses *>(self_pointer);
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kExitMargin = std::chrono::milliseconds(250);
+    std::unique_lock<std::mutex> lock(self->mutex_);
+    while (!self->shut_down_) {
+      self->ReapExitedIdle();
+      if (self->idle_.empty()) {
+        self->reaper_wake_.wait(lock);
+        continue;
+      }
+      Clock::time_point due = Clock::time_point::max();
+      for (const Worker &w : self->idle_)
+        due = std::min(due, w.idle_since + std::chrono::seconds(kCompilerIdleSeconds));
+      self->reaper_wake_.wait_until(lock, std::max(due, Clock::now()) + kExitMargin);
+    }
+    return nullptr;
   }
 
   Status Start(Worker *w) {
@@ -372,6 +432,9 @@ class CompilerProcesses {
   std::mutex mutex_;
   std::vector<Worker> idle_;
   bool shut_down_ = false;
+  std::condition_variable reaper_wake_;  // a process left idle, or ShutDown
+  pthread_t reaper_{};
+  bool reaper_started_ = false;
 };
 
 }  // namespace

@@ -7,10 +7,11 @@
 // failed compile with its exit status and its last output in the message.
 //
 // One process serves one compile at a time; concurrent compiles start more. A process
-// waits for the next request kCompilerIdleSeconds and then exits, so a long-running caller
-// holds nothing of the compiler once it has stopped compiling; the next compile starts a
-// new one (about 60 ms: most of it loading LLVM). What it prints goes to an anonymous file
-// (memfd) of its own, never to the caller's stdout or stderr.
+// waits for the next request kCompilerIdleSeconds and then exits (a thread of this library
+// reaps it then), so a long-running caller holds nothing of the compiler, not even a zombie,
+// once it has stopped compiling; the next compile starts a new one (about 60 ms: most of it
+// loading LLVM). What it prints goes to an anonymous file (memfd) of its own, never to the
+// caller's stdout or stderr.
 //
 // TINYMLIR_COMPILE_IN_PROCESS=1 loads the compiler library into the calling process
 // instead (compiler_library.h): for a debugger, or a sandbox that forbids starting

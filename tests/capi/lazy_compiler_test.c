@@ -8,7 +8,8 @@
  *   warm       a new process: the same program comes from the disk cache and runs, then
  *              a new program compiles and the assembly stage prints, still without LLVM
  *              mapped here; a forked child compiles with a compiler process of its own,
- *              and the parent's still serves the parent;
+ *              and the parent's still serves the parent; once idle for its idle time,
+ *              the compiler process has exited and is reaped (no zombie left);
  *   in-process with TINYMLIR_COMPILE_IN_PROCESS=1 a new program loads the compiler here,
  *              and no process is started;
  *   closed-streams  an application that closed its standard streams (a daemon): the
@@ -39,6 +40,9 @@
 #include "tinymlir/tinymlir.h"
 #include "c_expect.h"
 #include "child_processes.h"
+
+/* The compiler process's idle time (kCompilerIdleSeconds in compiler_process.h). */
+enum { IDLE_SECONDS = 5 };
 
 enum { M = 3, K = 5, N = 4 };
 
@@ -194,6 +198,12 @@ int main(int argc, char **argv) {
     EXPECT(child_processes(pids, 16) == 1, "%d compiler processes in the parent after the fork",
            child_processes(pids, 16));
     tm_program_release(after_fork);
+    /* At the end of its idle time the compiler process exits, and the library reaps it at
+     * once: no zombie is left waiting for a next compile that may never come. */
+    sleep(IDLE_SECONDS + 2);
+    EXPECT(child_processes(pids, 16) == 0,
+           "a compiler process (pid %d) is left %d s after the last compile", pids[0],
+           IDLE_SECONDS + 2);
   } else if (strcmp(mode, "closed-streams") == 0) {
     /* Results are kept until stderr is back: EXPECT reports through it. */
     const int saved_stderr = fcntl(2, F_DUPFD_CLOEXEC, 10);
