@@ -23,6 +23,7 @@
 // model decoded greedily repeats itself), as llama.cpp does, but with a fixed seed so a run
 // can be repeated; --greedy is the exact mode the golden tests use. The library's own
 // default (tm_generate_options_init) stays greedy.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -526,6 +527,8 @@ void PrintCompileBreakdown(const tm_model_stats &st, tm_context *ctx) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  // A file size limit (ulimit -f) makes a write fail with a message, not end the command.
+  signal(SIGXFSZ, SIG_IGN);
   Args args = ParseArgs(argc, argv);
   std::vector<int32_t> prompt;  // token ids are checked before anything is loaded
   if (args.ids) prompt = ParseIds(args.prompt);

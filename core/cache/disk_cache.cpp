@@ -1,8 +1,5 @@
 #include "core/cache/disk_cache.h"
 
-#include "core/cache/program_file.h"
-#include "core/support/file_io.h"
-#include "core/support/fnv.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +9,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <vector>
+
+#include "core/cache/program_file.h"
+#include "core/support/file_io.h"
+#include "core/support/fnv.h"
 
 namespace tinymlir {
 namespace {
@@ -20,6 +22,7 @@ namespace {
 constexpr const char *kSuffix = ".tmc";
 // Larger files are not entries of ours (a program's object and texts are far smaller).
 constexpr uint64_t kMaxEntryBytes = 1ull << 30;
+constexpr time_t kStaleTemporarySeconds = 600;
 
 std::string Errno(const std::string &what) { return what + ": " + std::strerror(errno); }
 
@@ -73,11 +76,20 @@ bool DiskCache::ReadyLocked() {
   ready_ = false;
   const std::string &dir = stats_.directory;
   if (dir.empty()) return false;
+  // The default directory is made in a home that exists, never with it: a service
+  // account's HOME (/nonexistent) must not be created, least of all by root.
+  struct stat st;
+  if (const char *home = std::getenv("HOME"); home && *home &&
+                                              dir == std::string(home) + "/.cache/tinymlir" &&
+                                              (stat(home, &st) != 0 || !S_ISDIR(st.st_mode))) {
+    stats_.message = "the disk cache is off: HOME (" + std::string(home) +
+                     ") is not an existing folder; set TINYMLIR_CACHE_DIR";
+    return false;
+  }
   if (!MakeDirectories(dir)) {
     stats_.message = Errno("cannot create the cache directory " + dir);
     return false;
   }
-  struct stat st;
   if (stat(dir.c_str(), &st) != 0) {
     stats_.message = Errno("cannot read the cache directory " + dir);
     return false;
@@ -98,12 +110,21 @@ bool DiskCache::ReadyLocked() {
                      ": writable by group or others (chmod 700 it)";
     return false;
   }
-  // Count what is there, for the limit.
+  // Count what is there, for the limit, and remove the temporary files of writers that
+  // died (killed while writing an entry): nothing else ever would. A writer takes
+  // milliseconds, so one older than kStaleTemporarySeconds is not being written.
   stats_.bytes = 0;
   if (DIR *d = opendir(dir.c_str())) {
+    const time_t now = time(nullptr);
     while (struct dirent *e = readdir(d)) {
-      if (!IsEntryName(e->d_name)) continue;
       struct stat es;
+      if (IsTemporaryName(e->d_name, kSuffix)) {
+        if (fstatat(dirfd(d), e->d_name, &es, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(es.st_mode) &&
+            now - es.st_mtime > kStaleTemporarySeconds)
+          unlinkat(dirfd(d), e->d_name, 0);
+        continue;
+      }
+      if (!IsEntryName(e->d_name)) continue;
       if (fstatat(dirfd(d), e->d_name, &es, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(es.st_mode))
         stats_.bytes += static_cast<uint64_t>(es.st_size);
     }
@@ -236,11 +257,15 @@ void DiskCache::Store(const std::string &key, const std::string &manifest,
   const std::string bytes = EncodeEntry(manifest, key, payload);
   if (bytes.size() > kMaxEntryBytes) return;
 
-  const Status written = WriteFileAtomically(PathLocked(key), bytes, 0600);
+  int error = 0;
+  const Status written = WriteFileAtomically(PathLocked(key), bytes, 0600, &error);
   if (!written.ok()) {
-    // A directory that refuses one write (read-only, full) is not tried again.
-    writable_ = false;
-    stats_.message = written.message() + "; compiled programs are not saved";
+    // A directory that refuses writes (read-only, not ours to write) is not tried again;
+    // other failures (a full disk, no descriptors left, a file size limit) may pass.
+    const bool refused = error == EROFS || error == EACCES || error == EPERM;
+    if (refused) writable_ = false;
+    stats_.message = written.message() + (refused ? "; compiled programs are not saved"
+                                                  : "; this program is not saved");
     return;
   }
   ++stats_.writes;

@@ -353,8 +353,10 @@ class CompilerProcesses {
         const bool absent = std::strcmp(call, "posix_spawn") == 0 &&
                             (error == ENOENT || error == EACCES || error == ENOEXEC);
         return cannot(absent ? StatusCode::kUnsupported : StatusCode::kCompile,
-                      std::string(absent ? "" : std::string(call) + ": ") +
-                          std::strerror(error));
+                      std::string(absent ? "" : std::string(call) + ": ") + std::strerror(error) +
+                          (error == EAGAIN ? " (the user's process limit, RLIMIT_NPROC, "
+                                             "ulimit -u?)"
+                                           : ""));
       }));
     }
     // It says whether it could load the compiler library; then it learns what the

@@ -112,5 +112,8 @@ int main(int argc, char **argv) {
   close_range(tinymlir::kCompilerProcessSocket + 1, ~0u, 0);
   setvbuf(stdout, nullptr, _IONBF, 0);
   signal(SIGPIPE, SIG_IGN);
+  // Its output file is bounded by the caller's RLIMIT_FSIZE too: a write beyond it fails
+  // rather than ending the process.
+  signal(SIGXFSZ, SIG_IGN);
   return tinymlir::Serve(argv[1], atoi(argv[2]), argv[3]);
 }

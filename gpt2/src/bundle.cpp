@@ -1,10 +1,12 @@
 // GPT-2 bundles: one exported program file per (kind, T, L) and a manifest.txt naming the
 // model dimensions the programs are specialised to. Loading uses only tm_program_load, so
 // this file is part of libtinymlir_runtime.so as well.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -159,9 +161,47 @@ Status PrepareBundleFolder(const std::string &dir) {
   return Status::Ok();
 }
 
+namespace {
+
+// Writes the manifest as tm_program_export writes a program: into a new file beside it,
+// renamed over it, so that a reader sees a whole manifest or none, and a symlink at its
+// path is replaced, never followed. (The programs, written before it and far larger, met
+// any file size limit first.)
+Status WriteManifest(const std::string &path, const std::string &text) {
+  static std::atomic<unsigned> counter{0};  // with the pid: a name no other writer uses
+  const std::string temp =
+      path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return IoError(path + ": cannot write: " + std::strerror(errno));
+  size_t done = 0;
+  int error = 0;
+  while (done < text.size() && !error) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n > 0)
+      done += static_cast<size_t>(n);
+    else if (n == 0 || errno != EINTR)
+      error = n == 0 ? ENOSPC : errno;
+  }
+  if (close(fd) != 0 && !error) error = errno;
+  if (!error && rename(temp.c_str(), path.c_str()) != 0) error = errno;
+  if (error) {
+    unlink(temp.c_str());
+    return IoError(path + ": cannot write: " + std::strerror(error));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status WriteBundle(const std::string &dir, const Gpt2Config &config, tm_target target,
                    const std::vector<ProgramKey> &keys,
                    const std::map<ProgramKey, ProgramHandle> &programs) {
+  // The manifest is what makes a folder a bundle: an old one goes first and the new one is
+  // written last, so that a write that fails half-way (a full disk) leaves a folder that
+  // fails to load as a bundle, never old manifest beside new programs.
+  const std::string path = dir + "/manifest.txt";
+  if (unlink(path.c_str()) != 0 && errno != ENOENT)
+    return IoError(path + ": cannot replace: " + std::strerror(errno));
   std::string manifest = kBundleHeader + BundleDimensions(config) + "target " +
                          (target == TM_TARGET_GPU ? "gpu" : "cpu") + "\nprograms\n";
   for (const ProgramKey &key : keys) {
@@ -170,12 +210,7 @@ Status WriteBundle(const std::string &dir, const Gpt2Config &config, tm_target t
     TM_RETURN_IF_ERROR(FromC(tm_program_export(programs.at(key), (dir + "/" + name).c_str())));
     manifest += name + "\n";
   }
-  const std::string path = dir + "/manifest.txt";
-  FILE *f = std::fopen(path.c_str(), "wb");
-  const bool written = f && std::fwrite(manifest.data(), 1, manifest.size(), f) == manifest.size();
-  if (f && std::fclose(f) != 0) return IoError(path + ": cannot write");
-  if (!written) return IoError(path + ": cannot write");
-  return Status::Ok();
+  return WriteManifest(path, manifest);
 }
 
 }  // namespace tinymlir::gpt2

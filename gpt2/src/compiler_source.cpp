@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "gpt2/src/program_source.h"
@@ -55,9 +56,16 @@ class CompilerSource : public ProgramSource {
     const int32_t total = static_cast<int32_t>(keys.size());
     const size_t n_threads = std::min<size_t>(keys.size(), UsableCpus());
     std::vector<std::thread> threads;
-    if (n_threads > 1)
-      for (size_t i = 0; i < n_threads; ++i) threads.emplace_back(work);
-    if (n_threads <= 1) {
+    // Where the system refuses a thread (a process limit, RLIMIT_NPROC), the compile goes on
+    // with the threads that started, or on this one.
+    for (size_t i = 0; n_threads > 1 && i < n_threads; ++i) {
+      try {
+        threads.emplace_back(work);
+      } catch (const std::system_error &) {
+        break;
+      }
+    }
+    if (threads.empty()) {
       work();
       if (progress) progress(user, total, total);
     } else {

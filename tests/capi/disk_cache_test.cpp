@@ -3,6 +3,9 @@
 // checked (checksum, key, owner), written atomically, bounded, and no problem with the
 // directory ever fails a compile.
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -361,6 +364,89 @@ TEST(DiskCache, TheEnvironmentPicksTheDefaultDirectory) {
   }
   if (saved) setenv("TINYMLIR_CACHE_DIR", old.c_str(), 1);
   else unsetenv("TINYMLIR_CACHE_DIR");
+}
+
+// Every name in `dir` (entries, temporary files, anything).
+std::vector<std::string> AllNames(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (struct dirent *e = readdir(d))
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
+        names.push_back(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+// A host under a file size limit (ulimit -f), with SIGXFSZ at its default (end the process):
+// the cache's write, which the caller never asked for, is refused before it is made; the
+// program is compiled and right; the next program, within the limit again, is saved.
+TEST(DiskCache, AFileSizeLimitRefusesTheWriteNotTheProcess) {
+  const std::string dir = FreshDirectory("fsize");
+  Context ctx = ContextWithDisk(dir);
+  struct sigaction previous_action, default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  ASSERT_EQ(sigaction(SIGXFSZ, &default_action, &previous_action), 0);
+  struct rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  struct rlimit small = saved;
+  small.rlim_cur = 4096;  // an entry is ~100 KB
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const Result r = CompileAndRun(ctx, 3);
+  const std::string message = Message(ctx);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
+  ASSERT_EQ(sigaction(SIGXFSZ, &previous_action, nullptr), 0);
+  EXPECT_FALSE(r.from_disk);
+  EXPECT_EQ(Info(ctx).disk_writes, 0u);
+  EXPECT_NE(message.find("file size limit (RLIMIT_FSIZE"), std::string::npos) << message;
+  EXPECT_TRUE(AllNames(dir).empty()) << "a temporary file was left";
+  CompileAndRun(ctx, 4);
+  EXPECT_EQ(Info(ctx).disk_writes, 1u) << "one refused write turned the disk cache off";
+}
+
+// A writer killed while writing an entry leaves its temporary file: the next context to
+// use the directory removes it once it is old enough not to be anyone's current write.
+TEST(DiskCache, TemporaryFilesOfDeadWritersAreRemoved) {
+  const std::string dir = FreshDirectory("stale");
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  const std::string stale = dir + "/0123456789abcdef0123456789abcdef.tmc.tmp.99999.0";
+  const std::string fresh = dir + "/0123456789abcdef0123456789abcdef.tmc.tmp.99999.1";
+  WriteFile(stale, std::string(50000, 'x'));
+  WriteFile(fresh, std::string(50000, 'x'));
+  const struct timespec an_hour_ago[2] = {{time(nullptr) - 3600, 0}, {time(nullptr) - 3600, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, stale.c_str(), an_hour_ago, 0), 0);
+  Context ctx = ContextWithDisk(dir);
+  EXPECT_EQ(Info(ctx).disk_bytes, 0u) << "temporary files are not entries";
+  EXPECT_NE(access(stale.c_str(), F_OK), 0) << "an hour-old temporary file is still there";
+  EXPECT_EQ(access(fresh.c_str(), F_OK), 0) << "a temporary file being written was removed";
+}
+
+// The default directory, $HOME/.cache/tinymlir, is never made with its home: a service
+// account's HOME that does not exist stays so, and the cache says why it is off.
+TEST(DiskCache, AHomeThatDoesNotExistIsNotCreated) {
+  const std::string base = FreshDirectory("home");
+  ASSERT_EQ(mkdir(base.c_str(), 0700), 0);
+  const std::string home = base + "/nonexistent";
+  std::vector<std::pair<const char *, std::string>> saved;
+  for (const char *name : {"TINYMLIR_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
+    const char *value = std::getenv(name);
+    saved.push_back({name, value ? value : std::string("\x01unset")});
+  }
+  unsetenv("TINYMLIR_CACHE_DIR");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", home.c_str(), 1);
+  {
+    Context ctx = NewContext();
+    EXPECT_FALSE(CompileAndRun(ctx, 3).from_disk);
+    EXPECT_NE(access(home.c_str(), F_OK), 0) << "HOME was created";
+    EXPECT_NE(Message(ctx).find("HOME (" + home + ") is not an existing folder"), std::string::npos)
+        << Message(ctx);
+  }
+  for (const auto &[name, value] : saved)
+    if (value == "\x01unset")
+      unsetenv(name);
+    else
+      setenv(name, value.c_str(), 1);
 }
 
 TEST(DiskCache, InfoKeepsTheFirstLayout) {

@@ -1,6 +1,8 @@
 // Program files (tm_program_export / tm_program_load): a loaded program runs the exported
 // native code through tinymlir's own ELF linker and gives bit-identical results; bad files
 // are refused with a message naming what is wrong.
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -249,6 +251,50 @@ TEST(ProgramFile, BadFilesAreRefusedWithAReason) {
   TM_EXPECT_STATUS(tm_program_export(nullptr, path.c_str()), TM_ERROR_INVALID_ARGUMENT);
   TM_EXPECT_STATUS(tm_program_export(jit, nullptr), TM_ERROR_INVALID_ARGUMENT);
   TM_EXPECT_STATUS(tm_program_export(jit, "/nonexistent-dir/x.tmp"), TM_ERROR_IO);
+}
+
+// What is at the export path decides: a regular file or a symlink is replaced (the link
+// itself: what it points to is untouched), while a FIFO, a device or a folder is refused
+// and left as it was (root exporting onto /dev/full once replaced the device). A file name
+// of NAME_MAX bytes works (the temporary file's suffix must not make it too long).
+TEST(ProgramFile, ExportReplacesOnlyRegularFilesAndLinks) {
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx, "small");
+  tm_value x = Input(t, TM_F32, {4});
+  End(t, {Op(tm_op_exp, t, x)});
+  Program jit;
+  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, jit.out()));
+  const std::string dir = TempPath("targets");
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  TM_EXPECT_STATUS(tm_program_export(jit, fifo.c_str()), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("it is a FIFO; only a regular file is replaced"),
+            std::string::npos)
+      << tm_last_error();
+  struct stat st;
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  TM_EXPECT_STATUS(tm_program_export(jit, "/dev/null"), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("a character device"), std::string::npos)
+      << tm_last_error();
+  TM_EXPECT_STATUS(tm_program_export(jit, dir.c_str()), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("a folder"), std::string::npos) << tm_last_error();
+
+  const std::string victim = dir + "/victim", link = dir + "/link";
+  WriteFile(victim, "precious");
+  ASSERT_EQ(symlink(victim.c_str(), link.c_str()), 0);
+  TM_ASSERT_OK(tm_program_export(jit, link.c_str()));
+  EXPECT_EQ(ReadFile(victim), "precious");
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode)) << "the link was not replaced by the program file";
+
+  const std::string longest = dir + "/" + std::string(NAME_MAX, 'p');
+  TM_ASSERT_OK(tm_program_export(jit, longest.c_str()));
+  Program loaded;
+  TM_ASSERT_OK(tm_program_load(longest.c_str(), loaded.out()));
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
 }
 
 }  // namespace

@@ -757,6 +757,50 @@ TEST_F(ModelApiFolder, ABundleFolderThatCannotBeWrittenFailsBeforeCompiling) {
   EXPECT_EQ(st.programs_compiled + st.programs_from_disk + st.programs_cached, 0u);
 }
 
+// A bundle is written so that it is whole or refused: the manifest, which makes the folder a
+// bundle, is removed first and written last, into a new file (a symlink in its place is
+// replaced, never followed). A write that fails half-way (a full disk; here a folder where
+// a program file goes) leaves no manifest beside the new programs.
+std::string ReadAll(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(ModelApiFolder, ABundleIsWholeOrHasNoManifest) {
+  tm_model *m = Load(kTinyA);
+  ASSERT_NE(m, nullptr);
+  const std::string bundle = dir_ + "/bundle", manifest = bundle + "/manifest.txt";
+  ASSERT_EQ(tm_model_compile_bundle(m, bundle.c_str(), nullptr, nullptr), TM_OK) << tm_last_error();
+  const std::string victim = dir_ + "/victim";
+  std::ofstream(victim) << "precious";
+  std::filesystem::remove(manifest);
+  ASSERT_EQ(symlink(victim.c_str(), manifest.c_str()), 0);
+  ASSERT_EQ(tm_model_compile_bundle(m, bundle.c_str(), nullptr, nullptr), TM_OK) << tm_last_error();
+  EXPECT_EQ(ReadAll(victim), "precious") << "the manifest was written through a symlink";
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(manifest)));
+  tm_model_options options;
+  tm_model_options_init(&options);
+  options.bundle_dir = bundle.c_str();
+  tm_model *from_bundle = nullptr;
+  ASSERT_EQ(tm_model_load(ctx_, kTinyA.c_str(), &options, &from_bundle), TM_OK) << tm_last_error();
+  tm_model_destroy(from_bundle);
+
+  const std::string text = ReadAll(manifest);
+  const std::string last = text.substr(text.rfind('\n', text.size() - 2) + 1);
+  const std::string program = bundle + "/" + last.substr(0, last.size() - 1);
+  ASSERT_TRUE(std::filesystem::remove(program)) << program;
+  ASSERT_EQ(mkdir(program.c_str(), 0755), 0);
+  EXPECT_EQ(tm_model_compile_bundle(m, bundle.c_str(), nullptr, nullptr), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("it is a folder"), std::string::npos)
+      << tm_last_error();
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(manifest)))
+      << "a manifest is left beside a half-written bundle";
+  tm_model *half = nullptr;
+  EXPECT_EQ(tm_model_load(ctx_, kTinyA.c_str(), &options, &half), TM_ERROR_IO);
+  EXPECT_NE(std::string(tm_last_error()).find("manifest.txt"), std::string::npos)
+      << tm_last_error();
+}
+
 TEST_F(ModelApiFolder, TokenizerFileThatIsADeviceIsRefused) {
   CopyTinyA();
   WriteByteTokenizer();
