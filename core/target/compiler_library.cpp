@@ -4,6 +4,8 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #ifndef TINYMLIR_VERSION_STRING
@@ -51,6 +53,11 @@ const std::string &LibraryFolder() {
   return folder;
 }
 
+// Resolved as the library loads: the loader's name for it may be relative to the working
+// directory of that moment (LD_LIBRARY_PATH=lib), which the caller may change before its
+// first compile.
+[[maybe_unused]] static const std::string &library_folder_at_load = LibraryFolder();
+
 const std::string &CompilerLibraryPath() {
   static const std::string path = LibraryFolder() + TINYMLIR_COMPILER_FILE;
   return path;
@@ -67,6 +74,12 @@ Status LoadCompilerLibrary(const std::string &path, const CompilerEntryPoints **
     const char *error = dlerror();
     std::string why = error ? error : "dlopen failed";
     if (why.compare(0, path.size() + 2, path + ": ") == 0) why.erase(0, path.size() + 2);
+    // Out of memory or address space (ulimit -v): the compiler is there but cannot be
+    // mapped, which is not a build without one.
+    if (why.find("failed to map segment") != std::string::npos ||
+        why.find(std::strerror(ENOMEM)) != std::string::npos)
+      return OutOfMemory("cannot load the compiler library " + path + ": " + why +
+                         " (an address-space limit, ulimit -v?)");
     return fail(why);
   }
   using EntryFunction = const CompilerEntryPoints *(*)();

@@ -83,10 +83,15 @@ Reaped Reap(const Worker &w, bool block, int *wstatus) {
 // meets a descriptor already there (dup2 onto itself would keep close-on-exec), and a
 // descriptor this process keeps is never 0, 1 or 2 where the host closed its standard
 // streams (its next printf would otherwise go into a compiler's socket).
+// Under a descriptor limit of 10 or less (EINVAL), any number above 3 does.
 int HighFd(int fd) {
   if (fd < 0 || fd >= 10) return fd;
-  const int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  if (high < 0 && errno == EINVAL && fd > kCompilerProcessSocket) return fd;
+  if (high < 0 && errno == EINVAL) high = fcntl(fd, F_DUPFD_CLOEXEC, kCompilerProcessSocket + 1);
+  const int error = errno;
   close(fd);
+  errno = error;
   return high;
 }
 

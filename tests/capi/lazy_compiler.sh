@@ -24,6 +24,13 @@ quiet() {  # quiet ARGS...: runs the test; fails if it wrote to stderr
 quiet cold "$work"
 quiet warm "$work"
 TINYMLIR_COMPILE_IN_PROCESS=1 quiet in-process "$work"
+# The library, its compiler and compiler process in a folder named by a relative path.
+mkdir "$work/relative"
+cp "$library" "$compiler" "$work/relative/"
+cp "$process" "$work/relative/tinymlir-compiler"
+(cd "$work" && LD_LIBRARY_PATH=relative quiet moved "$work")
+quiet few-descriptors "$work"
+quiet small-address-space "$work"
 mkdir "$work/alone"
 cp "$library" "$work/alone/$(basename "$library")"
 # The test's RUNPATH names the build's capi/ folder; LD_LIBRARY_PATH comes first.

@@ -19,6 +19,11 @@
  *              work;
  *   reaped     with SIGCHLD ignored (LAZY_IGNORE_SIGCHLD=1: the kernel reaps children), a
  *              compile works, and after its compiler process is killed, the next one too;
+ *   moved      loaded by a relative path (LD_LIBRARY_PATH=relative), after a chdir the
+ *              first compile still finds the compiler process beside the library;
+ *   few-descriptors  under a descriptor limit of 10 a compile works;
+ *   small-address-space  under an address-space limit the compiler process cannot load
+ *              LLVM in, a compile is TM_ERROR_OUT_OF_MEMORY saying so;
  *   missing    libtinymlir.so alone in a folder (LD_LIBRARY_PATH): the program still comes
  *              from the disk cache and its file still loads and runs, while a new program
  *              fails to compile with a message naming the compiler process, and the
@@ -27,19 +32,20 @@
  *              impostor library, one from another build, a process that crashes or
  *              breaks the protocol): the compile fails with a message containing WORDS,
  *              and this process carries on (a program file still loads and runs). */
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tinymlir/tinymlir.h"
 #include "c_expect.h"
 #include "child_processes.h"
+#include "tinymlir/tinymlir.h"
 
 /* The compiler process's idle time (kCompilerIdleSeconds in compiler_process.h). */
 enum { IDLE_SECONDS = 5 };
@@ -95,10 +101,22 @@ static void check_runs(tm_program *program, int64_t m, const char *what) {
 }
 
 /* A shape no other mode compiles, so that the disk cache cannot answer it. */
-enum { COLD_RESTART = M + 1, WARM_NEW = M + 2, MISSING_NEW = M + 3, BROKEN_NEW = M + 4,
-       IN_PROCESS_NEW = M + 5, FORK_CHILD_NEW = M + 6, FORK_PARENT_NEW = M + 7,
-       REAPED_FIRST = M + 8, REAPED_SECOND = M + 9, CLOSED_FIRST = M + 10,
-       CLOSED_SECOND = M + 11 };
+enum {
+  COLD_RESTART = M + 1,
+  WARM_NEW = M + 2,
+  MISSING_NEW = M + 3,
+  BROKEN_NEW = M + 4,
+  IN_PROCESS_NEW = M + 5,
+  FORK_CHILD_NEW = M + 6,
+  FORK_PARENT_NEW = M + 7,
+  REAPED_FIRST = M + 8,
+  REAPED_SECOND = M + 9,
+  CLOSED_FIRST = M + 10,
+  CLOSED_SECOND = M + 11,
+  MOVED_NEW = M + 12,
+  FEW_DESCRIPTORS_NEW = M + 13,
+  SMALL_SPACE_NEW = M + 14
+};
 
 /* Compiles a shape that is in no cache; returns the status, *program set on success. */
 static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
@@ -111,8 +129,11 @@ static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
 
 int main(int argc, char **argv) {
   if (argc != 3 && !(argc == 4 && strcmp(argv[1], "broken") == 0)) {
-    fprintf(stderr, "usage: lazy_compiler_test cold|warm|in-process|closed-streams|reaped|missing DIR | "
-                    "broken DIR WORDS\n");
+    fprintf(stderr,
+            "usage: lazy_compiler_test "
+            "cold|warm|in-process|closed-streams|reaped|moved|few-descriptors|small-address-space|"
+            "missing DIR | "
+            "broken DIR WORDS\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -238,6 +259,31 @@ int main(int argc, char **argv) {
     EXPECT(compile_new(ctx, REAPED_SECOND, &second) == TM_OK,
            "compile after the kernel reaped the compiler process: %s", tm_last_error());
     if (second) check_runs(second, REAPED_SECOND, "compiled by a new compiler process");
+  } else if (strcmp(mode, "moved") == 0) {
+    /* Loaded by a relative name (LD_LIBRARY_PATH=relative, from DIR): the working directory
+     * changes before the first compile, which still finds the compiler beside the library. */
+    EXPECT(chdir("/") == 0, "chdir");
+    EXPECT(compile_new(ctx, MOVED_NEW, &second) == TM_OK,
+           "compile after a chdir, the library loaded by a relative path: %s", tm_last_error());
+    if (second) check_runs(second, MOVED_NEW, "compiled after a chdir");
+  } else if (strcmp(mode, "few-descriptors") == 0) {
+    /* A descriptor limit of 10: the library's descriptors cannot go to 10 and above. */
+    struct rlimit ten = {10, 10};
+    EXPECT(setrlimit(RLIMIT_NOFILE, &ten) == 0, "setrlimit");
+    EXPECT(compile_new(ctx, FEW_DESCRIPTORS_NEW, &second) == TM_OK,
+           "compile with a descriptor limit of 10: %s", tm_last_error());
+    if (second) check_runs(second, FEW_DESCRIPTORS_NEW, "compiled with 10 descriptors");
+  } else if (strcmp(mode, "small-address-space") == 0) {
+    /* An address-space limit (ulimit -v) this process fits in but the compiler process,
+     * which inherits it, cannot map LLVM in: out of memory, not "no compiler". (Not under
+     * AddressSanitizer, whose shadow memory is terabytes of address space.) */
+#ifndef __SANITIZE_ADDRESS__
+    struct rlimit space = {200ull << 20, 200ull << 20}; /* this process: ~32 MB */
+    EXPECT(setrlimit(RLIMIT_AS, &space) == 0, "setrlimit");
+    const tm_status s = compile_new(ctx, SMALL_SPACE_NEW, &second);
+    EXPECT(s == TM_ERROR_OUT_OF_MEMORY && strstr(tm_last_error(), "ulimit -v"),
+           "compile under a 200 MiB address-space limit gave %d '%s'", (int)s, tm_last_error());
+#endif
   } else if (strcmp(mode, "in-process") == 0) {
     EXPECT(compile_new(ctx, IN_PROCESS_NEW, &second) == TM_OK, "compile: %s", tm_last_error());
     if (second) check_runs(second, IN_PROCESS_NEW, "compiled in this process");
