@@ -32,20 +32,20 @@
  *              impostor library, one from another build, a process that crashes or
  *              breaks the protocol): the compile fails with a message containing WORDS,
  *              and this process carries on (a program file still loads and runs). */
-#include <fcntl.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tinymlir/tinymlir.h"
 #include "c_expect.h"
 #include "child_processes.h"
-#include "tinymlir/tinymlir.h"
 
 /* The compiler process's idle time (kCompilerIdleSeconds in compiler_process.h). */
 enum { IDLE_SECONDS = 5 };
@@ -101,22 +101,11 @@ static void check_runs(tm_program *program, int64_t m, const char *what) {
 }
 
 /* A shape no other mode compiles, so that the disk cache cannot answer it. */
-enum {
-  COLD_RESTART = M + 1,
-  WARM_NEW = M + 2,
-  MISSING_NEW = M + 3,
-  BROKEN_NEW = M + 4,
-  IN_PROCESS_NEW = M + 5,
-  FORK_CHILD_NEW = M + 6,
-  FORK_PARENT_NEW = M + 7,
-  REAPED_FIRST = M + 8,
-  REAPED_SECOND = M + 9,
-  CLOSED_FIRST = M + 10,
-  CLOSED_SECOND = M + 11,
-  MOVED_NEW = M + 12,
-  FEW_DESCRIPTORS_NEW = M + 13,
-  SMALL_SPACE_NEW = M + 14
-};
+enum { COLD_RESTART = M + 1, WARM_NEW = M + 2, MISSING_NEW = M + 3, BROKEN_NEW = M + 4,
+       IN_PROCESS_NEW = M + 5, FORK_CHILD_NEW = M + 6, FORK_PARENT_NEW = M + 7,
+       REAPED_FIRST = M + 8, REAPED_SECOND = M + 9, CLOSED_FIRST = M + 10,
+       CLOSED_SECOND = M + 11, MOVED_NEW = M + 12, FEW_DESCRIPTORS_NEW = M + 13,
+       SMALL_SPACE_NEW = M + 14 };
 
 /* Compiles a shape that is in no cache; returns the status, *program set on success. */
 static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
@@ -129,11 +118,8 @@ static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
 
 int main(int argc, char **argv) {
   if (argc != 3 && !(argc == 4 && strcmp(argv[1], "broken") == 0)) {
-    fprintf(stderr,
-            "usage: lazy_compiler_test "
-            "cold|warm|in-process|closed-streams|reaped|moved|few-descriptors|small-address-space|"
-            "missing DIR | "
-            "broken DIR WORDS\n");
+    fprintf(stderr, "usage: lazy_compiler_test cold|warm|in-process|closed-streams|reaped|moved|"
+                    "few-descriptors|small-address-space|missing DIR | broken DIR WORDS\n");
     return 2;
   }
   const char *mode = argv[1];
