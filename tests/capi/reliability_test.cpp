@@ -82,6 +82,53 @@ TEST_F(Reliability, FailedAllocationInsideTheKernelIsOutOfMemory) {
               "TM_ERROR_OUT_OF_MEMORY: .*could not allocate");
 }
 
+// A matrix product under an address-space limit that leaves no room for OpenBLAS's packing
+// buffer (128 MiB, mapped at the first product): OpenBLAS itself retries the mapping forever,
+// so the buffer is mapped before the product starts, and its failure is a status. With the
+// limit lifted, the same program runs and is right. In a child: the limit is the process's.
+[[noreturn]] void MatmulUnderAddressLimit(tm_program *p, const tm_tensor *in, int64_t n) {
+  rlimit saved, limit;
+  getrlimit(RLIMIT_AS, &saved);
+  unsigned long pages = 0;
+  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%lu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  limit = saved;
+  limit.rlim_cur = pages * 4096ull + (64ull << 20);
+  setrlimit(RLIMIT_AS, &limit);
+  std::vector<float> y(static_cast<size_t>(n * n), -1.0f);
+  std::vector<int64_t> shape = {n, n};
+  tm_tensor out = View(y.data(), shape);
+  const tm_status limited = tm_invoke(p, in, 2, &out, 1);
+  std::fprintf(stderr, "%s: %s\n", tm_status_string(limited), tm_last_error());
+  setrlimit(RLIMIT_AS, &saved);
+  const tm_status lifted = tm_invoke(p, in, 2, &out, 1);
+  bool right = lifted == TM_OK;
+  for (float v : y) right = right && v == static_cast<float>(n);  // ones @ ones
+  std::fprintf(stderr, "then %s, %s\n", tm_status_string(lifted), right ? "right" : "wrong");
+  std::exit(limited == TM_ERROR_OUT_OF_MEMORY && right ? 0 : 1);
+}
+
+TEST_F(Reliability, AMatrixProductWithoutRoomForOpenBlasIsOutOfMemoryNotAHang) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizer's shadow memory does not fit under an address-space limit";
+#endif
+  const int64_t n = 96;  // a GEMM (not a GEMV), on the worker pool
+  tm_value a = Input(t, TM_F32, {n, n}), b = Input(t, TM_F32, {n, n});
+  End(t, {Op(tm_op_matmul, t, a, b)});
+  Program p;
+  ASSERT_EQ(tm_compile(ctx, t, nullptr, p.out()), TM_OK) << tm_last_error();
+  ASSERT_NE(StageText(p, TM_STAGE_LOWERED).find("tm_rt_gemm"), std::string::npos)
+      << "the product does not go to OpenBLAS";
+  std::vector<float> ones(static_cast<size_t>(n * n), 1.0f);
+  std::vector<int64_t> shape = {n, n};
+  tm_tensor in[] = {View(ones.data(), shape), View(ones.data(), shape)};
+  EXPECT_EXIT(MatmulUnderAddressLimit(p, in, n), ::testing::ExitedWithCode(0),
+              "TM_ERROR_OUT_OF_MEMORY: .*OpenBLAS cannot map its packing buffer.*\n"
+              "then TM_OK, right");
+}
+
 TEST_F(Reliability, ZeroSizedResultsAreEmptyNotCompileErrors) {
   // x[3:] on 3 elements, a concat with an empty operand, a matmul over k = 0, a sum over
   // an empty axis and a softmax of an empty tensor all compile and run.

@@ -1,11 +1,15 @@
 #include "core/target/cpu/blas_products.h"
 
 #include <cblas.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <string>
+#include <vector>
 
+#include "core/engine/guarded_call.h"
 #include "core/target/cpu/kernel_times.h"
 #include "core/target/cpu/worker_pool.h"
 
@@ -14,20 +18,103 @@
 // 15097 of 200000 concurrent sgemm calls came back wrong in a stress test, 0 of 200000 with
 // this lock. The link wraps the two functions (--wrap, CMakeLists.txt's openblas_private);
 // the lock is held only while a buffer is taken or returned, never during a product.
+//
+// OpenBLAS hands out the first free buffer and maps a new one (128 MiB of address space,
+// kept for the life of the process) only when every one it has mapped is in use. When that
+// mapping fails (an address-space limit, ulimit -v) it retries forever: a hang in the middle
+// of a product. So every product first reserves a buffer for each thread that may run its
+// blocks, and has OpenBLAS map them then, where a failure can still be reported
+// (ReserveOpenBlasBuffers); the buffers in use never outnumber the reservations, so no
+// mapping happens inside a product.
 namespace {
 std::mutex g_openblas_buffers;
+int g_buffers_in_use = 0;    // handed out by OpenBLAS and not returned
+int g_buffers_mapped = 0;    // mapped by OpenBLAS (it never unmaps one)
+int g_buffers_reserved = 0;  // the running products' reservations
+// BUFFER_SIZE + FIXED_PAGESIZE of OpenBLAS 0.3.21 on x86-64 (common_x86_64.h), with room.
+constexpr size_t kOpenBlasBufferBytes = (size_t{128} << 20) + (size_t{64} << 10);
+constexpr int kMaxMappedAhead = 32;
 }  // namespace
 
 extern "C" void *__real_blas_memory_alloc(int position);
 extern "C" void __real_blas_memory_free(void *buffer);
+
+namespace {
+// OpenBLAS's allocation, counted; g_openblas_buffers is held.
+void *AllocateLocked(int position) {
+  void *buffer = __real_blas_memory_alloc(position);
+  if (!buffer) return nullptr;  // all NUM_BUFFERS in use
+  if (g_buffers_in_use == g_buffers_mapped) ++g_buffers_mapped;
+  ++g_buffers_in_use;
+  return buffer;
+}
+void FreeLocked(void *buffer) {
+  __real_blas_memory_free(buffer);
+  --g_buffers_in_use;
+}
+// Whether the process can map one more buffer now (the address-space limit, and the
+// commit limit under strict overcommit, count it as OpenBLAS's own mapping would).
+bool CanMapABuffer() {
+  void *probe = mmap(nullptr, kOpenBlasBufferBytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (probe == MAP_FAILED) return false;
+  munmap(probe, kOpenBlasBufferBytes);
+  return true;
+}
+}  // namespace
+
 extern "C" void *__wrap_blas_memory_alloc(int position) {
   std::lock_guard<std::mutex> lock(g_openblas_buffers);
-  return __real_blas_memory_alloc(position);
+  return AllocateLocked(position);
 }
 extern "C" void __wrap_blas_memory_free(void *buffer) {
   std::lock_guard<std::mutex> lock(g_openblas_buffers);
-  __real_blas_memory_free(buffer);
+  FreeLocked(buffer);
 }
+
+namespace tinymlir {
+namespace {
+
+// Reserves `count` buffers, OpenBLAS mapping any that the reservations now outnumber (it
+// maps one each time it is asked while all it has are taken). False, with nothing
+// reserved, when one cannot be mapped.
+bool ReserveOpenBlasBuffers(int count) {
+  std::lock_guard<std::mutex> lock(g_openblas_buffers);
+  std::vector<void *> held;
+  bool mapped = true;
+  // A product on a busy pool runs on its calling thread alone, so reservations may count
+  // more buffers than are ever in use at once; OpenBLAS has 50 (NUM_BUFFERS), and asking
+  // for more prints an error and returns none. Reservations beyond kMaxMappedAhead are
+  // not mapped ahead.
+  const int wanted = std::min(g_buffers_reserved + count, kMaxMappedAhead);
+  while (g_buffers_mapped < wanted) {
+    if (g_buffers_in_use == g_buffers_mapped && !CanMapABuffer()) {
+      mapped = false;
+      break;
+    }
+    void *buffer = AllocateLocked(0);
+    if (!buffer) break;
+    held.push_back(buffer);
+  }
+  for (void *buffer : held) FreeLocked(buffer);
+  if (mapped) g_buffers_reserved += count;
+  return mapped;
+}
+
+void ReleaseOpenBlasBuffers(int count) {
+  std::lock_guard<std::mutex> lock(g_openblas_buffers);
+  g_buffers_reserved -= count;
+}
+
+Status OpenBlasBufferUnavailable() {
+  return OutOfMemory("OpenBLAS cannot map its packing buffer (" +
+                     std::to_string(kOpenBlasBufferBytes >> 20) +
+                     " MiB of address space) for a matrix product; is an address-space limit "
+                     "(ulimit -v) set?");
+}
+
+}  // namespace
+}  // namespace tinymlir
 
 namespace tinymlir {
 namespace {
@@ -102,15 +189,20 @@ struct Product {
     }
   }
 
+  // Whether the blocks run on the worker pool (else all on the calling thread).
+  bool Parallel(int64_t batch) const {
+    return batch * row_blocks() * col_blocks() > 1 && WorkerPool::Get().size() > 1 &&
+           batch * m * n * k >= kMinParallelWork;
+  }
+
   void Run(int64_t batch) const {
     const int64_t blocks = batch * row_blocks() * col_blocks();
-    WorkerPool &pool = WorkerPool::Get();
-    if (blocks == 1 || pool.size() == 1 || batch * m * n * k < kMinParallelWork) {
+    if (!Parallel(batch)) {
       for (int64_t i = 0; i < blocks; ++i) RunBlock(i);
       return;
     }
     std::atomic<int64_t> next{0};
-    pool.ParallelFor([&](int) {
+    WorkerPool::Get().ParallelFor([&](int) {
       for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) RunBlock(i);
     });
   }
@@ -124,17 +216,27 @@ void RunBlasProducts(int32_t dtype, int64_t batch, int32_t trans_a, int32_t tran
                      int64_t ldc, int64_t stride_c) {
   if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return;  // C keeps its initial value
   const bool ta = trans_a == CblasTrans, tb = trans_b == CblasTrans;
-  if (dtype == 2) {
-    Product<double>{ta, tb, m, n, k, static_cast<const double *>(a), lda, stride_a,
-                    static_cast<const double *>(b), ldb, stride_b, static_cast<double *>(c),
-                    ldc, stride_c}
-        .Run(batch);
-  } else {
-    Product<float>{ta, tb, m, n, k, static_cast<const float *>(a), lda, stride_a,
-                   static_cast<const float *>(b), ldb, stride_b, static_cast<float *>(c), ldc,
-                   stride_c}
-        .Run(batch);
-  }
+  const Product<double> f64{ta,  tb,       m,
+                            n,   k,        static_cast<const double *>(a),
+                            lda, stride_a, static_cast<const double *>(b),
+                            ldb, stride_b, static_cast<double *>(c),
+                            ldc, stride_c};
+  const Product<float> f32{ta,  tb,       m,
+                           n,   k,        static_cast<const float *>(a),
+                           lda, stride_a, static_cast<const float *>(b),
+                           ldb, stride_b, static_cast<float *>(c),
+                           ldc, stride_c};
+  const bool parallel = dtype == 2 ? f64.Parallel(batch) : f32.Parallel(batch);
+  const int buffers = parallel ? WorkerPool::Get().size() : 1;
+  // Inside an invoke a buffer that cannot be mapped ends it (no destructor runs: nothing
+  // here owns anything); elsewhere the product goes on as OpenBLAS would.
+  const bool reserved = ReserveOpenBlasBuffers(buffers);
+  if (!reserved && InGuardedCall()) FailGuardedCall(OpenBlasBufferUnavailable());
+  if (dtype == 2)
+    f64.Run(batch);
+  else
+    f32.Run(batch);
+  if (reserved) ReleaseOpenBlasBuffers(buffers);
 }
 
 }  // namespace tinymlir
