@@ -203,10 +203,10 @@ class CompilerProcesses {
       ResetOutput(w);
       MessageKind reply_kind = MessageKind::kReply;
       std::string reply;
-      bool closed = false;
+      bool closed = false, unread = false;
       Status status = WriteMessage(w.socket, kind, request);
       const bool sent = status.ok();
-      if (sent) status = ReadMessage(w.socket, &reply_kind, &reply, &closed);
+      if (sent) status = ReadMessage(w.socket, &reply_kind, &reply, &closed, &unread);
       if (status.ok() && (reply_kind != MessageKind::kReply || !decode(reply)))
         status = IoError("it sent a malformed reply");
       if (status.ok()) {
@@ -215,9 +215,11 @@ class CompilerProcesses {
       }
       const Ending ending = Stop(&w);
       // An idle process may have reached its idle time just as this request was sent (it
-      // took no request, or exited cleanly without answering): a new process is asked,
-      // once. A request that crashes a process is not sent again.
-      if (reused && attempt == 0 && (!sent || (closed && ending.maybe_idle))) {
+      // took no request, or exited cleanly without answering), or have been killed while
+      // idle, before it read the request (the connection was reset with the request
+      // unread; a process that ends as it is killed is seen running for some milliseconds):
+      // a new process is asked, once. A request that crashes a process is not sent again.
+      if (reused && attempt == 0 && (!sent || unread || (closed && ending.maybe_idle))) {
         reused = false;
         continue;
       }

@@ -22,9 +22,11 @@ Status Malformed(const char *what) {
                  " between libtinymlir.so and its compiler process");
 }
 
-// All of `n` bytes, or the reason why not; *received counts what arrived.
-Status ReadAll(int fd, char *data, size_t n, size_t *received) {
+// All of `n` bytes, or the reason why not; *received counts what arrived, *reset whether
+// the peer reset the connection (ECONNRESET).
+Status ReadAll(int fd, char *data, size_t n, size_t *received, bool *reset) {
   *received = 0;
+  *reset = false;
   while (*received < n) {
     const ssize_t got = recv(fd, data + *received, n - *received, 0);
     if (got > 0) {
@@ -32,6 +34,7 @@ Status ReadAll(int fd, char *data, size_t n, size_t *received) {
     } else if (got == 0) {
       return IoError("the connection closed");
     } else if (errno != EINTR) {
+      *reset = errno == ECONNRESET;
       return IoError(std::string("recv: ") + std::strerror(errno));
     }
   }
@@ -61,11 +64,13 @@ Status WriteMessage(int fd, MessageKind kind, const std::string &body) {
   return Status::Ok();
 }
 
-Status ReadMessage(int fd, MessageKind *kind, std::string *body, bool *closed) {
+Status ReadMessage(int fd, MessageKind *kind, std::string *body, bool *closed, bool *unread) {
   char header[16];
   size_t received = 0;
-  Status status = ReadAll(fd, header, sizeof header, &received);
+  bool reset = false;
+  Status status = ReadAll(fd, header, sizeof header, &received, &reset);
   *closed = !status.ok() && received == 0;
+  if (unread) *unread = *closed && reset;
   TM_RETURN_IF_ERROR(status);
   uint64_t raw_kind, length;
   std::memcpy(&raw_kind, header, 8);
@@ -81,7 +86,7 @@ Status ReadMessage(int fd, MessageKind *kind, std::string *body, bool *closed) {
   while (body->size() < length) {
     const size_t at = body->size();
     body->resize(at + static_cast<size_t>(std::min<uint64_t>(kChunk, length - at)));
-    TM_RETURN_IF_ERROR(ReadAll(fd, body->data() + at, body->size() - at, &received));
+    TM_RETURN_IF_ERROR(ReadAll(fd, body->data() + at, body->size() - at, &received, &reset));
   }
   return Status::Ok();
 }

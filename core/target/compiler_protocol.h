@@ -32,8 +32,11 @@ inline constexpr int kCompilerProcessSocket = 3;
 // Sends one message; never raises SIGPIPE (a peer that has gone is an IoError).
 Status WriteMessage(int fd, MessageKind kind, const std::string &body);
 // Reads one message. `*closed` says whether the peer closed the socket before its first
-// byte (an orderly end, not a torn message).
-Status ReadMessage(int fd, MessageKind *kind, std::string *body, bool *closed);
+// byte (an orderly end, not a torn message); `*unread` (if given), whether it did so by a
+// reset, which a peer's end causes only when bytes sent to it were left unread (it never
+// read this side's last message whole).
+Status ReadMessage(int fd, MessageKind *kind, std::string *body, bool *closed,
+                   bool *unread = nullptr);
 
 std::string EncodeStatus(const Status &status);
 Status DecodeStatus(const std::string &body, Status *status);

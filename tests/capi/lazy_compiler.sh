@@ -31,6 +31,7 @@ cp "$process" "$work/relative/tinymlir-compiler"
 (cd "$work" && LD_LIBRARY_PATH=relative quiet moved "$work")
 quiet few-descriptors "$work"
 quiet small-address-space "$work"
+quiet killed-idle "$work"
 mkdir "$work/alone"
 cp "$library" "$work/alone/$(basename "$library")"
 # The test's RUNPATH names the build's capi/ folder; LD_LIBRARY_PATH comes first.

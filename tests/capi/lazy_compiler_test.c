@@ -24,6 +24,7 @@
  *   few-descriptors  under a descriptor limit of 10 a compile works;
  *   small-address-space  under an address-space limit the compiler process cannot load
  *              LLVM in, a compile is TM_ERROR_OUT_OF_MEMORY saying so;
+ *   killed-idle  the idle compiler process killed right before a compile: it succeeds;
  *   missing    libtinymlir.so alone in a folder (LD_LIBRARY_PATH): the program still comes
  *              from the disk cache and its file still loads and runs, while a new program
  *              fails to compile with a message naming the compiler process, and the
@@ -82,7 +83,7 @@ static tm_status trace_program(tm_context *ctx, int64_t m, tm_trace **trace) {
 
 /* Runs `program` on fixed inputs; checks it against a double-precision loop (1e-5). */
 static void check_runs(tm_program *program, int64_t m, const char *what) {
-  float x[16 * K], w[K * N], y[16 * N];
+  float x[64 * K], w[K * N], y[64 * N];
   for (int i = 0; i < m * K; ++i) x[i] = (float)((i % 7) - 3) * 0.25f;
   for (int i = 0; i < K * N; ++i) w[i] = (float)((i % 5) - 2) * 0.5f;
   const int64_t xs[2] = {m, K}, ws[2] = {K, N}, ys[2] = {m, N};
@@ -105,7 +106,7 @@ enum { COLD_RESTART = M + 1, WARM_NEW = M + 2, MISSING_NEW = M + 3, BROKEN_NEW =
        IN_PROCESS_NEW = M + 5, FORK_CHILD_NEW = M + 6, FORK_PARENT_NEW = M + 7,
        REAPED_FIRST = M + 8, REAPED_SECOND = M + 9, CLOSED_FIRST = M + 10,
        CLOSED_SECOND = M + 11, MOVED_NEW = M + 12, FEW_DESCRIPTORS_NEW = M + 13,
-       SMALL_SPACE_NEW = M + 14 };
+       SMALL_SPACE_NEW = M + 14, KILLED_IDLE_FIRST = M + 15 /* to M + 24 */ };
 
 /* Compiles a shape that is in no cache; returns the status, *program set on success. */
 static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
@@ -119,7 +120,8 @@ static tm_status compile_new(tm_context *ctx, int64_t m, tm_program **program) {
 int main(int argc, char **argv) {
   if (argc != 3 && !(argc == 4 && strcmp(argv[1], "broken") == 0)) {
     fprintf(stderr, "usage: lazy_compiler_test cold|warm|in-process|closed-streams|reaped|moved|"
-                    "few-descriptors|small-address-space|missing DIR | broken DIR WORDS\n");
+                    "few-descriptors|small-address-space|killed-idle|missing DIR | "
+                    "broken DIR WORDS\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -270,6 +272,24 @@ int main(int argc, char **argv) {
     EXPECT(s == TM_ERROR_OUT_OF_MEMORY && strstr(tm_last_error(), "ulimit -v"),
            "compile under a 200 MiB address-space limit gave %d '%s'", (int)s, tm_last_error());
 #endif
+  } else if (strcmp(mode, "killed-idle") == 0) {
+    /* The idle compiler process killed (SIGKILL: the OOM killer, an administrator) just
+     * before the next compile, which must not fail: a process that is being killed is seen
+     * running for some milliseconds, the request goes out, and the connection is reset with
+     * it unread. */
+    for (int i = 0; i < 5; ++i) {
+      tm_program *before = NULL, *after = NULL;
+      EXPECT(compile_new(ctx, KILLED_IDLE_FIRST + 2 * i, &before) == TM_OK, "compile: %s",
+             tm_last_error());
+      tm_program_release(before);
+      const int n = child_processes(pids, 16);
+      for (int j = 0; j < n; ++j) kill(pids[j], SIGKILL);
+      EXPECT(compile_new(ctx, KILLED_IDLE_FIRST + 2 * i + 1, &after) == TM_OK,
+             "compile right after the idle compiler process was killed (round %d): %s", i,
+             tm_last_error());
+      if (after) check_runs(after, KILLED_IDLE_FIRST + 2 * i + 1, "compiled after a kill");
+      tm_program_release(after);
+    }
   } else if (strcmp(mode, "in-process") == 0) {
     EXPECT(compile_new(ctx, IN_PROCESS_NEW, &second) == TM_OK, "compile: %s", tm_last_error());
     if (second) check_runs(second, IN_PROCESS_NEW, "compiled in this process");
