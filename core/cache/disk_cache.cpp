@@ -57,7 +57,7 @@ std::string DiskCache::DirectoryFromEnvironment() {
 DiskCache::DiskCache() { Configure(DirectoryFromEnvironment(), 0); }
 
 void DiskCache::Configure(const std::string &directory, uint64_t limit) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   stats_.directory = directory;
   while (stats_.directory.size() > 1 && stats_.directory.back() == '/') stats_.directory.pop_back();
   stats_.limit = limit ? limit : kDefaultLimit;
@@ -141,7 +141,7 @@ std::string DiskCache::PathLocked(const std::string &key) const {
 }
 
 bool DiskCache::Load(const std::string &key, const std::string &manifest, std::string *payload) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   if (!ReadyLocked()) return false;
   const std::string path = PathLocked(key);
   int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -234,12 +234,12 @@ std::string DiskCache::ExplainMissLocked(const std::string &manifest) {
 }
 
 void DiskCache::Accept() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   ++stats_.hits;
 }
 
 void DiskCache::Discard(const std::string &key, const std::string &why) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   if (!ready_) return;
   const std::string path = PathLocked(key);
   struct stat st;
@@ -252,7 +252,7 @@ void DiskCache::Discard(const std::string &key, const std::string &why) {
 
 void DiskCache::Store(const std::string &key, const std::string &manifest,
                       const std::string &payload) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   if (!ReadyLocked() || !writable_) return;
   const std::string bytes = EncodeEntry(manifest, key, payload);
   if (bytes.size() > kMaxEntryBytes) return;
@@ -307,7 +307,7 @@ void DiskCache::EvictLocked() {
 }
 
 DiskCacheStats DiskCache::Stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   ReadyLocked();  // so that `enabled` and `message` say how the directory is
   return stats_;
 }

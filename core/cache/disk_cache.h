@@ -23,6 +23,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/support/fork_safe_mutex.h"
+
 namespace tinymlir {
 
 struct DiskCacheStats {
@@ -78,7 +80,7 @@ class DiskCache {
   std::string PathLocked(const std::string &key) const;
   void EvictLocked();
 
-  std::mutex mutex_;
+  ForkSafeMutex mutex_;  // never left locked in a forked child
   DiskCacheStats stats_;
   bool checked_ = false;   // the directory was checked (ready_ tells the outcome)
   bool ready_ = false;

@@ -1,5 +1,7 @@
 #include "core/cache/program_cache.h"
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include "core/cache/program_file.h"
@@ -62,7 +64,7 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
   std::promise<Result> promise;
   std::shared_future<Result> pending;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<ForkSafeMutex> lock(mutex_);
     if (auto it = programs_.find(key); it != programs_.end()) {
       ++hits_;
       lru_.splice(lru_.begin(), lru_, it->second.lru);
@@ -70,12 +72,17 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
       *hit = true;
       return Status::Ok();
     }
-    if (auto it = in_flight_.find(key); it != in_flight_.end()) {
+    auto it = in_flight_.find(key);
+    if (it != in_flight_.end() && it->second.process != getpid()) {
+      in_flight_.erase(it);  // the parent's, before a fork: no thread here finishes it
+      it = in_flight_.end();
+    }
+    if (it != in_flight_.end()) {
       ++hits_;
-      pending = it->second;
+      pending = it->second.result;
     } else {
       ++misses_;
-      in_flight_.emplace(key, promise.get_future().share());
+      in_flight_.emplace(key, InFlight{promise.get_future().share(), getpid()});
     }
   }
   if (pending.valid()) {  // another thread is compiling this program: wait for it
@@ -93,13 +100,13 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
   } catch (...) {
     // Waiters must not wait forever: hand them the failure, then let it propagate.
     promise.set_value({RuntimeError("compilation failed with an exception"), nullptr});
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<ForkSafeMutex> lock(mutex_);
     in_flight_.erase(key);
     throw;
   }
   std::shared_ptr<Program> program(std::move(compiled));
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<ForkSafeMutex> lock(mutex_);
     in_flight_.erase(key);
     if (status.ok()) InsertLocked(key, program);
   }
@@ -176,13 +183,13 @@ void ProgramCache::EvictLocked() {
 }
 
 void ProgramCache::SetBudget(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   budget_ = bytes;
   EvictLocked();
 }
 
 CacheStats ProgramCache::Stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<ForkSafeMutex> lock(mutex_);
   return {hits_, misses_, programs_.size(), evictions_, bytes_, budget_, disk_.Stats()};
 }
 

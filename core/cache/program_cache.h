@@ -11,6 +11,8 @@
 // disk when a valid entry exists, and written there after it is compiled.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <future>
 #include <list>
@@ -21,6 +23,7 @@
 
 #include "core/cache/disk_cache.h"
 #include "core/engine/program.h"
+#include "core/support/fork_safe_mutex.h"
 #include "core/target/compile.h"
 
 namespace tinymlir {
@@ -77,10 +80,16 @@ class ProgramCache {
   void InsertLocked(const std::string &key, std::shared_ptr<Program> program);
   void EvictLocked();
 
-  std::mutex mutex_;
+  ForkSafeMutex mutex_;  // never left locked in a forked child
   std::unordered_map<std::string, Entry> programs_;
   std::list<std::string> lru_;
-  std::unordered_map<std::string, std::shared_future<Result>> in_flight_;
+  // Compiles under way, with the process that started each: in a forked child, one the
+  // parent's thread was doing never ends, so it is done again there.
+  struct InFlight {
+    std::shared_future<Result> result;
+    pid_t process;
+  };
+  std::unordered_map<std::string, InFlight> in_flight_;
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0, bytes_ = 0;
   uint64_t budget_ = kDefaultBudget;
   DiskCache disk_;

@@ -273,11 +273,13 @@ void BpeTokenizer::Impl::MergeWord(std::string_view piece, std::vector<int32_t> 
   }
 }
 
+// The cache is a shortcut, never waited for: a piece whose lock is taken (by another thread,
+// or, in a child forked while another thread held it, for good) is merged without it.
 void BpeTokenizer::Impl::EncodePiece(std::string_view piece, std::vector<int32_t> *ids) const {
   const bool cacheable = piece.size() <= kMaxCachedPieceBytes;
   if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mu);
-    auto it = cache.find(std::string(piece));
+    std::unique_lock<std::mutex> lock(cache_mu, std::try_to_lock);
+    auto it = lock.owns_lock() ? cache.find(std::string(piece)) : cache.end();
     if (it != cache.end()) {
       ids->insert(ids->end(), it->second.begin(), it->second.end());
       return;
@@ -286,8 +288,8 @@ void BpeTokenizer::Impl::EncodePiece(std::string_view piece, std::vector<int32_t
   const size_t start = ids->size();
   MergeWord(piece, ids);
   if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mu);
-    if (cache.size() < kMaxCacheEntries) {
+    std::unique_lock<std::mutex> lock(cache_mu, std::try_to_lock);
+    if (lock.owns_lock() && cache.size() < kMaxCacheEntries) {
       cache.emplace(std::string(piece), std::vector<int32_t>(ids->begin() + start, ids->end()));
     }
   }

@@ -31,7 +31,8 @@ engine="core/trace core/engine core/cache/program_file.h core/cache/program_file
   core/target/cpu/worker_pool.cpp core/target/cpu/runtime_symbols.h
   core/target/cpu/runtime_symbols.cpp core/support/status.h core/support/build_id.h
   core/support/build_id.cpp core/support/host_cpu.h core/support/host_cpu.cpp
-  core/support/file_io.h core/support/file_io.cpp core/support/fnv.h core/support/byte_io.h
+  core/support/file_io.h core/support/file_io.cpp core/support/fork_safe_mutex.h
+  core/support/fork_safe_mutex.cpp core/support/fnv.h core/support/byte_io.h
   core/target/gpu/cuda_driver.h core/target/gpu/cuda_driver.cpp core/target/gpu/gpu_runtime.h
   core/target/gpu/gpu_runtime.cpp core/target/gpu/gpu_symbols.h core/target/gpu/gpu_symbols.cpp"
 # shellcheck disable=SC2086

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/engine/guarded_call.h"
+#include "core/support/fork_safe_mutex.h"
 #include "core/target/cpu/kernel_times.h"
 #include "core/target/cpu/worker_pool.h"
 
@@ -27,7 +28,7 @@
 // (ReserveOpenBlasBuffers); the buffers in use never outnumber the reservations, so no
 // mapping happens inside a product.
 namespace {
-std::mutex g_openblas_buffers;
+tinymlir::ForkSafeMutex g_openblas_buffers;  // never left locked in a forked child
 int g_buffers_in_use = 0;    // handed out by OpenBLAS and not returned
 int g_buffers_mapped = 0;    // mapped by OpenBLAS (it never unmaps one)
 int g_buffers_reserved = 0;  // the running products' reservations
@@ -64,11 +65,11 @@ bool CanMapABuffer() {
 }  // namespace
 
 extern "C" void *__wrap_blas_memory_alloc(int position) {
-  std::lock_guard<std::mutex> lock(g_openblas_buffers);
+  std::lock_guard<tinymlir::ForkSafeMutex> lock(g_openblas_buffers);
   return AllocateLocked(position);
 }
 extern "C" void __wrap_blas_memory_free(void *buffer) {
-  std::lock_guard<std::mutex> lock(g_openblas_buffers);
+  std::lock_guard<tinymlir::ForkSafeMutex> lock(g_openblas_buffers);
   FreeLocked(buffer);
 }
 
@@ -79,7 +80,7 @@ namespace {
 // maps one each time it is asked while all it has are taken). False, with nothing
 // reserved, when one cannot be mapped.
 bool ReserveOpenBlasBuffers(int count) {
-  std::lock_guard<std::mutex> lock(g_openblas_buffers);
+  std::lock_guard<tinymlir::ForkSafeMutex> lock(g_openblas_buffers);
   std::vector<void *> held;
   bool mapped = true;
   // A product on a busy pool runs on its calling thread alone, so reservations may count
@@ -102,7 +103,7 @@ bool ReserveOpenBlasBuffers(int count) {
 }
 
 void ReleaseOpenBlasBuffers(int count) {
-  std::lock_guard<std::mutex> lock(g_openblas_buffers);
+  std::lock_guard<tinymlir::ForkSafeMutex> lock(g_openblas_buffers);
   g_buffers_reserved -= count;
 }
 
