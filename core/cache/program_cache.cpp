@@ -1,7 +1,5 @@
 #include "core/cache/program_cache.h"
 
-#include <unistd.h>
-
 #include <chrono>
 
 #include "core/cache/program_file.h"
@@ -73,7 +71,7 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
       return Status::Ok();
     }
     auto it = in_flight_.find(key);
-    if (it != in_flight_.end() && it->second.process != getpid()) {
+    if (it != in_flight_.end() && it->second.process != ForkGeneration()) {
       in_flight_.erase(it);  // the parent's, before a fork: no thread here finishes it
       it = in_flight_.end();
     }
@@ -82,7 +80,7 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
       pending = it->second.result;
     } else {
       ++misses_;
-      in_flight_.emplace(key, InFlight{promise.get_future().share(), getpid()});
+      in_flight_.emplace(key, InFlight{promise.get_future().share(), ForkGeneration()});
     }
   }
   if (pending.valid()) {  // another thread is compiling this program: wait for it

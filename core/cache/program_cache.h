@@ -11,8 +11,6 @@
 // disk when a valid entry exists, and written there after it is compiled.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <future>
 #include <list>
@@ -83,11 +81,11 @@ class ProgramCache {
   ForkSafeMutex mutex_;  // never left locked in a forked child
   std::unordered_map<std::string, Entry> programs_;
   std::list<std::string> lru_;
-  // Compiles under way, with the process that started each: in a forked child, one the
-  // parent's thread was doing never ends, so it is done again there.
+  // Compiles under way, with the process that started each (its ForkGeneration()): in a
+  // forked child, one the parent's thread was doing never ends, so it is done again there.
   struct InFlight {
     std::shared_future<Result> result;
-    pid_t process;
+    uint64_t process;
   };
   std::unordered_map<std::string, InFlight> in_flight_;
   uint64_t hits_ = 0, misses_ = 0, evictions_ = 0, bytes_ = 0;

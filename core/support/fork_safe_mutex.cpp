@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <new>
 
 namespace tinymlir {
@@ -16,7 +17,7 @@ class ForkSafeMutexes {
     static ForkSafeMutexes *const all = [] {
       auto *made = new (storage) ForkSafeMutexes();
       pthread_atfork(&ForkSafeMutexes::BeforeFork, &ForkSafeMutexes::AfterFork,
-                     &ForkSafeMutexes::AfterFork);
+                     &ForkSafeMutexes::AfterForkInChild);
       return made;
     }();
     return *all;
@@ -28,6 +29,8 @@ class ForkSafeMutexes {
     (last_ ? last_->next_ : first_) = m;
     last_ = m;
   }
+
+  uint64_t Generation() const { return generation_.load(std::memory_order_relaxed); }
 
   void Remove(ForkSafeMutex *m) {
     std::lock_guard<std::mutex> lock(list_mutex_);
@@ -48,13 +51,20 @@ class ForkSafeMutexes {
     for (ForkSafeMutex *m = all.last_; m; m = m->previous_) m->mutex_.unlock();
     all.list_mutex_.unlock();
   }
+  static void AfterForkInChild() {
+    Get().generation_.fetch_add(1, std::memory_order_relaxed);
+    AfterFork();
+  }
 
   std::mutex list_mutex_;
+  std::atomic<uint64_t> generation_{0};
   ForkSafeMutex *first_ = nullptr;
   ForkSafeMutex *last_ = nullptr;
 };
 
 ForkSafeMutex::ForkSafeMutex() { ForkSafeMutexes::Get().Add(this); }
+
+uint64_t ForkGeneration() { return ForkSafeMutexes::Get().Generation(); }
 
 ForkSafeMutex::~ForkSafeMutex() { ForkSafeMutexes::Get().Remove(this); }
 

@@ -12,6 +12,7 @@
 // cache's lock, then its disk cache's, a member made after it), or fork() could deadlock.
 #pragma once
 
+#include <cstdint>
 #include <mutex>
 
 namespace tinymlir {
@@ -33,5 +34,9 @@ class ForkSafeMutex {
   ForkSafeMutex *previous_ = nullptr;  // in the list of every ForkSafeMutex, oldest first
   ForkSafeMutex *next_ = nullptr;
 };
+
+// How many forks lie between the process that loaded this library and this one: 0 there,
+// 1 in its child, 2 in a grandchild. Unlike a pid, never that of another process.
+uint64_t ForkGeneration();
 
 }  // namespace tinymlir

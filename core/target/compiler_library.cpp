@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <cstring>
@@ -74,9 +75,12 @@ Status LoadCompilerLibrary(const std::string &path, const CompilerEntryPoints **
     const char *error = dlerror();
     std::string why = error ? error : "dlopen failed";
     if (why.compare(0, path.size() + 2, path + ": ") == 0) why.erase(0, path.size() + 2);
-    // Out of memory or address space (ulimit -v): the compiler is there but cannot be
-    // mapped, which is not a build without one.
-    if (why.find("failed to map segment") != std::string::npos ||
+    // Out of address space (ulimit -v): the compiler is there but cannot be mapped, which
+    // is not a build without one. (glibc says "failed to map segment" for any mapping that
+    // fails, a noexec mount too: only a set limit makes it this.)
+    struct rlimit space;
+    const bool limited = getrlimit(RLIMIT_AS, &space) == 0 && space.rlim_cur != RLIM_INFINITY;
+    if ((limited && why.find("failed to map segment") != std::string::npos) ||
         why.find(std::strerror(ENOMEM)) != std::string::npos)
       return OutOfMemory("cannot load the compiler library " + path + ": " + why +
                          " (an address-space limit, ulimit -v?)");

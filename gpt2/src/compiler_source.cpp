@@ -7,7 +7,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
-#include <system_error>
 #include <thread>
 
 #include "gpt2/src/program_source.h"
@@ -56,12 +55,14 @@ class CompilerSource : public ProgramSource {
     const int32_t total = static_cast<int32_t>(keys.size());
     const size_t n_threads = std::min<size_t>(keys.size(), UsableCpus());
     std::vector<std::thread> threads;
-    // Where the system refuses a thread (a process limit, RLIMIT_NPROC), the compile goes on
-    // with the threads that started, or on this one.
+    // Where the system refuses a thread (a process limit, RLIMIT_NPROC; no memory), the
+    // compile goes on with the threads that started, or on this one. The vector has its
+    // room first, so that only the thread's creation can fail.
+    threads.reserve(n_threads > 1 ? n_threads : 0);
     for (size_t i = 0; n_threads > 1 && i < n_threads; ++i) {
       try {
         threads.emplace_back(work);
-      } catch (const std::system_error &) {
+      } catch (...) {
         break;
       }
     }

@@ -114,7 +114,10 @@ TEST_F(Reliability, AMatrixProductWithoutRoomForOpenBlasIsOutOfMemoryNotAHang) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "the sanitizer's shadow memory does not fit under an address-space limit";
 #endif
-  const int64_t n = 96;  // a GEMM (not a GEMV), on the worker pool
+  // A fresh process for the child (gtest's "threadsafe" style runs this test alone in a new
+  // one): a product run earlier in this process would have had its buffer mapped already.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const int64_t n = 300;  // a GEMM (not a GEMV) of 6 blocks, on the worker pool
   tm_value a = Input(t, TM_F32, {n, n}), b = Input(t, TM_F32, {n, n});
   End(t, {Op(tm_op_matmul, t, a, b)});
   Program p;

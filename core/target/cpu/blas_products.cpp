@@ -1,6 +1,7 @@
 #include "core/target/cpu/blas_products.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -25,8 +26,8 @@
 // mapping fails (an address-space limit, ulimit -v) it retries forever: a hang in the middle
 // of a product. So every product first reserves a buffer for each thread that may run its
 // blocks, and has OpenBLAS map them then, where a failure can still be reported
-// (ReserveOpenBlasBuffers); the buffers in use never outnumber the reservations, so no
-// mapping happens inside a product.
+// (ReserveBlasBuffers); the buffers in use never outnumber the reservations, so no mapping
+// happens inside a product.
 namespace {
 tinymlir::ForkSafeMutex g_openblas_buffers;  // never left locked in a forked child
 int g_buffers_in_use = 0;    // handed out by OpenBLAS and not returned
@@ -34,7 +35,15 @@ int g_buffers_mapped = 0;    // mapped by OpenBLAS (it never unmaps one)
 int g_buffers_reserved = 0;  // the running products' reservations
 // BUFFER_SIZE + FIXED_PAGESIZE of OpenBLAS 0.3.21 on x86-64 (common_x86_64.h), with room.
 constexpr size_t kOpenBlasBufferBytes = (size_t{128} << 20) + (size_t{64} << 10);
-constexpr int kMaxMappedAhead = 32;
+// Debian's build has 128 buffers (NUM_BUFFERS); beyond them OpenBLAS maps one per call.
+// Reservations (which count a product on a busy pool as if it had the pool) are mapped
+// ahead up to this many.
+constexpr int kMaxMappedAhead = 96;
+
+// A forked child has only the forking thread: the buffers other threads held stay taken
+// for good there, and their products' reservations are gone.
+[[maybe_unused]] const int g_fork_handler =
+    pthread_atfork(nullptr, nullptr, [] { g_buffers_reserved = g_buffers_in_use; });
 }  // namespace
 
 extern "C" void *__real_blas_memory_alloc(int position);
@@ -83,10 +92,6 @@ bool ReserveOpenBlasBuffers(int count) {
   std::lock_guard<tinymlir::ForkSafeMutex> lock(g_openblas_buffers);
   std::vector<void *> held;
   bool mapped = true;
-  // A product on a busy pool runs on its calling thread alone, so reservations may count
-  // more buffers than are ever in use at once; OpenBLAS has 50 (NUM_BUFFERS), and asking
-  // for more prints an error and returns none. Reservations beyond kMaxMappedAhead are
-  // not mapped ahead.
   const int wanted = std::min(g_buffers_reserved + count, kMaxMappedAhead);
   while (g_buffers_mapped < wanted) {
     if (g_buffers_in_use == g_buffers_mapped && !CanMapABuffer()) {
@@ -102,11 +107,6 @@ bool ReserveOpenBlasBuffers(int count) {
   return mapped;
 }
 
-void ReleaseOpenBlasBuffers(int count) {
-  std::lock_guard<tinymlir::ForkSafeMutex> lock(g_openblas_buffers);
-  g_buffers_reserved -= count;
-}
-
 Status OpenBlasBufferUnavailable() {
   return OutOfMemory("OpenBLAS cannot map its packing buffer (" +
                      std::to_string(kOpenBlasBufferBytes >> 20) +
@@ -115,6 +115,20 @@ Status OpenBlasBufferUnavailable() {
 }
 
 }  // namespace
+
+int ReserveBlasBuffers(int threads) {
+  if (ReserveOpenBlasBuffers(threads)) return threads;
+  // Inside an invoke this ends it (the caller's frame owns nothing, as required); elsewhere
+  // the products go on as OpenBLAS would.
+  if (InGuardedCall()) FailGuardedCall(OpenBlasBufferUnavailable());
+  return 0;
+}
+
+void ReleaseBlasBuffers(int reserved) {
+  std::lock_guard<tinymlir::ForkSafeMutex> lock(g_openblas_buffers);
+  g_buffers_reserved -= reserved;
+}
+
 }  // namespace tinymlir
 
 namespace tinymlir {
@@ -190,15 +204,9 @@ struct Product {
     }
   }
 
-  // Whether the blocks run on the worker pool (else all on the calling thread).
-  bool Parallel(int64_t batch) const {
-    return batch * row_blocks() * col_blocks() > 1 && WorkerPool::Get().size() > 1 &&
-           batch * m * n * k >= kMinParallelWork;
-  }
-
   void Run(int64_t batch) const {
     const int64_t blocks = batch * row_blocks() * col_blocks();
-    if (!Parallel(batch)) {
+    if (BlasProductThreads(batch, m, n, k) == 1) {
       for (int64_t i = 0; i < blocks; ++i) RunBlock(i);
       return;
     }
@@ -217,27 +225,25 @@ void RunBlasProducts(int32_t dtype, int64_t batch, int32_t trans_a, int32_t tran
                      int64_t ldc, int64_t stride_c) {
   if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return;  // C keeps its initial value
   const bool ta = trans_a == CblasTrans, tb = trans_b == CblasTrans;
-  const Product<double> f64{ta,  tb,       m,
-                            n,   k,        static_cast<const double *>(a),
-                            lda, stride_a, static_cast<const double *>(b),
-                            ldb, stride_b, static_cast<double *>(c),
-                            ldc, stride_c};
-  const Product<float> f32{ta,  tb,       m,
-                           n,   k,        static_cast<const float *>(a),
-                           lda, stride_a, static_cast<const float *>(b),
-                           ldb, stride_b, static_cast<float *>(c),
-                           ldc, stride_c};
-  const bool parallel = dtype == 2 ? f64.Parallel(batch) : f32.Parallel(batch);
-  const int buffers = parallel ? WorkerPool::Get().size() : 1;
-  // Inside an invoke a buffer that cannot be mapped ends it (no destructor runs: nothing
-  // here owns anything); elsewhere the product goes on as OpenBLAS would.
-  const bool reserved = ReserveOpenBlasBuffers(buffers);
-  if (!reserved && InGuardedCall()) FailGuardedCall(OpenBlasBufferUnavailable());
-  if (dtype == 2)
-    f64.Run(batch);
-  else
-    f32.Run(batch);
-  if (reserved) ReleaseOpenBlasBuffers(buffers);
+  if (dtype == 2) {
+    Product<double>{ta, tb, m, n, k, static_cast<const double *>(a), lda, stride_a,
+                    static_cast<const double *>(b), ldb, stride_b, static_cast<double *>(c),
+                    ldc, stride_c}
+        .Run(batch);
+  } else {
+    Product<float>{ta, tb, m, n, k, static_cast<const float *>(a), lda, stride_a,
+                   static_cast<const float *>(b), ldb, stride_b, static_cast<float *>(c), ldc,
+                   stride_c}
+        .Run(batch);
+  }
+}
+
+int BlasProductThreads(int64_t batch, int64_t m, int64_t n, int64_t k) {
+  const int64_t blocks =
+      batch * ((m + kBlockRows - 1) / kBlockRows) * ((n + kBlockCols - 1) / kBlockCols);
+  const int64_t pool = WorkerPool::Get().size();
+  if (blocks <= 1 || pool == 1 || batch * m * n * k < kMinParallelWork) return 1;
+  return static_cast<int>(std::min(pool, blocks));
 }
 
 }  // namespace tinymlir
@@ -246,7 +252,14 @@ extern "C" void tm_rt_gemm(int32_t dtype, int64_t batch, int32_t trans_a, int32_
                            int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                            int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
                            void *c, int64_t ldc, int64_t stride_c) {
-  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kBlas);
-  tinymlir::RunBlasProducts(dtype, batch, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb,
-                            stride_b, c, ldc, stride_c);
+  const int reserved =
+      batch > 0 && m > 0 && n > 0 && k > 0
+          ? tinymlir::ReserveBlasBuffers(tinymlir::BlasProductThreads(batch, m, n, k))
+          : 0;
+  {
+    tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kBlas);
+    tinymlir::RunBlasProducts(dtype, batch, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb,
+                              stride_b, c, ldc, stride_c);
+  }
+  tinymlir::ReleaseBlasBuffers(reserved);
 }

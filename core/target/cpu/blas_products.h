@@ -30,7 +30,19 @@ void tm_rt_gemm(int32_t dtype, int64_t batch, int32_t trans_a, int32_t trans_b, 
 
 namespace tinymlir {
 
-// tm_rt_gemm without its kernel timer, for runtime kernels that time themselves.
+// OpenBLAS's packing buffers for `threads` threads running products, mapped now: OpenBLAS
+// maps one the first time more are in use than it has, and retries a failed mapping
+// forever. Call before the products, with nothing in the calling frame that has a
+// destructor: inside an invoke, a buffer that cannot be mapped ends it with
+// TM_ERROR_OUT_OF_MEMORY (guarded_call.h). Returns what to pass to ReleaseBlasBuffers.
+int ReserveBlasBuffers(int threads);
+void ReleaseBlasBuffers(int reserved);
+
+// How many threads RunBlasProducts runs a product of these sizes on.
+int BlasProductThreads(int64_t batch, int64_t m, int64_t n, int64_t k);
+
+// tm_rt_gemm without its kernel timer and buffer reservation, for runtime kernels that do
+// both themselves.
 void RunBlasProducts(int32_t dtype, int64_t batch, int32_t trans_a, int32_t trans_b,
                      int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                      int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b, void *c,

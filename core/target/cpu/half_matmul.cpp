@@ -59,6 +59,13 @@ extern "C" void tm_rt_sgemm_half(int32_t dtype, int32_t half_operand, int32_t tr
   // TM_ERROR_OUT_OF_MEMORY instead of this kernel returning a wrong product.
   float *panel = static_cast<float *>(tm_rt_malloc(static_cast<size_t>(width * k) * sizeof(float)));
   if (!panel) return;  // only outside a guarded call, where nothing can be reported
+  // The widest panel's product uses the most threads.
+  const int reserved =
+      m <= 0 || n <= 0 || k <= 0
+          ? 0
+          : tinymlir::ReserveBlasBuffers(
+                half_operand == 1 ? tinymlir::BlasProductThreads(1, m, std::min(width, n), k)
+                                  : tinymlir::BlasProductThreads(1, std::min(width, m), n, k));
   tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kBlas);
   if (half_operand == 1) {  // panels of C's columns: B's columns j0 .. j0 + w
     const auto *hb = static_cast<const uint16_t *>(b);
@@ -81,5 +88,6 @@ extern "C" void tm_rt_sgemm_half(int32_t dtype, int32_t half_operand, int32_t tr
                                 ldb, 0, c + i0 * ldc, ldc, 0);
     }
   }
+  tinymlir::ReleaseBlasBuffers(reserved);
   tm_rt_free(panel);
 }
