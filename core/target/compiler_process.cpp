@@ -417,7 +417,10 @@ class CompilerProcesses {
     sigset_t none;
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&attributes, &none);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+    // A process group of its own: a signal to the caller's group (Ctrl-C at a terminal,
+    // SIGTERM to a service's group) is the caller's to handle, not a compiler's death.
+    posix_spawnattr_setpgroup(&attributes, 0);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
     // The compiler library to load, how long to wait idle, the build the compiler must
     // come from (the process refuses to serve another build's libtinymlir.so), and the
     // CPU extensions to do without as this process read them.

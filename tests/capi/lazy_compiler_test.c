@@ -150,6 +150,10 @@ int main(int argc, char **argv) {
     EXPECT(!llvm_mapped(), "compiling mapped the compiler or LLVM into the calling process");
     const int n = child_processes(pids, 16);
     EXPECT(n == 1, "%d compiler processes after one compile, expected 1", n);
+    /* In a process group of its own: a signal to this process's group is not its death. */
+    for (int i = 0; i < n; ++i)
+      EXPECT(getpgid(pids[i]) == pids[i] && getpgid(pids[i]) != getpgrp(),
+             "the compiler process is in this process's group (%d)", (int)getpgrp());
     close(pipe_fds[1]);
     struct pollfd hangup = {pipe_fds[0], POLLIN, 0};
     EXPECT(poll(&hangup, 1, 1000) == 1 && (hangup.revents & POLLHUP),

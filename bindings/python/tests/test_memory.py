@@ -195,3 +195,23 @@ def test_a_dropped_static_instance_is_released():
 def test_max_specializations_is_checked(bad):
     with pytest.raises(ValueError, match="max_specializations"):
         tm.jit(lambda a: a, max_specializations=bad)
+
+
+def test_a_finalizer_run_by_eviction_may_call_the_function():
+    # Dropping a specialisation can run a static key's __del__, which may call the same
+    # function: it must not wait for the lock held while dropping.
+    f = tm.jit(lambda a, key: a + 1, max_specializations=1, context=tm.Context())
+
+    class Key:
+        def __del__(self):
+            f(np.ones(2, np.float32), key=0)
+
+        def __hash__(self):
+            return 1
+
+        def __eq__(self, other):
+            return self is other
+
+    f(np.ones(2, np.float32), key=Key())
+    f(np.ones(3, np.float32), key=1)       # drops Key's specialisation: its __del__ calls f
+    f.cache_clear()

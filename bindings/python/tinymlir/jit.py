@@ -147,8 +147,9 @@ class JittedFunction:
         """Drops this function's specialisations. Their programs are released when the
         last reference goes (not closed here: another thread may be running one)."""
         with self._lock:
-            self._cache.clear()
+            dropped, self._cache = self._cache, collections.OrderedDict()
             self._hits = self._misses = 0
+        del dropped   # finalizers run outside the lock (they may call this function)
 
     def __repr__(self):
         return f"<tinymlir.jit {self.__qualname__} target={self.target.name.lower()}>"
@@ -170,12 +171,15 @@ class JittedFunction:
         # Traced and compiled outside the lock; two threads racing on one key both trace,
         # and the context's cache makes the second compile a lookup.
         spec = self._trace_and_compile(treedef, arrays, static, bound)
+        dropped = []
         with self._lock:
             spec = self._cache.setdefault(key, spec)
             self._cache.move_to_end(key)
             while (self._max_specializations is not None
                    and len(self._cache) > self._max_specializations):
-                self._cache.popitem(last=False)   # released when its last caller is done
+                dropped.append(self._cache.popitem(last=False))
+        # Released here, outside the lock: a static key's __del__ may call this function.
+        del dropped
         return spec, arrays
 
     def _check_leaves(self, leaves, treedef):
