@@ -186,13 +186,20 @@ std::string Join(const std::string &magic, const Parts &p) {
   return s;
 }
 
-TEST(ProgramFile, BadFilesAreRefusedWithAReason) {
-  Context ctx = NewContext();
+// exp(x) for x f32[4]: the small program these tests export.
+Program CompileSmallExp(tm_context *ctx) {
   Trace t = NewTrace(ctx, "small");
   tm_value x = Input(t, TM_F32, {4});
   End(t, {Op(tm_op_exp, t, x)});
   Program jit;
-  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, jit.out()));
+  EXPECT_EQ(tm_compile(ctx, t, nullptr, jit.out()), TM_OK) << tm_last_error();
+  return jit;
+}
+
+TEST(ProgramFile, BadFilesAreRefusedWithAReason) {
+  Context ctx = NewContext();
+  Program jit = CompileSmallExp(ctx);
+  ASSERT_NE(jit.get(), nullptr);
   const std::string path = TempPath("small.tmp");
   TM_ASSERT_OK(tm_program_export(jit, path.c_str()));
   const std::string good = ReadFile(path);
@@ -259,11 +266,8 @@ TEST(ProgramFile, BadFilesAreRefusedWithAReason) {
 // of NAME_MAX bytes works (the temporary file's suffix must not make it too long).
 TEST(ProgramFile, ExportReplacesOnlyRegularFilesAndLinks) {
   Context ctx = NewContext();
-  Trace t = NewTrace(ctx, "small");
-  tm_value x = Input(t, TM_F32, {4});
-  End(t, {Op(tm_op_exp, t, x)});
-  Program jit;
-  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, jit.out()));
+  Program jit = CompileSmallExp(ctx);
+  ASSERT_NE(jit.get(), nullptr);
   const std::string dir = TempPath("targets");
   ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
 
