@@ -1,11 +1,13 @@
 #include "gpt2/src/model.h"
 
+#include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -149,12 +151,26 @@ Status Gpt2Model::UploadWeights() {
 }
 
 Status Gpt2Model::TryClaim(const char *fn, std::unique_ptr<Claim> *claim) {
-  bool expected = false;
-  if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire))
-    return Busy(std::string(fn) +
-                ": the model is busy with another call (from another thread, or from inside "
-                "a tm_generate callback); use one model per thread");
-  *claim = std::make_unique<Claim>(&busy_);
+  const pid_t self = getpid();
+  const auto thread = reinterpret_cast<uintptr_t>(pthread_self());
+  pid_t holder = 0;
+  if (!claimed_by_.compare_exchange_strong(holder, self, std::memory_order_acquire)) {
+    const Status busy = Busy(std::string(fn) +
+                             ": the model is busy with another call (from another thread, or "
+                             "from inside a tm_generate callback); use one model per thread");
+    // Held in this process, or by this very thread before it forked (a callback that
+    // forked: the call it interrupted goes on here).
+    if (holder == self || claiming_thread_.load(std::memory_order_relaxed) == thread) return busy;
+    // The holder was a thread of the process this one was forked from.
+    if (adding_programs_.load(std::memory_order_acquire))
+      return RuntimeError(std::string(fn) +
+                          ": this process was forked while another thread was adding compiled "
+                          "programs to the model; load the model again in this process");
+    if (!claimed_by_.compare_exchange_strong(holder, self, std::memory_order_acquire))
+      return busy;  // another thread of this process took it over first
+  }
+  claiming_thread_.store(thread, std::memory_order_relaxed);
+  *claim = std::make_unique<Claim>(this);
   return Status::Ok();
 }
 
@@ -202,7 +218,9 @@ Status Gpt2Model::EnsurePrograms(const std::vector<ProgramKey> &wanted,
   Status status = source_->Make(missing, progress, user, &made, &stats_);
   stats_.compile_seconds += Seconds(start);
   TM_RETURN_IF_ERROR(status);
+  adding_programs_.store(true, std::memory_order_release);
   for (size_t i = 0; i < missing.size(); ++i) programs_.emplace(missing[i], std::move(made[i]));
+  adding_programs_.store(false, std::memory_order_release);
   return Status::Ok();
 }
 

@@ -10,7 +10,10 @@
 // and decoded slower (159-276 tokens/s against 203-350), so it stays 16.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -59,17 +62,24 @@ class Gpt2Model {
 
   // Marks the model busy for one computation; fails with TM_ERROR_BUSY (naming `fn`) when
   // another computation holds it. Callers hold the returned claim for the whole call.
+  //
+  // A claim names the process and thread that hold it. In a process forked while another
+  // thread held the model, that thread does not exist: its claim is stale, and the first
+  // call takes the model over (its state is whole at every point a fork can see, except
+  // while compiled programs are being added, which is refused with a message).
   class Claim {
    public:
-    explicit Claim(std::atomic<bool> *busy) : busy_(busy) {}
-    Claim(Claim &&o) noexcept : busy_(o.busy_) { o.busy_ = nullptr; }
+    explicit Claim(Gpt2Model *model) : model_(model) {}
+    Claim(Claim &&o) noexcept : model_(o.model_) { o.model_ = nullptr; }
     Claim(const Claim &) = delete;
     ~Claim() {
-      if (busy_) busy_->store(false, std::memory_order_release);
+      if (!model_) return;
+      model_->claiming_thread_.store(0, std::memory_order_relaxed);
+      model_->claimed_by_.store(0, std::memory_order_release);
     }
 
    private:
-    std::atomic<bool> *busy_;
+    Gpt2Model *model_;
   };
   Status TryClaim(const char *fn, std::unique_ptr<Claim> *claim);
 
@@ -119,7 +129,11 @@ class Gpt2Model {
   double forward_invoke_seconds_[TM_MODEL_NUM_PROGRAM_KINDS] = {};
   uint64_t forward_invokes_ = 0;
   tm_model_stats stats_{};
-  std::atomic<bool> busy_{false};
+  // The claim: the holder's process id (0: free), and its thread once it has the claim.
+  std::atomic<pid_t> claimed_by_{0};
+  std::atomic<uintptr_t> claiming_thread_{0};
+  // Set while programs_ changes (a fork then sees a map half changed).
+  std::atomic<bool> adding_programs_{false};
 };
 
 }  // namespace tinymlir::gpt2

@@ -5,8 +5,10 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -177,6 +180,102 @@ TEST_F(ModelApi, ConcurrentUseIsBusyNotCorrupt) {
   // Free again once the generation returned.
   std::vector<float> logits(50257);
   EXPECT_EQ(tm_model_logits(m, prompt, 3, logits.data(), logits.size()), TM_OK);
+}
+
+// fork() copies only the forking thread. A model another thread was generating with at the
+// fork is free in the child (that thread does not exist there), and generates what it
+// generates anywhere; a fork from inside the holder's own callback leaves it busy in the
+// child, where the interrupted generation goes on.
+struct ForkAtFirstToken {
+  tm_model *model;
+  std::vector<int32_t> expected;
+  std::promise<void> inside;
+  std::shared_future<void> release;
+  bool fork_here = false;  // fork from inside the callback instead of signalling
+  std::string child_ending;
+  int tokens = 0;
+};
+
+// Forks a child that runs `body` under a 60 s alarm and _exits with its result; returns how
+// the child ended ("exit 0", "exit 2", "signal 14").
+template <typename Body>
+std::string InForkedChild(Body body) {
+  const pid_t child = fork();
+  if (child == 0) {
+    alarm(60);
+    _exit(body());
+  }
+  if (child < 0) return std::string("fork: ") + std::strerror(errno);
+  int status = 0;
+  if (waitpid(child, &status, 0) != child) return "not waited for";
+  if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status));
+  return "exit " + std::to_string(WEXITSTATUS(status));
+}
+
+// 0: the child generated `expected`; 1: other tokens; 2: an error; 3: busy.
+int GenerateInChild(tm_model *model, const std::vector<int32_t> &expected) {
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = static_cast<int32_t>(expected.size());
+  int32_t prompt[] = {818, 262, 3726};
+  std::vector<int32_t> got(expected.size());
+  size_t n = 0;
+  const tm_status s =
+      tm_generate(model, prompt, 3, &o, nullptr, nullptr, got.data(), got.size(), &n);
+  if (s == TM_ERROR_BUSY) return 3;
+  if (s != TM_OK) return 2;
+  return got == expected ? 0 : 1;
+}
+
+int HoldTheModelAtFirstToken(void *user, int32_t) {
+  auto *f = static_cast<ForkAtFirstToken *>(user);
+  if (f->tokens++ != 0) return 0;
+  if (f->fork_here) {
+    f->child_ending = InForkedChild([&] { return GenerateInChild(f->model, f->expected); });
+  } else {
+    f->inside.set_value();
+    f->release.wait();
+  }
+  return 0;
+}
+
+TEST_F(ModelApi, AForkedChildMayUseAModelAnotherThreadHeld) {
+  tm_model *m = Load(kKjv);
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 6;
+  int32_t prompt[] = {818, 262, 3726};
+  std::vector<int32_t> alone(6);
+  size_t n = 0;
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, alone.data(), alone.size(), &n), TM_OK)
+      << tm_last_error();
+
+  std::promise<void> release;
+  ForkAtFirstToken held{m, alone, {}, release.get_future().share()};
+  std::future<void> inside = held.inside.get_future();
+  std::vector<int32_t> parents(6);
+  std::thread holder([&] {
+    size_t got = 0;
+    EXPECT_EQ(tm_generate(m, prompt, 3, &o, HoldTheModelAtFirstToken, &held, parents.data(),
+                          parents.size(), &got),
+              TM_OK);
+  });
+  inside.wait();
+  // Busy here (the holder runs in this process), free in a child.
+  std::vector<float> logits(50257);
+  EXPECT_EQ(tm_model_logits(m, prompt, 3, logits.data(), logits.size()), TM_ERROR_BUSY);
+  EXPECT_EQ(InForkedChild([&] { return GenerateInChild(m, alone); }), "exit 0")
+      << "exit 1: other tokens; 2: an error; 3: busy";
+  release.set_value();
+  holder.join();
+  EXPECT_EQ(parents, alone) << "the child's use must not disturb the parent's generation";
+
+  ForkAtFirstToken forking{m, alone, {}, {}, true};
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, HoldTheModelAtFirstToken, &forking, parents.data(),
+                        parents.size(), &n),
+            TM_OK);
+  EXPECT_EQ(forking.child_ending, "exit 3") << "the forking thread still holds the model there";
+  EXPECT_EQ(parents, alone);
 }
 
 // A model keeps its context alive: the caller may destroy its reference first.

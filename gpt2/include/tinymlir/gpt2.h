@@ -13,7 +13,9 @@
  * another thread, or from inside a tm_generate callback) return TM_ERROR_BUSY at once and
  * change nothing; they never block or corrupt the model. tm_model_info, tm_tokenize and
  * tm_detokenize read immutable state and may run concurrently with anything. Use one model
- * per thread for parallel generation (models may share a context).
+ * per thread for parallel generation (models may share a context). In a process forked
+ * while another thread computed with a model, that computation does not exist: the model is
+ * free there (its first call takes it over).
  */
 #ifndef TINYMLIR_GPT2_H
 #define TINYMLIR_GPT2_H
