@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/support/exit_drain.h"
+
 namespace tinymlir {
 namespace {
 
@@ -60,6 +62,10 @@ int RunEntry(Guard *guard, void (*entry)(void **), void **args) {
 }  // namespace
 
 Status CallGuarded(void (*entry)(void **), void **args) {
+  if (!EnterNativeCode()) return RuntimeError(ExitingMessage());
+  struct Leave {
+    ~Leave() { LeaveNativeCode(); }
+  } leave;
   Guard guard;
   guard.live.reserve(16);
   Guard *outer = current;

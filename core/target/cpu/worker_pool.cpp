@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/support/environment.h"
+#include "core/support/exit_drain.h"
 #include "core/target/cpu/kernel_times.h"
 
 namespace tinymlir {
@@ -124,6 +125,9 @@ WorkerPool::WorkerPool() : state_(new State()), size_(ConfiguredThreads()) {
 }
 
 WorkerPool::~WorkerPool() {
+  // At exit this destructor may run before the drain registered at the first program: it
+  // drains first, so that no thread inside a program posts work to a pool that is gone.
+  DrainNativeCode();
   // In a forked child the workers never existed here: nothing to stop or join.
   if (forked_child.load()) return;
   {
