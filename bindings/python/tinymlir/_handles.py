@@ -129,6 +129,15 @@ class _Handle:
     def __exit__(self, *exc):
         self.close()
 
+    # How to have the same object in another process, for the error below.
+    _elsewhere = "make a new one there"
+
+    def __reduce__(self):
+        """Pickling and copying are refused: the object is a handle to native state of this
+        process (copy.copy would share it, to be freed twice)."""
+        raise TypeError(f"a tinymlir {self._kind} cannot be pickled or copied: it is a handle "
+                        f"to native state of this process; {self._elsewhere}")
+
 
 class HandlePointer:
     """What `.ptr` returns: the C handle of a Context, Trace, Program or Model for calls into
@@ -208,6 +217,7 @@ class Context(_Handle):
 
     _free = staticmethod(capi.tm_context_destroy)
     _kind = "context"
+    _elsewhere = "create a Context (or use tinymlir.default_context()) in the other process"
 
     def __init__(self):
         super().__init__(capi.tm_context_create())
@@ -250,6 +260,7 @@ class Trace(_Handle):
 
     _free = staticmethod(capi.tm_trace_destroy)
     _kind = "trace"
+    _elsewhere = "trace again in the other process"
 
     def __init__(self, context, name=None):
         name = None if name is None else c_name(name, "name")
@@ -285,6 +296,7 @@ class Program(_Handle):
 
     _free = staticmethod(capi.tm_program_release)
     _kind = "program"
+    _elsewhere = "export() it to a file and Program.load() that file there"
 
     @classmethod
     def compile(cls, context, trace, options=None):

@@ -21,6 +21,7 @@ cache key (its attributes are read while tracing, so each instance has its own p
 """
 import collections
 import functools
+import sys
 import threading
 
 import numpy as np
@@ -98,6 +99,22 @@ class JittedFunction:
         self._hits = 0
         self._misses = 0
         self._lock = threading.Lock()
+
+    def __reduce__(self):
+        """Pickles as the function and its options (multiprocessing's spawn, for one); the
+        copy compiles its own programs. A jitted function defined at module level (the
+        decorator's name is then this object) pickles by name, like a function; one with a
+        context of its own cannot be pickled (the context is a handle of this process)."""
+        module = getattr(self, "__module__", None)
+        qualname = getattr(self, "__qualname__", "")
+        if module and "<locals>" not in qualname:
+            found = sys.modules.get(module)
+            for part in qualname.split("."):
+                found = getattr(found, part, None)
+            if found is self:
+                return qualname
+        return (_rebuild_jitted_function,
+                (self._fn, self._context, dict(self._options), self._max_specializations))
 
     @property
     def target(self):
@@ -239,6 +256,12 @@ class JittedFunction:
                 trace.end([lift(state, x) for x in out_leaves])
             program = Program.compile(context, trace, compile_options(**self._options))
         return _Specialization(program, out_treedef)
+
+
+def _rebuild_jitted_function(fn, context, options, max_specializations):
+    """JittedFunction.__reduce__'s other half."""
+    return JittedFunction(fn, context=context, max_specializations=max_specializations,
+                          **options)
 
 
 class BoundJittedFunction:

@@ -37,6 +37,7 @@ class Model(_Handle):
 
     _free = staticmethod(capi.tm_model_destroy)
     _kind = "model"
+    _elsewhere = "Model.load() its directory again there"
 
     @classmethod
     def load(cls, directory, target="cpu", context=None, weights=None):
