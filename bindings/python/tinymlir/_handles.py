@@ -18,6 +18,7 @@ import threading
 from . import capi
 from ._args import flag_arg, index_arg
 from ._errors import InvalidArgumentError
+from ._interrupt import call_interruptibly
 
 CacheStats = collections.namedtuple("CacheStats", "hits misses entries")
 
@@ -300,8 +301,12 @@ class Program(_Handle):
 
     @classmethod
     def compile(cls, context, trace, options=None):
-        with context._using() as ctx:
-            return cls(capi.tm_compile(ctx, trace._live_ptr(), options))
+        """tm_compile; a KeyboardInterrupt (or another signal's exception) is raised without
+        waiting for the compile, which finishes in the background (see _interrupt)."""
+        def call():
+            with context._using() as ctx:
+                return cls(capi.tm_compile(ctx, trace._live_ptr(), options))
+        return call_interruptibly(call)
 
     def retain(self):
         ptr = self._live_ptr()

@@ -21,6 +21,7 @@ import numpy as np
 from . import capi
 from ._args import flag_arg, index_arg, real_arg
 from ._handles import Target, _Handle, c_path, default_context
+from ._interrupt import call_interruptibly
 
 ModelInfo = collections.namedtuple("ModelInfo", "vocab_size n_ctx n_layer n_embd")
 
@@ -56,8 +57,10 @@ class Model(_Handle):
         if weights not in kinds:
             raise ValueError(f"weights must be None, 'f32', 'f16' or 'bf16', not {weights!r}")
         options.weights = kinds[weights]
-        with context._using() as ctx:
-            return cls(capi.tm_model_load(ctx, directory, options))
+        def call():
+            with context._using() as ctx:
+                return cls(capi.tm_model_load(ctx, directory, options))
+        return call_interruptibly(call)
 
     @property
     def info(self):
@@ -89,8 +92,11 @@ class Model(_Handle):
         """The vocab_size logits (float32) of the last position, recomputing all of ids."""
         out = np.empty(self.info.vocab_size, np.float32)
         ids = _ids(ids)
-        with self._using() as ptr:
-            capi.tm_model_logits(ptr, ids, out)
+
+        def call():
+            with self._using() as ptr:
+                capi.tm_model_logits(ptr, ids, out)
+        call_interruptibly(call)
         return out
 
     def generate(self, prompt, max_new_tokens=None, temperature=None, top_k=None, top_p=None,
@@ -119,8 +125,21 @@ class Model(_Handle):
                                         "tm_generate_options." + name) from None
         if stream:
             return self._stream(ids, options, callback)
-        with self._using() as ptr:
-            return capi.tm_generate(ptr, ids, options, callback)
+        if threading.current_thread() is not threading.main_thread():
+            with self._using() as ptr:
+                return capi.tm_generate(ptr, ids, options, callback)
+        # From the main thread: interruptible (see _interrupt); an interrupted generation
+        # stops after its current token.
+        interrupted = threading.Event()
+
+        def on_token(token):
+            stop = callback is not None and callback(token)
+            return bool(stop) or interrupted.is_set()
+
+        def call():
+            with self._using() as ptr:
+                return capi.tm_generate(ptr, ids, options, on_token)
+        return call_interruptibly(call, stop=interrupted.set)
 
     def _stream(self, ids, options, callback):
         """A generator over tm_generate's callback. The C call runs in a worker thread (with
