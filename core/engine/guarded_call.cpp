@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/support/exit_drain.h"
+#include "core/support/fork_safe_once.h"
 
 namespace tinymlir {
 namespace {
@@ -115,13 +116,13 @@ void UntrackGuardedResource(void *resource) {
     }
 }
 
+static ForkSafeOnce<uint64_t> physical_memory_bytes;
 uint64_t PhysicalMemoryBytes() {
-  static const uint64_t bytes = [] {
+  return physical_memory_bytes.Get([] {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size)
                                  : UINT64_MAX;
-  }();
-  return bytes;
+  });
 }
 
 }  // namespace tinymlir

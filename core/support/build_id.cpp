@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "core/support/fork_safe_once.h"
+
 namespace tinymlir {
 namespace {
 
@@ -54,8 +56,10 @@ int VisitObject(struct dl_phdr_info *info, size_t, void *data) {
 
 }  // namespace
 
+static ForkSafeOnce<std::string> library_build_id;
+
 const std::string &LibraryBuildId() {
-  static const std::string id = [] {
+  return library_build_id.Get([] {
     Dl_info self;
     if (!dladdr(reinterpret_cast<void *>(&VisitObject), &self)) return std::string();
     Search search{reinterpret_cast<uintptr_t>(self.dli_fbase), ""};
@@ -67,8 +71,12 @@ const std::string &LibraryBuildId() {
       dl_iterate_phdr(VisitObject, &search);
     }
     return search.id_hex;
-  }();
-  return id;
+  });
 }
+
+// Found as the library loads: dl_iterate_phdr takes the loader's write lock, which glibc
+// (2.36) does not reset in a forked child, so a fork while another thread searched left the
+// child's first search, at its first compile, waiting forever.
+[[maybe_unused]] static const std::string &library_build_id_at_load = LibraryBuildId();
 
 }  // namespace tinymlir

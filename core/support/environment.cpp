@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/support/fork_safe_once.h"
 #include "core/support/host_cpu.h"
 
 namespace tinymlir {
@@ -16,8 +17,11 @@ struct Settings {
   std::string error;
 };
 
+ForkSafeOnce<Settings> settings;
+ForkSafeOnce<std::string> environment_error;
+
 const Settings &Read() {
-  static const Settings settings = [] {
+  return settings.Get([] {
     Settings s;
     if (const char *value = std::getenv("TINYMLIR_NUM_THREADS")) {
       char *end = nullptr;
@@ -40,16 +44,14 @@ const Settings &Read() {
                   "default)";
     }
     return s;
-  }();
-  return settings;
+  });
 }
 
 }  // namespace
 
 const std::string &EnvironmentError() {
-  static const std::string error =
-      !CpuExclusionError().empty() ? CpuExclusionError() : Read().error;
-  return error;
+  return environment_error.Get(
+      [] { return !CpuExclusionError().empty() ? CpuExclusionError() : Read().error; });
 }
 
 int ThreadCountSetting() { return Read().threads; }

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/support/fork_safe_once.h"
+
 namespace tinymlir {
 namespace {
 
@@ -18,13 +20,14 @@ thread_local long own = 0;  // this thread's entries
 // there, and waiting for them at its exit would never end.
 void ForgetOtherThreads() { inside.store(own); }
 
+ForkSafeOnce<bool> registered;
+
 void RegisterOnce() {
-  static const bool registered = [] {
+  registered.Get([] {
     std::atexit(DrainNativeCode);
     pthread_atfork(nullptr, nullptr, ForgetOtherThreads);
     return true;
-  }();
-  (void)registered;
+  });
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <new>
 
+#include "core/support/fork_safe_once.h"
+
 namespace tinymlir {
 
 // Every ForkSafeMutex of this library, oldest first, and the fork handlers over them.
@@ -12,16 +14,7 @@ class ForkSafeMutexes {
  public:
   // Never destroyed: a mutex that is a static of the library may outlive any other static.
   // The handlers are registered once; glibc drops them when the library is unloaded.
-  static ForkSafeMutexes &Get() {
-    alignas(ForkSafeMutexes) static unsigned char storage[sizeof(ForkSafeMutexes)];
-    static ForkSafeMutexes *const all = [] {
-      auto *made = new (storage) ForkSafeMutexes();
-      pthread_atfork(&ForkSafeMutexes::BeforeFork, &ForkSafeMutexes::AfterFork,
-                     &ForkSafeMutexes::AfterForkInChild);
-      return made;
-    }();
-    return *all;
-  }
+  static ForkSafeMutexes &Get();
 
   void Add(ForkSafeMutex *m) {
     std::lock_guard<std::mutex> lock(list_mutex_);
@@ -61,6 +54,18 @@ class ForkSafeMutexes {
   ForkSafeMutex *first_ = nullptr;
   ForkSafeMutex *last_ = nullptr;
 };
+
+alignas(ForkSafeMutexes) static unsigned char all_storage[sizeof(ForkSafeMutexes)];
+static ForkSafeOnce<ForkSafeMutexes *> all;
+
+ForkSafeMutexes &ForkSafeMutexes::Get() {
+  return *all.Get([] {
+    auto *made = new (all_storage) ForkSafeMutexes();
+    pthread_atfork(&ForkSafeMutexes::BeforeFork, &ForkSafeMutexes::AfterFork,
+                   &ForkSafeMutexes::AfterForkInChild);
+    return made;
+  });
+}
 
 ForkSafeMutex::ForkSafeMutex() { ForkSafeMutexes::Get().Add(this); }
 

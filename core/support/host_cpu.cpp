@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/support/fnv.h"
+#include "core/support/fork_safe_once.h"
 
 namespace tinymlir {
 namespace {
@@ -29,8 +30,9 @@ struct Exclusion {
 
 bool Known(const std::string &name);
 
+ForkSafeOnce<Exclusion> exclusion;
 const Exclusion &ReadExclusion() {
-  static const Exclusion exclusion = [] {
+  return exclusion.Get([] {
     Exclusion e;
     const char *value = std::getenv("TINYMLIR_CPU_EXCLUDE");
     e.setting = value ? value : "";
@@ -49,10 +51,10 @@ const Exclusion &ReadExclusion() {
       start = end + 1;
     }
     return e;
-  }();
-  return exclusion;
+  });
 }
 
+ForkSafeOnce<std::vector<Feature>> probed;
 // The instruction-set extensions LLVM may use in generated code (x86-64's baseline, SSE2,
 // aside), probed once: what program files record and check, and what TINYMLIR_CPU_EXCLUDE
 // may take away. Each entry comes after those it needs (`needs`, space-separated, as LLVM's
@@ -63,7 +65,7 @@ const Exclusion &ReadExclusion() {
 // every extension of this family GCC's __builtin_cpu_supports knows (which takes a string
 // literal only, hence one call per name). Probed once; Features() applies the exclusion.
 const std::vector<Feature> &Probed() {
-  static const std::vector<Feature> probed = [] {
+  return probed.Get([] {
     __builtin_cpu_init();
 #define TM_FEATURE(name, needs) Feature{name, needs, __builtin_cpu_supports(name) != 0}
     return std::vector<Feature>{
@@ -107,8 +109,7 @@ const std::vector<Feature> &Probed() {
         TM_FEATURE("avx512fp16", "avx512bw"),
     };
 #undef TM_FEATURE
-  }();
-  return probed;
+  });
 }
 
 bool Known(const std::string &name) {
@@ -117,8 +118,9 @@ bool Known(const std::string &name) {
   return false;
 }
 
+ForkSafeOnce<std::vector<Feature>> features;
 const std::vector<Feature> &Features() {
-  static const std::vector<Feature> features = [] {
+  return features.Get([] {
     std::vector<Feature> fs = Probed();
     const Exclusion &excluded = ReadExclusion();
     auto present = [&fs](const char *name) {
@@ -134,8 +136,7 @@ const std::vector<Feature> &Features() {
         if (!present(need.c_str())) f.present = false;
     }
     return fs;
-  }();
-  return features;
+  });
 }
 
 // Vendor, family, model and stepping ("AuthenticAMD-25-1-1"), and the FNV hash of every
@@ -180,16 +181,16 @@ std::string CpuIdentity(uint64_t *feature_hash) {
 
 const std::string &CpuExclusionSetting() { return ReadExclusion().setting; }
 
+static ForkSafeOnce<std::string> exclusion_error;
 const std::string &CpuExclusionError() {
-  static const std::string error = [] {
+  return exclusion_error.Get([] {
     const std::string &unknown = ReadExclusion().unknown;
     if (unknown.empty()) return std::string();
     std::string names;
     for (const Feature &f : Features()) names += std::string(names.empty() ? "" : ", ") + f.name;
     return "TINYMLIR_CPU_EXCLUDE names '" + unknown + "', which is not an extension tinymlir " +
            "knows (" + names + ")";
-  }();
-  return error;
+  });
 }
 
 std::vector<std::string> CpuExcludedFeatures() {
@@ -206,15 +207,15 @@ bool CpuHas(const std::string &feature) {
   return true;
 }
 
+static ForkSafeOnce<std::string> host_description;
 const std::string &HostDescription() {
-  static const std::string description = [] {
+  return host_description.Get([] {
     uint64_t hash = 0;
     std::string text = "x86_64-linux-gnu " + CpuIdentity(&hash) + " ";
     for (const Feature &f : Features())
       text += std::string(&f == &Features().front() ? "" : ",") + (f.present ? "+" : "-") + f.name;
     return text + " cpuid " + Hex64(hash);
-  }();
-  return description;
+  });
 }
 
 }  // namespace tinymlir

@@ -16,6 +16,8 @@
 #error "TINYMLIR_COMPILER_FILE must be defined by the build"
 #endif
 
+#include "core/support/fork_safe_once.h"
+
 namespace tinymlir {
 namespace {
 
@@ -38,8 +40,9 @@ Status Check(const CompilerEntryPoints *entry) {
 
 }  // namespace
 
+static ForkSafeOnce<std::string> library_folder;
 const std::string &LibraryFolder() {
-  static const std::string folder = [] {
+  return library_folder.Get([] {
     std::string found = ".";
     Dl_info self;
     if (dladdr(reinterpret_cast<void *>(&LoadCompiler), &self) && self.dli_fname &&
@@ -50,8 +53,7 @@ const std::string &LibraryFolder() {
       if (slash != std::string::npos) found = file.substr(0, slash == 0 ? 1 : slash);
     }
     return found + (found.back() == '/' ? "" : "/");
-  }();
-  return folder;
+  });
 }
 
 // Resolved as the library loads: the loader's name for it may be relative to the working
@@ -59,9 +61,10 @@ const std::string &LibraryFolder() {
 // first compile.
 [[maybe_unused]] static const std::string &library_folder_at_load = LibraryFolder();
 
+static ForkSafeOnce<std::string> compiler_library_path;
+
 const std::string &CompilerLibraryPath() {
-  static const std::string path = LibraryFolder() + TINYMLIR_COMPILER_FILE;
-  return path;
+  return compiler_library_path.Get([] { return LibraryFolder() + TINYMLIR_COMPILER_FILE; });
 }
 
 Status LoadCompilerLibrary(const std::string &path, const CompilerEntryPoints **out) {
@@ -99,14 +102,21 @@ Status LoadCompilerLibrary(const std::string &path, const CompilerEntryPoints **
   return Status::Ok();
 }
 
+// The compiler library, loaded once, or why it could not be.
+struct LoadedCompiler {
+  const CompilerEntryPoints *entry = nullptr;
+  Status failure;
+};
+static ForkSafeOnce<LoadedCompiler> loaded_compiler;
+
 Status LoadCompiler(const CompilerEntryPoints **out) {
-  // std::call_once: its calls go through pthread_once, which ThreadSanitizer sees.
-  static std::once_flag once;
-  static const CompilerEntryPoints *entry = nullptr;
-  static Status failure;
-  std::call_once(once, [] { failure = LoadCompilerLibrary(CompilerLibraryPath(), &entry); });
-  if (!failure.ok()) return failure;
-  *out = entry;
+  const LoadedCompiler &loaded = loaded_compiler.Get([] {
+    LoadedCompiler made;
+    made.failure = LoadCompilerLibrary(CompilerLibraryPath(), &made.entry);
+    return made;
+  });
+  if (!loaded.failure.ok()) return loaded.failure;
+  *out = loaded.entry;
   return Status::Ok();
 }
 

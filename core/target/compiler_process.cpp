@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/support/environment.h"
+#include "core/support/fork_safe_once.h"
 #include "core/support/host_cpu.h"
 #include "core/target/compiler_library.h"
 #include "core/target/compiler_protocol.h"
@@ -163,33 +164,25 @@ bool HasExited(const Worker &w) {
   return Reap(w, false, &wstatus) != Reaped::kRunning;
 }
 
+ForkSafeOnce<std::string> symbols_message;
 // The kSymbols message: the names the engine's linker resolves, for the CPU and the GPU.
 // The tables are fixed, so it is encoded once.
 const std::string &SymbolsMessage() {
-  static const std::string message = [] {
+  return symbols_message.Get([] {
     auto names = [](const std::unordered_map<std::string, void *> &table) {
       std::vector<std::string> out;
       for (const auto &entry : table) out.push_back(entry.first);
       return out;
     };
     return EncodeSymbols(names(RuntimeSymbols()), names(GpuRuntimeSymbols()));
-  }();
-  return message;
+  });
 }
 
 class CompilerProcesses {
  public:
   // Never destroyed: a thread still compiling while the process exits must find it whole.
   // At exit or unload, ShutDown ends the idle processes.
-  static CompilerProcesses &Get() {
-    alignas(CompilerProcesses) static unsigned char storage[sizeof(CompilerProcesses)];
-    static CompilerProcesses *const processes = new (storage) CompilerProcesses();
-    struct ShutDownAtExit {
-      ~ShutDownAtExit() { processes->ShutDown(); }
-    };
-    static ShutDownAtExit shut_down_at_exit;
-    return *processes;
-  }
+  static CompilerProcesses &Get();
 
   // Sends `request` to an idle process (or a new one) and reads its reply, which `decode`
   // must accept (false: malformed). `what` says what the request is, for messages
@@ -449,13 +442,26 @@ class CompilerProcesses {
   bool reaper_started_ = false;
 };
 
+alignas(CompilerProcesses) unsigned char processes_storage[sizeof(CompilerProcesses)];
+ForkSafeOnce<CompilerProcesses *> processes;
+
+CompilerProcesses &CompilerProcesses::Get() {
+  return *processes.Get([] {
+    auto *made = new (processes_storage) CompilerProcesses();
+    // Registered with the library (atexit from a shared library runs at its unload too).
+    std::atexit([] { Get().ShutDown(); });
+    return made;
+  });
+}
+
+ForkSafeOnce<std::string> compiler_process_path;
+
 }  // namespace
 
 bool CompileInThisProcess() { return CompileInProcessSetting(); }
 
 const std::string &CompilerProcessPath() {
-  static const std::string path = LibraryFolder() + TINYMLIR_COMPILER_PROCESS_FILE;
-  return path;
+  return compiler_process_path.Get([] { return LibraryFolder() + TINYMLIR_COMPILER_PROCESS_FILE; });
 }
 
 Status CompileInCompilerProcess(const Trace &trace, const CompileOptions &options,

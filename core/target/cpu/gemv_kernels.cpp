@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/support/fork_safe_once.h"
 #include "core/support/host_cpu.h"
 #include "core/target/cpu/half_convert.h"
 #include "core/target/cpu/kernel_times.h"
@@ -69,9 +70,9 @@ struct BF16 {
 
 // Which variant this machine runs (AVX2, FMA and F16C, or the portable code), as
 // TINYMLIR_CPU_EXCLUDE leaves its extensions (core/support/host_cpu.h).
+ForkSafeOnce<bool> use_avx2;
 bool UseAvx2() {
-  static const bool avx2 = CpuHas("avx2") && CpuHas("fma") && CpuHas("f16c");
-  return avx2;
+  return use_avx2.Get([] { return CpuHas("avx2") && CpuHas("fma") && CpuHas("f16c"); });
 }
 
 // y[j] += x[k] W[k, j] + ... for one group of `rows` (1 or 8) rows from k, columns [j0, j1),

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/support/fork_safe_once.h"
 #include "core/support/host_cpu.h"
 
 namespace tinymlir {
@@ -61,12 +62,14 @@ void WidenRowsPortable(HalfKind kind, const uint16_t *src, int64_t ld, int64_t r
 
 bool HasF16c() { return CpuHas("f16c") && CpuHas("avx"); }  // as TINYMLIR_CPU_EXCLUDE leaves them
 
+ForkSafeOnce<bool> has_f16c;
+
 }  // namespace
 
 void WidenRows(HalfKind kind, const uint16_t *src, int64_t ld, int64_t rows, int64_t cols,
                float *dst, int64_t dst_stride) {
-  static const bool f16c = HasF16c();
-  if (kind == HalfKind::kF16 && f16c) WidenRowsF16c(src, ld, rows, cols, dst, dst_stride);
+  if (kind == HalfKind::kF16 && has_f16c.Get(HasF16c))
+    WidenRowsF16c(src, ld, rows, cols, dst, dst_stride);
   else WidenRowsPortable(kind, src, ld, rows, cols, dst, dst_stride);
 }
 

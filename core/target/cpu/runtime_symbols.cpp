@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/engine/guarded_call.h"
+#include "core/support/fork_safe_once.h"
 #include "core/target/cpu/blas_products.h"
 #include "core/target/cpu/gemv_kernels.h"
 #include "core/target/cpu/half_matmul.h"
@@ -72,42 +73,45 @@ namespace tinymlir {
 // External functions the generated code may call, by the addresses this library links
 // against. The linker must not depend on a process-global symbol search: a host that loads
 // libtinymlir with RTLD_LOCAL (Python does) hides OpenBLAS and libm from such a search.
+static ForkSafeOnce<const std::unordered_map<std::string, void *> *> runtime_symbols;
+
 const std::unordered_map<std::string, void *> &RuntimeSymbols() {
-  static const auto *symbols = new std::unordered_map<std::string, void *>{
-      {"tm_rt_gemm", reinterpret_cast<void *>(&tm_rt_gemm)},
-      {"tm_rt_gemv_rows", reinterpret_cast<void *>(&tm_rt_gemv_rows)},
-      {"tm_rt_gemv_dots", reinterpret_cast<void *>(&tm_rt_gemv_dots)},
-      {"tm_rt_sgemm_half", reinterpret_cast<void *>(&tm_rt_sgemm_half)},
-      {"tm_rt_parallel_for", reinterpret_cast<void *>(&tm_rt_parallel_for)},
-      {"memrefCopy", reinterpret_cast<void *>(&tm_rt_memref_copy)},
-      // Temporaries go through the engine's guarded allocator (core/engine/guarded_call.h):
-      // a failed allocation becomes TM_ERROR_OUT_OF_MEMORY instead of a write through NULL.
-      {"malloc", reinterpret_cast<void *>(&tm_rt_malloc)},
-      {"free", reinterpret_cast<void *>(&tm_rt_free)},
-      {"aligned_alloc", reinterpret_cast<void *>(&tm_rt_aligned_alloc)},
-      {"memcpy", reinterpret_cast<void *>(&::memcpy)},
-      {"memmove", reinterpret_cast<void *>(&::memmove)},
-      {"memset", reinterpret_cast<void *>(&::memset)},
-#define TM_LIBM(name)                                                                   \
-  {#name "f", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::name##f))},    \
+  return *runtime_symbols.Get([] {
+    return new std::unordered_map<std::string, void *>{
+        {"tm_rt_gemm", reinterpret_cast<void *>(&tm_rt_gemm)},
+        {"tm_rt_gemv_rows", reinterpret_cast<void *>(&tm_rt_gemv_rows)},
+        {"tm_rt_gemv_dots", reinterpret_cast<void *>(&tm_rt_gemv_dots)},
+        {"tm_rt_sgemm_half", reinterpret_cast<void *>(&tm_rt_sgemm_half)},
+        {"tm_rt_parallel_for", reinterpret_cast<void *>(&tm_rt_parallel_for)},
+        {"memrefCopy", reinterpret_cast<void *>(&tm_rt_memref_copy)},
+        // Temporaries go through the engine's guarded allocator (core/engine/guarded_call.h):
+        // a failed allocation becomes TM_ERROR_OUT_OF_MEMORY instead of a write through NULL.
+        {"malloc", reinterpret_cast<void *>(&tm_rt_malloc)},
+        {"free", reinterpret_cast<void *>(&tm_rt_free)},
+        {"aligned_alloc", reinterpret_cast<void *>(&tm_rt_aligned_alloc)},
+        {"memcpy", reinterpret_cast<void *>(&::memcpy)},
+        {"memmove", reinterpret_cast<void *>(&::memmove)},
+        {"memset", reinterpret_cast<void *>(&::memset)},
+#define TM_LIBM(name)                                                                 \
+  {#name "f", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::name##f))}, \
       {#name, reinterpret_cast<void *>(static_cast<double (*)(double)>(&::name))}
-      TM_LIBM(exp), TM_LIBM(expm1), TM_LIBM(exp2), TM_LIBM(log), TM_LIBM(log1p),
-      TM_LIBM(log2), TM_LIBM(log10), TM_LIBM(tanh), TM_LIBM(erf), TM_LIBM(sqrt),
-      TM_LIBM(fabs), TM_LIBM(sin), TM_LIBM(cos), TM_LIBM(floor), TM_LIBM(ceil),
-      TM_LIBM(round), TM_LIBM(trunc),
+        TM_LIBM(exp), TM_LIBM(expm1), TM_LIBM(exp2), TM_LIBM(log), TM_LIBM(log1p),
+        TM_LIBM(log2), TM_LIBM(log10), TM_LIBM(tanh), TM_LIBM(erf), TM_LIBM(sqrt),
+        TM_LIBM(fabs), TM_LIBM(sin), TM_LIBM(cos), TM_LIBM(floor), TM_LIBM(ceil),
+        TM_LIBM(round), TM_LIBM(trunc),
 #undef TM_LIBM
-      {"powf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::powf))},
-      {"fmaf", reinterpret_cast<void *>(static_cast<float (*)(float, float, float)>(&::fmaf))},
-      {"fma", reinterpret_cast<void *>(static_cast<double (*)(double, double, double)>(&::fma))},
-      {"pow", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::pow))},
-      {"fmaxf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fmaxf))},
-      {"fminf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fminf))},
-      {"fmax", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmax))},
-      {"fmin", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmin))},
-      {"__extendhfsf2", reinterpret_cast<void *>(&__extendhfsf2)},
-      {"__truncsfhf2", reinterpret_cast<void *>(&__truncsfhf2)},
-  };
-  return *symbols;
+        {"powf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::powf))},
+        {"fmaf", reinterpret_cast<void *>(static_cast<float (*)(float, float, float)>(&::fmaf))},
+        {"fma", reinterpret_cast<void *>(static_cast<double (*)(double, double, double)>(&::fma))},
+        {"pow", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::pow))},
+        {"fmaxf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fmaxf))},
+        {"fminf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::fminf))},
+        {"fmax", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmax))},
+        {"fmin", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::fmin))},
+        {"__extendhfsf2", reinterpret_cast<void *>(&__extendhfsf2)},
+        {"__truncsfhf2", reinterpret_cast<void *>(&__truncsfhf2)},
+    };
+  });
 }
 
 }  // namespace tinymlir

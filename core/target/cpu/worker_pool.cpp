@@ -14,6 +14,7 @@
 
 #include "core/support/environment.h"
 #include "core/support/exit_drain.h"
+#include "core/support/fork_safe_once.h"
 #include "core/target/cpu/kernel_times.h"
 
 namespace tinymlir {
@@ -104,10 +105,11 @@ struct WorkerPool::State {
   }
 };
 
+// A static of the library: destroyed (workers joined) when the library is unloaded.
+static ForkSafeOnce<WorkerPool> pool;
+
 WorkerPool &WorkerPool::Get() {
-  // A static of the library: destroyed (workers joined) when the library is unloaded.
-  static WorkerPool pool;
-  return pool;
+  return pool.Get([] { return WorkerPool(); });
 }
 
 WorkerPool::WorkerPool() : state_(new State()), size_(ConfiguredThreads()) {

@@ -9,6 +9,7 @@
 
 #include "core/engine/guarded_call.h"
 #include "core/support/fnv.h"
+#include "core/support/fork_safe_once.h"
 #include "core/target/gpu/cuda_driver.h"
 
 // Every extern "C" function below has the same shape: the work is done by a function that
@@ -27,9 +28,10 @@ struct LoadError {
   Status last;
 };
 
+ForkSafeOnce<LoadError *> last_error;
+
 LoadError &LastError() {
-  static auto *error = new LoadError;
-  return *error;
+  return *last_error.Get([] { return new LoadError; });
 }
 
 void RecordLoadError(Status status) {
@@ -101,9 +103,10 @@ struct Modules {
   std::map<ModuleKey, CUmodule> loaded;
 };
 
+ForkSafeOnce<Modules *> loaded_modules;
+
 Modules &LoadedModules() {
-  static auto *modules = new Modules;
-  return *modules;
+  return *loaded_modules.Get([] { return new Modules; });
 }
 
 Status LoadModule(const void *data, size_t size, int opt_level, void **out) {

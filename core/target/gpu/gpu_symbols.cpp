@@ -1,12 +1,15 @@
 #include "core/target/gpu/gpu_symbols.h"
 
+#include "core/support/fork_safe_once.h"
 #include "core/target/cpu/runtime_symbols.h"
 #include "core/target/gpu/gpu_runtime.h"
 
 namespace tinymlir {
 
+static ForkSafeOnce<const std::unordered_map<std::string, void *> *> gpu_runtime_symbols;
+
 const std::unordered_map<std::string, void *> &GpuRuntimeSymbols() {
-  static const auto *symbols = [] {
+  return *gpu_runtime_symbols.Get([] {
     auto *table = new std::unordered_map<std::string, void *>(RuntimeSymbols());
     // The host code's temporaries may be handed to a kernel: managed memory, under the same
     // guard as the CPU allocator (a failure unwinds the call with a status).
@@ -40,8 +43,7 @@ const std::unordered_map<std::string, void *> &GpuRuntimeSymbols() {
     TM_GPU(mgpuSetDefaultDevice);
 #undef TM_GPU
     return table;
-  }();
-  return *symbols;
+  });
 }
 
 }  // namespace tinymlir
