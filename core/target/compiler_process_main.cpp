@@ -10,13 +10,13 @@
 // Not meant to be run by hand.
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <cstring>
-
 #include <memory>
 #include <set>
 #include <string>
@@ -59,6 +59,20 @@ bool Answer(const CompilerEntryPoints &compiler, MessageKind kind,
   return false;
 }
 
+// The caller gone while a compile runs (killed, or exited without closing: os._exit): the
+// compile is nobody's any more, and it would go on using a CPU for up to a minute. This
+// thread watches for the caller's end of the socket closing and ends the process at once.
+// (Not PR_SET_PDEATHSIG: it fires when the thread that started the process ends, and
+// callers start compiler processes from short-lived threads.)
+void *WatchForTheCallerGone(void *) {
+  pollfd hangup = {kCompilerProcessSocket, POLLRDHUP, 0};  // not POLLIN: requests are not ours
+  for (;;) {
+    const int ready = poll(&hangup, 1, -1);
+    if (ready > 0) _exit(0);  // POLLRDHUP, POLLHUP or POLLERR: the caller's end is closed
+    if (ready < 0 && errno != EINTR) return nullptr;
+  }
+}
+
 // The process's life: load, hello, symbols, then requests until the socket closes or
 // the idle time passes. Returns the exit status.
 int Serve(const char *compiler_library, int idle_seconds, const char *build_id) {
@@ -82,6 +96,9 @@ int Serve(const char *compiler_library, int idle_seconds, const char *build_id) 
     return 1;
   cpu_symbols.insert(cpu.begin(), cpu.end());
   gpu_symbols.insert(gpu.begin(), gpu.end());
+  pthread_t watcher;
+  if (pthread_create(&watcher, nullptr, WatchForTheCallerGone, nullptr) == 0)
+    pthread_detach(watcher);  // without it (no thread to be had), a compile runs to its end
   for (;;) {
     pollfd wait = {connection, POLLIN, 0};
     const int ready = poll(&wait, 1, idle_seconds * 1000);
