@@ -4,9 +4,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <thread>
 
+#include "core/support/at_unload.h"
 #include "core/support/fork_safe_once.h"
 
 namespace tinymlir {
@@ -24,7 +24,7 @@ ForkSafeOnce<bool> registered;
 
 void RegisterOnce() {
   registered.Get([] {
-    std::atexit(DrainNativeCode);
+    AtUnloadOrExit([](void *) { DrainNativeCode(); });
     pthread_atfork(nullptr, nullptr, ForgetOtherThreads);
     return true;
   });

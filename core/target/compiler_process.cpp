@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/support/at_unload.h"
 #include "core/support/environment.h"
 #include "core/support/fork_safe_once.h"
 #include "core/support/host_cpu.h"
@@ -448,8 +449,7 @@ ForkSafeOnce<CompilerProcesses *> processes;
 CompilerProcesses &CompilerProcesses::Get() {
   return *processes.Get([] {
     auto *made = new (processes_storage) CompilerProcesses();
-    // Registered with the library (atexit from a shared library runs at its unload too).
-    std::atexit([] { Get().ShutDown(); });
+    AtUnloadOrExit([](void *) { Get().ShutDown(); });
     return made;
   });
 }
