@@ -303,9 +303,11 @@ class Program(_Handle):
     def compile(cls, context, trace, options=None):
         """tm_compile; a KeyboardInterrupt (or another signal's exception) is raised without
         waiting for the compile, which finishes in the background (see _interrupt)."""
+        # The trace is held for the call too: an interrupted caller closes it (a `with`
+        # block) while the compile, going on in the background, still reads it.
         def call():
-            with context._using() as ctx:
-                return cls(capi.tm_compile(ctx, trace._live_ptr(), options))
+            with context._using() as ctx, trace._using() as traced:
+                return cls(capi.tm_compile(ctx, traced, options))
         return call_interruptibly(call)
 
     def retain(self):
