@@ -20,10 +20,10 @@ void LeaveNativeCode();
 const char *ExitingMessage();
 
 // Refuses new entries and waits until no other thread is inside (the calling thread's own
-// entries, a handler run inside a program, do not count). Called at exit, registered by
-// the first EnterNativeCode, so that it runs before the destructors of everything made
-// before the first program ran and before OpenBLAS's; and by the destructors of what native
-// code uses that may be made later (the worker pool). Later calls return at once.
+// entries, a handler run inside a program, do not count). Called at exit or unload
+// (registered by the first EnterNativeCode, so that it runs before the destructors registered
+// earlier: the library's statics, made through ForkSafeOnce, and OpenBLAS's), and by the
+// worker pool's destructor, whatever the order. Later calls return at once.
 void DrainNativeCode();
 
 }  // namespace tinymlir

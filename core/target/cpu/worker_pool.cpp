@@ -127,8 +127,8 @@ WorkerPool::WorkerPool() : state_(new State()), size_(ConfiguredThreads()) {
 }
 
 WorkerPool::~WorkerPool() {
-  // At exit this destructor may run before the drain registered at the first program: it
-  // drains first, so that no thread inside a program posts work to a pool that is gone.
+  // No thread inside a program may post work to a pool that is gone: drain first (the
+  // drain registered at the first program normally ran already; this keeps it so).
   DrainNativeCode();
   // In a forked child the workers never existed here: nothing to stop or join.
   if (forked_child.load()) return;
