@@ -117,6 +117,7 @@ void UntrackGuardedResource(void *resource) {
 }
 
 static ForkSafeOnce<uint64_t> physical_memory_bytes;
+
 uint64_t PhysicalMemoryBytes() {
   return physical_memory_bytes.Get([] {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);

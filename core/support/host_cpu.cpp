@@ -31,6 +31,7 @@ struct Exclusion {
 bool Known(const std::string &name);
 
 ForkSafeOnce<Exclusion> exclusion;
+
 const Exclusion &ReadExclusion() {
   return exclusion.Get([] {
     Exclusion e;
@@ -55,6 +56,7 @@ const Exclusion &ReadExclusion() {
 }
 
 ForkSafeOnce<std::vector<Feature>> probed;
+
 // The instruction-set extensions LLVM may use in generated code (x86-64's baseline, SSE2,
 // aside), probed once: what program files record and check, and what TINYMLIR_CPU_EXCLUDE
 // may take away. Each entry comes after those it needs (`needs`, space-separated, as LLVM's
@@ -119,6 +121,7 @@ bool Known(const std::string &name) {
 }
 
 ForkSafeOnce<std::vector<Feature>> features;
+
 const std::vector<Feature> &Features() {
   return features.Get([] {
     std::vector<Feature> fs = Probed();
@@ -182,6 +185,7 @@ std::string CpuIdentity(uint64_t *feature_hash) {
 const std::string &CpuExclusionSetting() { return ReadExclusion().setting; }
 
 static ForkSafeOnce<std::string> exclusion_error;
+
 const std::string &CpuExclusionError() {
   return exclusion_error.Get([] {
     const std::string &unknown = ReadExclusion().unknown;
@@ -208,6 +212,7 @@ bool CpuHas(const std::string &feature) {
 }
 
 static ForkSafeOnce<std::string> host_description;
+
 const std::string &HostDescription() {
   return host_description.Get([] {
     uint64_t hash = 0;

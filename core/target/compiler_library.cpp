@@ -41,6 +41,7 @@ Status Check(const CompilerEntryPoints *entry) {
 }  // namespace
 
 static ForkSafeOnce<std::string> library_folder;
+
 const std::string &LibraryFolder() {
   return library_folder.Get([] {
     std::string found = ".";

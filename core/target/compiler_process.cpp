@@ -166,6 +166,7 @@ bool HasExited(const Worker &w) {
 }
 
 ForkSafeOnce<std::string> symbols_message;
+
 // The kSymbols message: the names the engine's linker resolves, for the CPU and the GPU.
 // The tables are fixed, so it is encoded once.
 const std::string &SymbolsMessage() {

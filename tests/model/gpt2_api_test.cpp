@@ -134,6 +134,19 @@ TEST_F(ModelApi, SmallCapacityIsASizeQuery) {
   EXPECT_EQ(std::vector<int32_t>(out, out + 4), std::vector<int32_t>(full.begin(), full.begin() + 4));
 }
 
+// "In the beginning" in GPT-2's vocabulary: the prompt of the busy and fork tests below.
+const int32_t kBeginning[] = {818, 262, 3726};
+
+// Greedy tokens after kBeginning, as many as *out holds, each streamed to `callback`.
+tm_status GenerateAfterTheBeginning(tm_model *m, tm_token_callback callback, void *user,
+                                    std::vector<int32_t> *out) {
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = static_cast<int32_t>(out->size());
+  size_t n = 0;
+  return tm_generate(m, kBeginning, 3, &o, callback, user, out->data(), out->size(), &n);
+}
+
 // One computation at a time per model: a second call while one runs is TM_ERROR_BUSY at
 // once, without blocking or disturbing the first. Re-entering from the generate callback
 // makes the overlap deterministic.
@@ -161,17 +174,10 @@ int CallBackIntoTheModel(void *user, int32_t token) {
 
 TEST_F(ModelApi, ConcurrentUseIsBusyNotCorrupt) {
   tm_model *m = Load(kKjv);
-  tm_generate_options o;
-  tm_generate_options_init(&o);
-  o.max_new_tokens = 6;
-  int32_t prompt[] = {818, 262, 3726};
   std::vector<int32_t> alone(6), reentered(6);
-  size_t n = 0;
-  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, alone.data(), alone.size(), &n), TM_OK);
+  ASSERT_EQ(GenerateAfterTheBeginning(m, nullptr, nullptr, &alone), TM_OK);
   Reentry r{m, {}, {}};
-  ASSERT_EQ(tm_generate(m, prompt, 3, &o, CallBackIntoTheModel, &r, reentered.data(),
-                        reentered.size(), &n),
-            TM_OK);
+  ASSERT_EQ(GenerateAfterTheBeginning(m, CallBackIntoTheModel, &r, &reentered), TM_OK);
   EXPECT_EQ(reentered, alone) << "the refused calls must not disturb the running one";
   ASSERT_EQ(r.statuses.size(), 6u * 4);
   for (size_t i = 0; i < r.statuses.size(); ++i)
@@ -179,7 +185,7 @@ TEST_F(ModelApi, ConcurrentUseIsBusyNotCorrupt) {
   EXPECT_NE(r.message.find("busy"), std::string::npos) << r.message;
   // Free again once the generation returned.
   std::vector<float> logits(50257);
-  EXPECT_EQ(tm_model_logits(m, prompt, 3, logits.data(), logits.size()), TM_OK);
+  EXPECT_EQ(tm_model_logits(m, kBeginning, 3, logits.data(), logits.size()), TM_OK);
 }
 
 // fork() copies only the forking thread. A model another thread was generating with at the
@@ -214,14 +220,8 @@ std::string InForkedChild(Body body) {
 
 // 0: the child generated `expected`; 1: other tokens; 2: an error; 3: busy.
 int GenerateInChild(tm_model *model, const std::vector<int32_t> &expected) {
-  tm_generate_options o;
-  tm_generate_options_init(&o);
-  o.max_new_tokens = static_cast<int32_t>(expected.size());
-  int32_t prompt[] = {818, 262, 3726};
   std::vector<int32_t> got(expected.size());
-  size_t n = 0;
-  const tm_status s =
-      tm_generate(model, prompt, 3, &o, nullptr, nullptr, got.data(), got.size(), &n);
+  const tm_status s = GenerateAfterTheBeginning(model, nullptr, nullptr, &got);
   if (s == TM_ERROR_BUSY) return 3;
   if (s != TM_OK) return 2;
   return got == expected ? 0 : 1;
@@ -241,29 +241,20 @@ int HoldTheModelAtFirstToken(void *user, int32_t) {
 
 TEST_F(ModelApi, AForkedChildMayUseAModelAnotherThreadHeld) {
   tm_model *m = Load(kKjv);
-  tm_generate_options o;
-  tm_generate_options_init(&o);
-  o.max_new_tokens = 6;
-  int32_t prompt[] = {818, 262, 3726};
   std::vector<int32_t> alone(6);
-  size_t n = 0;
-  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, alone.data(), alone.size(), &n), TM_OK)
-      << tm_last_error();
+  ASSERT_EQ(GenerateAfterTheBeginning(m, nullptr, nullptr, &alone), TM_OK) << tm_last_error();
 
   std::promise<void> release;
   ForkAtFirstToken held{m, alone, {}, release.get_future().share()};
   std::future<void> inside = held.inside.get_future();
   std::vector<int32_t> parents(6);
   std::thread holder([&] {
-    size_t got = 0;
-    EXPECT_EQ(tm_generate(m, prompt, 3, &o, HoldTheModelAtFirstToken, &held, parents.data(),
-                          parents.size(), &got),
-              TM_OK);
+    EXPECT_EQ(GenerateAfterTheBeginning(m, HoldTheModelAtFirstToken, &held, &parents), TM_OK);
   });
   inside.wait();
   // Busy here (the holder runs in this process), free in a child.
   std::vector<float> logits(50257);
-  EXPECT_EQ(tm_model_logits(m, prompt, 3, logits.data(), logits.size()), TM_ERROR_BUSY);
+  EXPECT_EQ(tm_model_logits(m, kBeginning, 3, logits.data(), logits.size()), TM_ERROR_BUSY);
   EXPECT_EQ(InForkedChild([&] { return GenerateInChild(m, alone); }), "exit 0")
       << "exit 1: other tokens; 2: an error; 3: busy";
   release.set_value();
@@ -271,9 +262,7 @@ TEST_F(ModelApi, AForkedChildMayUseAModelAnotherThreadHeld) {
   EXPECT_EQ(parents, alone) << "the child's use must not disturb the parent's generation";
 
   ForkAtFirstToken forking{m, alone, {}, {}, true};
-  ASSERT_EQ(tm_generate(m, prompt, 3, &o, HoldTheModelAtFirstToken, &forking, parents.data(),
-                        parents.size(), &n),
-            TM_OK);
+  ASSERT_EQ(GenerateAfterTheBeginning(m, HoldTheModelAtFirstToken, &forking, &parents), TM_OK);
   EXPECT_EQ(forking.child_ending, "exit 3") << "the forking thread still holds the model there";
   EXPECT_EQ(parents, alone);
 }

@@ -71,6 +71,7 @@ struct BF16 {
 // Which variant this machine runs (AVX2, FMA and F16C, or the portable code), as
 // TINYMLIR_CPU_EXCLUDE leaves its extensions (core/support/host_cpu.h).
 ForkSafeOnce<bool> use_avx2;
+
 bool UseAvx2() {
   return use_avx2.Get([] { return CpuHas("avx2") && CpuHas("fma") && CpuHas("f16c"); });
 }
