@@ -6,6 +6,7 @@
 
 #include "capi/src/errors.h"
 #include "capi/src/handles.h"
+#include "core/support/environment.h"
 
 using tm_capi::Fail;
 using tm_capi::Guard;
@@ -33,6 +34,8 @@ tinymlir::Status ReadCompileOptions(const tm_compile_options *in, tinymlir::Comp
   out->gpu_sm = o.gpu_sm;
   out->gpu_matmul_tile = o.gpu_matmul_tile;
   out->gpu_cubin = o.gpu_cubin != 0;
+  out->gpu_emulate = out->target == tinymlir::Target::kGpu ? tinymlir::GpuEmulateSetting()
+                                                           : tinymlir::GpuEmulation::kOff;
   return tinymlir::Status::Ok();
 }
 

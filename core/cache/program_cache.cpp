@@ -55,8 +55,9 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
   const std::string fingerprint = trace.Fingerprint();
   std::string key = fingerprint;
   const int32_t opts[] = {static_cast<int32_t>(options.target), options.optimize,
-                          options.use_blas, options.opt_level, options.gpu_sm,
-                          options.gpu_matmul_tile, options.gpu_cubin};
+                          options.use_blas,    options.opt_level,
+                          options.gpu_sm,      options.gpu_matmul_tile,
+                          options.gpu_cubin,   static_cast<int32_t>(options.gpu_emulate)};
   key.append(reinterpret_cast<const char *>(opts), sizeof opts);
 
   std::promise<Result> promise;

@@ -136,6 +136,12 @@ void *tm_rt_aligned_alloc(size_t alignment, size_t bytes) {
   return tinymlir::Track(std::aligned_alloc(alignment, bytes), bytes);
 }
 
+void *tm_rt_calloc(size_t count, size_t size) {
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(count, size, &bytes)) bytes = SIZE_MAX;  // fails: named as such
+  return tinymlir::Track(std::calloc(count, size), bytes);
+}
+
 void tm_rt_free(void *block) {
   if (!block) return;
   if (tinymlir::Guard *guard = tinymlir::current) {

@@ -21,6 +21,8 @@
 extern "C" {
 void *tm_rt_malloc(size_t bytes);
 void *tm_rt_aligned_alloc(size_t alignment, size_t bytes);
+// LLVM turns malloc followed by a zero fill into calloc.
+void *tm_rt_calloc(size_t count, size_t size);
 void tm_rt_free(void *block);
 }
 

@@ -50,7 +50,11 @@ inline constexpr const char *kGpuMapPipeline =
     "func.func(convert-linalg-to-parallel-loops,"
     "scf-parallel-loop-tiling{parallel-loop-tile-sizes=16,16 no-min-max-bounds=true},"
     "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
-    "lower-affine,gpu-kernel-outlining,canonicalize,cse";
+    "lower-affine";
+
+// 3''. (GPU) Every gpu.launch outlined into a gpu.module (unless emulated on the host:
+//      core/passes/gpu_emulation.h, after which the host is lowered as in 4).
+inline constexpr const char *kGpuOutlinePipeline = "gpu-kernel-outlining,canonicalize,cse";
 
 // 4'. (GPU) Device code to NVVM with the chip attached, the host lowered as in 4 with
 //     gpu-to-llvm for the launches, then gpu-module-to-binary: PTX ("isa"), or cubin

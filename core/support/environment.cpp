@@ -14,6 +14,7 @@ namespace {
 struct Settings {
   int threads = 0;
   bool compile_in_process = false;
+  GpuEmulation gpu_emulate = GpuEmulation::kOff;
   std::string error;
 };
 
@@ -43,6 +44,16 @@ const Settings &Read() {
                   "': it takes 1 (compile in this process) or 0 (in a compiler process, the "
                   "default)";
     }
+    if (const char *value = std::getenv("TINYMLIR_GPU_EMULATE")) {
+      if (std::strcmp(value, "1") == 0)
+        s.gpu_emulate = GpuEmulation::kCheckRaces;
+      else if (std::strcmp(value, "fast") == 0)
+        s.gpu_emulate = GpuEmulation::kUnchecked;
+      else if (std::strcmp(value, "0") != 0 && *value != '\0' && s.error.empty())
+        s.error = "TINYMLIR_GPU_EMULATE is '" + std::string(value) +
+                  "': it takes 1 (GPU programs run their kernels on the CPU, checked for "
+                  "races), fast (on the CPU, unchecked) or 0 (on the GPU, the default)";
+    }
     return s;
   });
 }
@@ -57,5 +68,7 @@ const std::string &EnvironmentError() {
 int ThreadCountSetting() { return Read().threads; }
 
 bool CompileInProcessSetting() { return Read().compile_in_process; }
+
+GpuEmulation GpuEmulateSetting() { return Read().gpu_emulate; }
 
 }  // namespace tinymlir

@@ -6,6 +6,9 @@
 //                                the CPUs the process may run on (worker_pool.h)
 //   TINYMLIR_COMPILE_IN_PROCESS  0 or 1: compile in the calling process (compile.h)
 //   TINYMLIR_CPU_EXCLUDE         extension names, comma-separated (host_cpu.h)
+//   TINYMLIR_GPU_EMULATE         0, 1 or fast: GPU programs run their kernels on the CPU,
+//                                with (1) or without (fast) the race check
+//                                (core/passes/gpu_emulation.h)
 //
 // TINYMLIR_CACHE_DIR takes any path or "off"; a folder the disk cache cannot use turns it
 // off, and tm_cache_disk_message says why. Each variable is read once per process.
@@ -24,5 +27,10 @@ int ThreadCountSetting();
 
 // TINYMLIR_COMPILE_IN_PROCESS is 1.
 bool CompileInProcessSetting();
+
+// TINYMLIR_GPU_EMULATE: whether GPU programs run their kernels on the CPU instead, and
+// whether the emulated kernels are checked for races.
+enum class GpuEmulation : int { kOff = 0, kCheckRaces = 1, kUnchecked = 2 };
+GpuEmulation GpuEmulateSetting();
 
 }  // namespace tinymlir

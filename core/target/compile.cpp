@@ -57,13 +57,26 @@ Status Compile(const Trace &trace, const CompileOptions &options,
   return Status::Ok();
 }
 
+namespace {
+
+const char *EmulationDescription(GpuEmulation emulation) {
+  switch (emulation) {
+    case GpuEmulation::kOff: return "";
+    case GpuEmulation::kCheckRaces: return " emulated race-checked";
+    case GpuEmulation::kUnchecked: return " emulated";
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string TargetDescription(const CompileOptions &options) {
   switch (options.target) {
     case Target::kCpu: return "cpu " + HostDescription();
     case Target::kGpu:
       return "gpu sm_" + std::to_string(options.gpu_sm) + " tile " +
              std::to_string(options.gpu_matmul_tile) + (options.gpu_cubin ? " cubin" : " ptx") +
-             " host " + HostDescription();
+             EmulationDescription(options.gpu_emulate) + " host " + HostDescription();
   }
   return "unknown";
 }
@@ -76,7 +89,7 @@ Status AssemblyOfLlvmIr(const std::string &llvm_ir, int opt_level, std::string *
 }
 
 Status LinkCompiled(const CompileOptions &options, Program *program) {
-  if (program->gpu != (options.target == Target::kGpu))
+  if (program->gpu != RunsOnGpu(options))
     return IoError("the disk cache entry is for another target");
   return LinkProgramObject(program);
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/engine/program.h"
+#include "core/support/environment.h"
 #include "core/trace/trace.h"
 
 namespace tinymlir {
@@ -25,7 +26,16 @@ struct CompileOptions {
   int gpu_sm = 90;
   int gpu_matmul_tile = 16;
   bool gpu_cubin = false;
+  // GPU target: run the kernels on the host instead (core/passes/gpu_emulation.h), from
+  // TINYMLIR_GPU_EMULATE; the program is then a CPU program.
+  GpuEmulation gpu_emulate = GpuEmulation::kOff;
 };
+
+// Whether a program compiled with `options` runs on the GPU (and so has device code and
+// uses managed memory).
+inline bool RunsOnGpu(const CompileOptions &options) {
+  return options.target == Target::kGpu && options.gpu_emulate == GpuEmulation::kOff;
+}
 
 // Compiles `trace` (which must have ended) for options.target and links it. Fails with a
 // message naming what was wrong: an unknown target or opt level, a compiler that cannot be

@@ -154,6 +154,7 @@ std::string EncodeCompileRequest(const Trace &trace, const CompileOptions &optio
   w.I64(options.gpu_sm);
   w.I64(options.gpu_matmul_tile);
   w.U64(options.gpu_cubin);
+  w.U64(static_cast<uint64_t>(options.gpu_emulate));
   w.Text(trace.Serialize());
   return w.Take();
 }
@@ -161,10 +162,11 @@ std::string EncodeCompileRequest(const Trace &trace, const CompileOptions &optio
 Status DecodeCompileRequest(const std::string &body, Trace *trace, CompileOptions *options) {
   ByteReader r(body);
   int64_t target, opt_level, gpu_sm, tile;
-  uint64_t optimize, use_blas, cubin;
+  uint64_t optimize, use_blas, cubin, emulate;
   std::string trace_bytes;
   if (!r.I64(&target) || !r.U64(&optimize) || !r.U64(&use_blas) || !r.I64(&opt_level) ||
-      !r.I64(&gpu_sm) || !r.I64(&tile) || !r.U64(&cubin) || !r.Text(&trace_bytes) || !r.AtEnd())
+      !r.I64(&gpu_sm) || !r.I64(&tile) || !r.U64(&cubin) || !r.U64(&emulate) ||
+      !r.Text(&trace_bytes) || !r.AtEnd())
     return Malformed("compile request");
   options->target = static_cast<Target>(target);
   options->optimize = optimize != 0;
@@ -173,6 +175,9 @@ Status DecodeCompileRequest(const std::string &body, Trace *trace, CompileOption
   options->gpu_sm = static_cast<int>(gpu_sm);
   options->gpu_matmul_tile = static_cast<int>(tile);
   options->gpu_cubin = cubin != 0;
+  if (emulate > static_cast<uint64_t>(GpuEmulation::kUnchecked))
+    return Malformed("compile request");
+  options->gpu_emulate = static_cast<GpuEmulation>(emulate);
   return Trace::Deserialize(trace_bytes, trace);
 }
 

@@ -144,7 +144,7 @@ class PhaseClock {
 Status CompileNative(const Trace &trace, const CompileOptions &options, CanLinkSymbol can_link,
                      std::unique_ptr<Program> *out) {
   auto program = std::make_unique<Program>();
-  const bool gpu = options.target == Target::kGpu;
+  const bool gpu = RunsOnGpu(options);
   program->gpu = gpu;
   PhaseClock clock(program.get());
   for (ValueId in : trace.inputs()) program->inputs.push_back(trace.node(in).type);
@@ -182,7 +182,7 @@ Status CompileNative(const Trace &trace, const CompileOptions &options, CanLinkS
   std::string device_code;
   // Temporaries are counted once the buffers are final: on the CPU after the BLAS rewrite,
   // which reads some transposes in place instead of copying them.
-  if (gpu) {
+  if (options.target == Target::kGpu) {
     program->temporary_bytes = TemporaryBytes(module);
     TM_RETURN_IF_ERROR(LowerForGpu(module, options, &device_code));
   } else {

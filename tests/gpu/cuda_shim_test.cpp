@@ -179,6 +179,32 @@ TEST(GuardedCall, AFailedAllocationIsStillOutOfMemoryNamingTheSize) {
   EXPECT_FALSE(reached_end);
 }
 
+// calloc (which LLVM makes of malloc and a zero fill): zeroed, tracked, and a count times
+// size that overflows is out of memory, not a small block.
+void CallocZeroesThenOverflows(void **args) {
+  auto *block = static_cast<int *>(tm_rt_calloc(1000, sizeof(int)));
+  int sum = 0;
+  for (int i = 0; i < 1000; ++i) sum += block[i];
+  *static_cast<int *>(args[0]) = sum;
+  tm_rt_free(block);
+  block = static_cast<int *>(tm_rt_calloc(static_cast<size_t>(1) << 62, 8));
+  reached_end = block != nullptr;
+}
+
+TEST(GuardedCall, CallocZeroesAndAnOverflowingSizeIsOutOfMemory) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizer's calloc reports the overflow and dies";
+#endif
+  reached_end = false;
+  int sum = -1;
+  void *args[] = {&sum};
+  const Status status = CallGuarded(&CallocZeroesThenOverflows, args);
+  EXPECT_EQ(sum, 0);
+  EXPECT_EQ(status.code(), StatusCode::kOutOfMemory) << status.message();
+  EXPECT_TRUE(Contains(status.message(), std::to_string(SIZE_MAX))) << status.message();
+  EXPECT_FALSE(reached_end);
+}
+
 TEST(GuardedCall, OutsideACallTrackingDoesNothing) {
   released_count = 0;
   TrackGuardedResource(reinterpret_cast<void *>(0x50), &CountRelease);
@@ -197,6 +223,7 @@ TEST(GpuSymbols, GpuProgramsGetTheGpuRuntimeOverTheCpuTable) {
   const auto &gpu_table = GpuRuntimeSymbols();
   EXPECT_EQ(gpu_table.at("malloc"), reinterpret_cast<void *>(&tm_rt_gpu_malloc));
   EXPECT_EQ(gpu_table.at("aligned_alloc"), reinterpret_cast<void *>(&tm_rt_gpu_aligned_alloc));
+  EXPECT_EQ(gpu_table.at("calloc"), reinterpret_cast<void *>(&tm_rt_gpu_calloc));
   EXPECT_EQ(gpu_table.at("free"), reinterpret_cast<void *>(&tm_rt_gpu_free));
   for (const char *name :
        {"mgpuModuleLoad", "mgpuModuleLoadJIT", "mgpuModuleUnload", "mgpuModuleGetFunction",
@@ -210,10 +237,11 @@ TEST(GpuSymbols, GpuProgramsGetTheGpuRuntimeOverTheCpuTable) {
   }
   // Everything else is the CPU table's (libm, memcpy, BLAS).
   for (const auto &[name, address] : cpu)
-    if (name != "malloc" && name != "aligned_alloc" && name != "free")
+    if (name != "malloc" && name != "aligned_alloc" && name != "calloc" && name != "free")
       EXPECT_EQ(gpu_table.at(name), address) << name;
   // CPU programs resolve as before.
   EXPECT_EQ(cpu.at("malloc"), reinterpret_cast<void *>(&tm_rt_malloc));
+  EXPECT_EQ(cpu.at("calloc"), reinterpret_cast<void *>(&tm_rt_calloc));
   EXPECT_EQ(cpu.at("free"), reinterpret_cast<void *>(&tm_rt_free));
 }
 
@@ -342,6 +370,7 @@ void CallEveryRuntimeFunction(void **args) {
     case 15: mgpuMemset16(&word, 0, 1, nullptr); break;
     case 16: tm_rt_gpu_aligned_alloc(256, 64); break;
     case 17: mgpuModuleGetFunction(&word, "k"); break;
+    case 18: tm_rt_gpu_calloc(16, 4); break;
   }
   reached_end = true;
 }
@@ -349,7 +378,7 @@ void CallEveryRuntimeFunction(void **args) {
 TEST(CudaNoDriver, EveryRuntimeFunctionUnwindsWithTheDriversStatus) {
   const Status driver = DriverStatus();
   if (driver.ok()) GTEST_SKIP() << "a GPU is present: " << gpu::DeviceDescription();
-  for (int which = 0; which <= 17; ++which) {
+  for (int which = 0; which <= 18; ++which) {
     reached_end = false;
     void *args[] = {&which};
     const Status status = CallGuarded(&CallEveryRuntimeFunction, args);

@@ -34,7 +34,8 @@ engine="core/trace core/engine core/cache/program_file.h core/cache/program_file
   core/support/file_io.h core/support/file_io.cpp core/support/fork_safe_mutex.h
   core/support/fork_safe_mutex.cpp core/support/fnv.h core/support/byte_io.h
   core/target/gpu/cuda_driver.h core/target/gpu/cuda_driver.cpp core/target/gpu/gpu_runtime.h
-  core/target/gpu/gpu_runtime.cpp core/target/gpu/gpu_symbols.h core/target/gpu/gpu_symbols.cpp"
+  core/target/gpu/gpu_runtime.cpp core/target/gpu/gpu_symbols.h core/target/gpu/gpu_symbols.cpp
+  core/target/gpu/emulation_runtime.h core/target/gpu/emulation_runtime.cpp"
 # shellcheck disable=SC2086
 violations 'llvm/|mlir/|core/builder|core/passes|core/target/compile|core/target/native_compiler|core/target/gpu/gpu_lowering|core/target/cpu/native_object|core/cache/(program_cache|disk_cache)' \
   "the engine (libtinymlir_runtime.so) includes LLVM, MLIR or the compiler" $engine

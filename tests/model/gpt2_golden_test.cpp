@@ -9,6 +9,11 @@
 // a later divergence is reported, not failed: each note goes to the file named by
 // TM_TEST_NOTES, which scripts/test.sh prints after the run, since CTest hides the output
 // of passing tests).
+//
+// Built twice: model_tests (the CPU target) and gpu_emulated_model_tests (TM_TEST_GPU:
+// the GPU target, run by CTest with TINYMLIR_GPU_EMULATE=fast, so that its kernels run on the
+// CPU, core/passes/gpu_emulation.h; on a machine with a GPU and without the variable, on
+// the GPU). Same goldens, same tolerances.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +33,19 @@
 namespace {
 
 using json = nlohmann::json;
+
+#ifdef TM_TEST_GPU
+constexpr tm_target kTarget = TM_TARGET_GPU;
+#else
+constexpr tm_target kTarget = TM_TARGET_CPU;
+#endif
+
+tm_status LoadModel(tm_context *ctx, const std::string &dir, tm_model **out) {
+  tm_model_options o;
+  tm_model_options_init(&o);
+  o.target = kTarget;
+  return tm_model_load(ctx, dir.c_str(), &o, out);
+}
 
 struct ContextDeleter { void operator()(tm_context *c) const { tm_context_destroy(c); } };
 struct ModelDeleter { void operator()(tm_model *m) const { tm_model_destroy(m); } };
@@ -56,7 +74,7 @@ class Gpt2Golden : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(tm_context_create(&c), TM_OK);
     ctx_.reset(c);
     tm_model *m = nullptr;
-    ASSERT_EQ(tm_model_load(ctx_.get(), ModelDir(GetParam()).c_str(), nullptr, &m), TM_OK)
+    ASSERT_EQ(LoadModel(ctx_.get(), ModelDir(GetParam()), &m), TM_OK)
         << tm_last_error();
     model_.reset(m);
     golden_ = ReadJson(ModelDir(GetParam()) + "/golden.json");
@@ -204,7 +222,7 @@ TEST(Gpt2Kjv, TokenizerAndTextMatchTheGolden) {
   ASSERT_EQ(tm_context_create(&c), TM_OK);
   std::unique_ptr<tm_context, ContextDeleter> ctx(c);
   tm_model *m = nullptr;
-  ASSERT_EQ(tm_model_load(c, ModelDir("kjv-tiny").c_str(), nullptr, &m), TM_OK);
+  ASSERT_EQ(LoadModel(c, ModelDir("kjv-tiny"), &m), TM_OK);
   std::unique_ptr<tm_model, ModelDeleter> model(m);
   json g = Cases(ReadJson(ModelDir("kjv-tiny") + "/golden.json"))[0];
 

@@ -6,6 +6,10 @@ Logits tolerance: |python - c++| <= 1e-5 * max(|c++|, 1) for every vocabulary en
 means nothing: both sides are float32 sums of hundreds of products). Checked at every step of
 greedy generation, on the exact prefix the step sees.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -78,6 +82,19 @@ def test_changing_the_target_changes_no_formula(models):
         assert (cpu.target, gpu.target) == (tm.Target.CPU, tm.Target.GPU)
     with pytest.raises(tm.UnsupportedError):     # what this build of the library says today
         gpu_model.logits([1, 2, 3])
+
+
+def test_the_gpu_target_runs_the_same_formulas_emulated():
+    """--target gpu with TINYMLIR_GPU_EMULATE=1: the GPU lowering's kernels run on the CPU,
+    checked for races (a fresh process: the variable is read once per process)."""
+    case = golden_cases(TINY_A)[0]
+    env = dict(os.environ, TINYMLIR_GPU_EMULATE="1")
+    run = subprocess.run(
+        [sys.executable, gpt2.__file__, "--target", "gpu", "--model", TINY_A, "--ids",
+         "--tokens", "5", " ".join(map(str, case["prompt_ids"]))],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == [str(t) for t in case["greedy_ids"][:5]]
 
 
 def test_command_line(capsys):

@@ -10,6 +10,7 @@
 #include "core/target/cpu/gemv_kernels.h"
 #include "core/target/cpu/half_matmul.h"
 #include "core/target/cpu/parallel_for.h"
+#include "core/target/gpu/emulation_runtime.h"
 
 extern "C" void tm_rt_memref_copy(int64_t elem_size, void *src_arg, void *dst_arg) {
   struct Unranked {
@@ -89,6 +90,14 @@ const std::unordered_map<std::string, void *> &RuntimeSymbols() {
         {"malloc", reinterpret_cast<void *>(&tm_rt_malloc)},
         {"free", reinterpret_cast<void *>(&tm_rt_free)},
         {"aligned_alloc", reinterpret_cast<void *>(&tm_rt_aligned_alloc)},
+        {"calloc", reinterpret_cast<void *>(&tm_rt_calloc)},
+        // GPU emulation's race check (emulated GPU programs are CPU programs).
+        {"tm_rt_gpu_emulation_launch_begin",
+         reinterpret_cast<void *>(&tm_rt_gpu_emulation_launch_begin)},
+        {"tm_rt_gpu_emulation_barrier", reinterpret_cast<void *>(&tm_rt_gpu_emulation_barrier)},
+        {"tm_rt_gpu_emulation_access", reinterpret_cast<void *>(&tm_rt_gpu_emulation_access)},
+        {"tm_rt_gpu_emulation_launch_end",
+         reinterpret_cast<void *>(&tm_rt_gpu_emulation_launch_end)},
         {"memcpy", reinterpret_cast<void *>(&::memcpy)},
         {"memmove", reinterpret_cast<void *>(&::memmove)},
         {"memset", reinterpret_cast<void *>(&::memset)},

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/passes/gpu_emulation.h"
 #include "core/passes/gpu_matmul.h"
 #include "core/passes/pipelines.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -63,10 +64,17 @@ Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::st
   GlobalsToDeviceMemory(module);  // after CopiesToLinalg: these copies run on the host
   TM_RETURN_IF_ERROR(VerifyModule(module, "gpu matmul kernels"));
   TM_RETURN_IF_ERROR(RunPipeline(module, "map to the GPU", kGpuMapPipeline));
+  device_code->clear();
+  if (options.gpu_emulate != GpuEmulation::kOff) {
+    TM_RETURN_IF_ERROR(
+        EmulateGpuLaunches(module, options.gpu_emulate == GpuEmulation::kCheckRaces));
+    TM_RETURN_IF_ERROR(VerifyModule(module, "gpu emulation"));
+    return RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline);
+  }
+  TM_RETURN_IF_ERROR(RunPipeline(module, "outline the kernels", kGpuOutlinePipeline));
   const std::string chip = "sm_" + std::to_string(options.gpu_sm);
   TM_RETURN_IF_ERROR(RunPipeline(module, "lower for the GPU",
                                  GpuLowerPipeline(chip, CudaToolkit(), options.gpu_cubin)));
-  device_code->clear();
   module.walk([&](mlir::gpu::BinaryOp binary) {
     for (mlir::Attribute attr : binary.getObjects()) {
       auto object = mlir::dyn_cast<mlir::gpu::ObjectAttr>(attr);

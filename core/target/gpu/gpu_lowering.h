@@ -11,6 +11,10 @@
 //      lowered as on the CPU with gpu-to-llvm, and gpu-module-to-binary: PTX (the driver
 //      assembles it when the program is linked) or cubin (ptxas, at compile time).
 //
+// With options.gpu_emulate, step 3 is replaced by core/passes/gpu_emulation.h: the launches
+// become host loops running the kernels thread by thread, lowered as on the CPU (no device
+// code; the program is a CPU program).
+//
 // The host code calls MLIR's mgpu* runtime functions, which tinymlir implements over the
 // CUDA driver (core/target/gpu/gpu_runtime.h); its own buffers come from managed memory.
 #pragma once

@@ -468,6 +468,19 @@ void *tm_rt_gpu_aligned_alloc(size_t alignment, size_t bytes) {
   return block;
 }
 
+void *tm_rt_gpu_calloc(size_t count, size_t size) {
+  size_t bytes = 0;
+  void *block = nullptr;
+  Status status = __builtin_mul_overflow(count, size, &bytes)
+                      ? tinymlir::OutOfMemory("the program asked for " + std::to_string(count) +
+                                              " x " + std::to_string(size) +
+                                              " bytes of GPU managed memory, more than exist")
+                      : gpu::HostAlloc(1, bytes, &block);
+  gpu::Report(std::move(status));
+  if (block) std::memset(block, 0, bytes);  // managed memory is host-reachable
+  return block;
+}
+
 void tm_rt_gpu_free(void *block) {
   if (!block) return;
   tinymlir::UntrackGuardedResource(block);

@@ -57,10 +57,11 @@ void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream);
 // Only device 0 exists for tinymlir; another ordinal is an error.
 void mgpuSetDefaultDevice(int32_t device);
 
-// malloc / aligned_alloc / free of a GPU program's host code: CUDA managed memory, so a
+// malloc / aligned_alloc / calloc / free of a GPU program's host code: CUDA managed memory, so a
 // temporary the host code makes can be passed to a kernel. Zero bytes is NULL.
 void *tm_rt_gpu_malloc(size_t bytes);
 void *tm_rt_gpu_aligned_alloc(size_t alignment, size_t bytes);
+void *tm_rt_gpu_calloc(size_t count, size_t size);
 void tm_rt_gpu_free(void *block);
 
 }  // extern "C"

@@ -15,10 +15,12 @@ const std::unordered_map<std::string, void *> &GpuRuntimeSymbols() {
     // guard as the CPU allocator (a failure unwinds the call with a status).
     (*table)["malloc"] = reinterpret_cast<void *>(&tm_rt_gpu_malloc);
     (*table)["aligned_alloc"] = reinterpret_cast<void *>(&tm_rt_gpu_aligned_alloc);
+    (*table)["calloc"] = reinterpret_cast<void *>(&tm_rt_gpu_calloc);
     (*table)["free"] = reinterpret_cast<void *>(&tm_rt_gpu_free);
 #define TM_GPU(name) (*table)[#name] = reinterpret_cast<void *>(&name)
     TM_GPU(tm_rt_gpu_malloc);  // also by their own names, for code that calls them directly
     TM_GPU(tm_rt_gpu_aligned_alloc);
+    TM_GPU(tm_rt_gpu_calloc);
     TM_GPU(tm_rt_gpu_free);
 #undef TM_GPU
 #define TM_GPU(name) (*table)[#name] = reinterpret_cast<void *>(&name)

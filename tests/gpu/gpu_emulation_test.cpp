@@ -1,0 +1,134 @@
+// GPU emulation (TINYMLIR_GPU_EMULATE=1, which CTest sets for this program): the GPU
+// target's kernels, run on the CPU thread by thread (core/passes/gpu_emulation.h). Here the
+// tiled shared-memory matmul kernel is checked against double-precision loops for every kind
+// of tile edge (1, smaller than, equal to and not dividing the sizes, the largest), and the
+// programs are checked to be that kernel on the host. The op cases (gpu_check_emulated_*)
+// and the GPT-2 goldens (gpu_emulated.*) run the rest of the GPU lowering the same way.
+// Tolerances: 1e-5 relative (+1e-5 absolute) for f32, 1e-12 for f64: the kernel sums K in
+// tile order, the reference in index order.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace tmtest {
+namespace {
+
+tm_compile_options GpuOptions(int tile) {
+  tm_compile_options o = Options();
+  o.target = TM_TARGET_GPU;
+  o.gpu_matmul_tile = tile;
+  return o;
+}
+
+// C = A @ B (batch of `batch`, each m x k times k x n), in double.
+std::vector<double> MatmulReference(const std::vector<double> &a, const std::vector<double> &b,
+                                    int64_t batch, int64_t m, int64_t k, int64_t n) {
+  std::vector<double> c(batch * m * n, 0.0);
+  for (int64_t z = 0; z < batch; ++z)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) sum += a[(z * m + i) * k + p] * b[(z * k + p) * n + j];
+        c[(z * m + i) * n + j] = sum;
+      }
+  return c;
+}
+
+template <typename T>
+void ExpectMatmul(int tile, int64_t batch, int64_t m, int64_t k, int64_t n, double rel,
+                  double abs) {
+  SCOPED_TRACE("tile " + std::to_string(tile) + ", " + std::to_string(batch) + " x " +
+               std::to_string(m) + " x " + std::to_string(k) + " x " + std::to_string(n));
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx, "matmul");
+  const std::vector<int64_t> a_shape =
+      batch > 1 ? std::vector<int64_t>{batch, m, k} : std::vector<int64_t>{m, k};
+  const std::vector<int64_t> b_shape =
+      batch > 1 ? std::vector<int64_t>{batch, k, n} : std::vector<int64_t>{k, n};
+  const std::vector<int64_t> c_shape =
+      batch > 1 ? std::vector<int64_t>{batch, m, n} : std::vector<int64_t>{m, n};
+  tm_value a = Input(t, DtypeOf<T>(), a_shape), b = Input(t, DtypeOf<T>(), b_shape);
+  End(t, {Op(tm_op_matmul, t, a, b)});
+  Host<T> ha(a_shape, Cast<T>(Pseudo(batch * m * k, -1, 1, 1)));
+  Host<T> hb(b_shape, Cast<T>(Pseudo(batch * k * n, -1, 1, 2)));
+  Host<T> hc(c_shape, T(0));
+  const tm_compile_options o = GpuOptions(tile);
+  TM_ASSERT_OK(CompileInvoke(ctx, t, {ha.view(), hb.view()}, {hc.view()}, &o));
+  EXPECT_TRUE(AllClose(
+      hc.data, MatmulReference(ToDouble(ha.data), ToDouble(hb.data), batch, m, k, n), rel, abs));
+}
+
+TEST(GpuEmulation, RunsWithTheVariableSet) {
+  const char *value = std::getenv("TINYMLIR_GPU_EMULATE");
+  ASSERT_TRUE(value && std::strcmp(value, "1") == 0)
+      << "run under CTest, or with TINYMLIR_GPU_EMULATE=1";
+}
+
+TEST(GpuEmulation, MatmulsEqualADoubleLoopForEveryTileEdge) {
+  for (int tile : {1, 2, 7, 16, 32}) {
+    ExpectMatmul<float>(tile, 1, 1, 1, 1, 1e-5, 1e-5);
+    ExpectMatmul<float>(tile, 1, 37, 19, 23, 1e-5, 1e-5);
+    ExpectMatmul<float>(tile, 1, 32, 64, 16, 1e-5, 1e-5);
+    ExpectMatmul<double>(tile, 1, 45, 33, 17, 1e-12, 1e-12);
+  }
+}
+
+TEST(GpuEmulation, BatchMatmulsPutTheBatchOnTheGridsZ) {
+  ExpectMatmul<float>(16, 3, 5, 17, 9, 1e-5, 1e-5);
+  ExpectMatmul<float>(4, 12, 7, 64, 19, 1e-5, 1e-5);
+  ExpectMatmul<double>(5, 2, 11, 13, 3, 1e-12, 1e-12);
+}
+
+// The program is the GPU lowering's kernel run on the host: no GPU operation, runtime call or
+// device code is left, and the CPU target's BLAS call is not there either.
+TEST(GpuEmulation, ProgramsAreTheKernelsOnTheHost) {
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx, "matmul");
+  tm_value a = Input(t, TM_F32, {20, 30}), b = Input(t, TM_F32, {30, 40});
+  End(t, {Op(tm_op_matmul, t, a, b)});
+  Program gpu, cpu;
+  const tm_compile_options g = GpuOptions(16), c = Options();
+  TM_ASSERT_OK(tm_compile(ctx, t, &g, gpu.out()));
+  TM_ASSERT_OK(tm_compile(ctx, t, &c, cpu.out()));
+  const std::string emulated = StageText(gpu, TM_STAGE_LOWERED);
+  EXPECT_EQ(emulated.find("gpu."), std::string::npos);
+  EXPECT_EQ(emulated.find("mgpu"), std::string::npos);
+  EXPECT_EQ(emulated.find("tm_rt_gemm"), std::string::npos);
+  EXPECT_NE(StageText(cpu, TM_STAGE_LOWERED).find("tm_rt_gemm"), std::string::npos);
+  // Host assembly, not PTX.
+  const std::string assembly = StageText(gpu, TM_STAGE_ASSEMBLY);
+  EXPECT_EQ(assembly.find(".target sm_"), std::string::npos);
+  EXPECT_NE(assembly.find("\tret"), std::string::npos) << assembly.substr(0, 600);
+}
+
+// An emulated program is exported and loaded like any other, and runs from its file.
+TEST(GpuEmulation, ProgramFilesRunWithoutAGpu) {
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx, "matmul");
+  tm_value a = Input(t, TM_F32, {9, 18}), b = Input(t, TM_F32, {18, 5});
+  End(t, {Op(tm_op_matmul, t, a, b)});
+  Program compiled, loaded;
+  const tm_compile_options o = GpuOptions(8);
+  TM_ASSERT_OK(tm_compile(ctx, t, &o, compiled.out()));
+  const char *tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/tinymlir-emulated-" +
+                           std::to_string(getpid()) + ".tmp";
+  TM_ASSERT_OK(tm_program_export(compiled, path.c_str()));
+  TM_ASSERT_OK(tm_program_load(path.c_str(), loaded.out()));
+  std::remove(path.c_str());
+  Host<float> ha({9, 18}, Cast<float>(Pseudo(9 * 18))),
+      hb({18, 5}, Cast<float>(Pseudo(90, -1, 1, 3)));
+  Host<float> hc({9, 5}, 0.0f);
+  std::vector<tm_tensor> in = {ha.view(), hb.view()}, out = {hc.view()};
+  TM_ASSERT_OK(tm_invoke(loaded, in.data(), 2, out.data(), 1));
+  EXPECT_TRUE(AllClose(hc.data, MatmulReference(ToDouble(ha.data), ToDouble(hb.data), 1, 9, 18, 5),
+                       1e-5, 1e-5));
+}
+
+}  // namespace
+}  // namespace tmtest
