@@ -1,0 +1,284 @@
+// A CUDA driver without a GPU, for testing the GPU target's host side where there is none
+// (CI): built as libcuda.so.1 in a folder of its own, which a test puts first on its library
+// path. It implements the driver functions core/target/gpu/cuda_driver.h resolves, over host
+// memory, and checks what a real driver would only show by faulting:
+//   - a module is PTX for the chip the device reports (sm_90), or an ELF cubin;
+//   - a kernel asked for by name is an .entry of its module;
+//   - a launch's dimensions are within the device's limits, and every 64-bit argument that
+//     is an address of this process's memory points into managed or device memory (a host
+//     pointer handed to a kernel reads garbage or faults on a GPU).
+// Kernels do not run: a launch only checks its arguments. A violation fails the call with
+// CUDA_ERROR_INVALID_VALUE and is appended, one line each, to the file named by
+// FAKE_CUDA_LOG; every launch adds a line "launch <kernel>" there too, so a test can count
+// them.
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using CUresult = int;
+constexpr CUresult kSuccess = 0, kInvalidValue = 1, kNotFound = 500, kInvalidImage = 200;
+
+struct Module {
+  std::map<std::string, std::vector<int>> entries;  // kernel -> bytes of each parameter
+  bool cubin = false;
+};
+
+struct Function {
+  Module *module;
+  std::string name;
+};
+
+struct State {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> blocks;  // managed and device allocations: start -> bytes
+  std::set<Module *> modules;
+};
+
+State &Driver() {
+  static State *state = new State;  // never destroyed: called from destructors at exit
+  return *state;
+}
+
+void Log(const std::string &line) {
+  if (const char *path = std::getenv("FAKE_CUDA_LOG")) std::ofstream(path, std::ios::app) << line << "\n";
+}
+
+CUresult Violation(const std::string &what) {
+  Log("violation: " + what);
+  return kInvalidValue;
+}
+
+// The bytes of each .param of every .entry in a PTX text.
+std::map<std::string, std::vector<int>> Entries(const std::string &ptx) {
+  std::map<std::string, std::vector<int>> entries;
+  for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) {
+    size_t name_start = at + 7, open = ptx.find('(', name_start);
+    size_t close = ptx.find(')', open);
+    if (open == std::string::npos || close == std::string::npos) break;
+    std::string name = ptx.substr(name_start, open - name_start);
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\n')) name.pop_back();
+    std::vector<int> params;
+    const std::string list = ptx.substr(open, close - open);
+    for (size_t p = list.find(".param "); p != std::string::npos; p = list.find(".param ", p + 1)) {
+      const std::string type = list.substr(p + 7, 4);
+      params.push_back(type.find("64") != std::string::npos   ? 8
+                       : type.find("32") != std::string::npos ? 4
+                       : type.find("16") != std::string::npos ? 2
+                                                              : 1);
+    }
+    entries[name] = params;
+  }
+  return entries;
+}
+
+// Whether `address` lies in memory this process has mapped (/proc/self/maps).
+bool MappedHere(uintptr_t address) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx", &start, &end) == 2 && address >= start &&
+        address < end)
+      return true;
+  }
+  return false;
+}
+
+bool InBlock(State &s, uintptr_t address) {
+  auto it = s.blocks.upper_bound(address);
+  if (it == s.blocks.begin()) return false;
+  --it;
+  return address < it->first + it->second || (it->second == 0 && address == it->first);
+}
+
+CUresult Allocate(unsigned long long *ptr, size_t bytes) {
+  if (!ptr || bytes == 0) return kInvalidValue;
+  void *block = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  if (!block) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  Driver().blocks[reinterpret_cast<uintptr_t>(block)] = bytes;
+  *ptr = reinterpret_cast<uintptr_t>(block);
+  return kSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuInit(unsigned) { return kSuccess; }
+CUresult cuDriverGetVersion(int *version) { return *version = 13000, kSuccess; }
+
+CUresult cuGetErrorName(CUresult error, const char **name) {
+  switch (error) {
+    case kSuccess: *name = "CUDA_SUCCESS"; return kSuccess;
+    case kInvalidValue: *name = "CUDA_ERROR_INVALID_VALUE"; return kSuccess;
+    case 2: *name = "CUDA_ERROR_OUT_OF_MEMORY"; return kSuccess;
+    case kInvalidImage: *name = "CUDA_ERROR_INVALID_IMAGE"; return kSuccess;
+    case kNotFound: *name = "CUDA_ERROR_NOT_FOUND"; return kSuccess;
+  }
+  *name = nullptr;
+  return kInvalidValue;
+}
+
+CUresult cuDeviceGetCount(int *count) { return *count = 1, kSuccess; }
+CUresult cuDeviceGet(int *device, int ordinal) { return ordinal == 0 ? (*device = 0, kSuccess) : 101; }
+
+CUresult cuDeviceGetName(char *name, int length, int) {
+  std::snprintf(name, static_cast<size_t>(length), "Fake CUDA device (no GPU)");
+  return kSuccess;
+}
+
+CUresult cuDeviceGetAttribute(int *value, int attribute, int) {
+  *value = attribute == 75 ? 9 : 0;  // compute capability 9.0
+  return kSuccess;
+}
+
+CUresult cuDevicePrimaryCtxRetain(void **context, int) {
+  static int primary;
+  *context = &primary;
+  return kSuccess;
+}
+
+CUresult cuCtxSetCurrent(void *) { return kSuccess; }
+CUresult cuCtxSynchronize() { return kSuccess; }
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
+  *free_bytes = size_t{64} << 30;
+  *total_bytes = size_t{80} << 30;
+  return kSuccess;
+}
+
+CUresult cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) { return Allocate(ptr, bytes); }
+CUresult cuMemAllocManaged(unsigned long long *ptr, size_t bytes, unsigned) {
+  return Allocate(ptr, bytes);
+}
+
+CUresult cuMemFree_v2(unsigned long long ptr) {
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  auto it = Driver().blocks.find(static_cast<uintptr_t>(ptr));
+  if (it == Driver().blocks.end()) return Violation("cuMemFree of memory the driver did not allocate");
+  std::free(reinterpret_cast<void *>(it->first));
+  Driver().blocks.erase(it);
+  return kSuccess;
+}
+
+CUresult cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr) {
+  if (attribute != 8) return kInvalidValue;  // CU_POINTER_ATTRIBUTE_IS_MANAGED only
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  if (!InBlock(Driver(), static_cast<uintptr_t>(ptr))) return kInvalidValue;
+  *static_cast<unsigned *>(data) = 1;
+  return kSuccess;
+}
+
+CUresult cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t bytes, void *) {
+  std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src), bytes);
+  return kSuccess;
+}
+
+CUresult cuMemsetD32Async(unsigned long long dst, unsigned value, size_t count, void *) {
+  auto *p = reinterpret_cast<unsigned *>(dst);
+  for (size_t i = 0; i < count; ++i) p[i] = value;
+  return kSuccess;
+}
+
+CUresult cuMemsetD16Async(unsigned long long dst, unsigned short value, size_t count, void *) {
+  auto *p = reinterpret_cast<unsigned short *>(dst);
+  for (size_t i = 0; i < count; ++i) p[i] = value;
+  return kSuccess;
+}
+
+CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned, int *, void **) {
+  const char *text = static_cast<const char *>(image);
+  auto *m = new Module;
+  if (std::memcmp(text, "\x7f" "ELF", 4) == 0) {
+    m->cubin = true;
+  } else {
+    const std::string ptx(text);
+    if (ptx.find(".version ") == std::string::npos || ptx.find(".target sm_90") == std::string::npos) {
+      delete m;
+      Log("violation: a module that is neither PTX for sm_90 nor a cubin");
+      return kInvalidImage;
+    }
+    m->entries = Entries(ptx);
+  }
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  Driver().modules.insert(m);
+  *module = m;
+  return kSuccess;
+}
+
+CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
+  auto *m = static_cast<Module *>(module);
+  if (!m->cubin && !m->entries.count(name)) return kNotFound;
+  *function = new Function{m, name};  // kept for the process, as a driver's are
+  return kSuccess;
+}
+
+CUresult cuModuleUnload(void *module) {
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  if (!Driver().modules.erase(static_cast<Module *>(module)))
+    return Violation("cuModuleUnload of an unknown module");
+  delete static_cast<Module *>(module);
+  return kSuccess;
+}
+
+CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned shared_bytes, void *, void **params,
+                        void **extra) {
+  const auto *f = static_cast<Function *>(function);
+  Log("launch " + f->name);
+  if (extra) return Violation(f->name + ": extra launch arguments");
+  if (gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535)
+    return Violation(f->name + ": grid out of range");
+  if (bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024 || bz > 64)
+    return Violation(f->name + ": block of more than 1024 threads");
+  if (shared_bytes > 48 * 1024) return Violation(f->name + ": dynamic shared memory over 48 KiB");
+  if (f->module->cubin) return kSuccess;  // no parameter list to check against
+  const std::vector<int> &sizes = f->module->entries.at(f->name);
+  if (!sizes.empty() && !params) return Violation(f->name + ": no arguments");
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] != 8) continue;
+    uint64_t value = 0;
+    std::memcpy(&value, params[i], 8);
+    if (value < 65536 || InBlock(Driver(), static_cast<uintptr_t>(value))) continue;
+    if (MappedHere(static_cast<uintptr_t>(value))) {
+      std::ostringstream what;
+      what << f->name << ": argument " << i << " is host memory the device cannot read (0x"
+           << std::hex << value << ")";
+      return Violation(what.str());
+    }
+  }
+  return kSuccess;
+}
+
+CUresult cuStreamCreate(void **stream, unsigned) {
+  static int streams;
+  *stream = &streams;
+  return kSuccess;
+}
+CUresult cuStreamDestroy_v2(void *) { return kSuccess; }
+CUresult cuStreamSynchronize(void *) { return kSuccess; }
+CUresult cuStreamWaitEvent(void *, void *, unsigned) { return kSuccess; }
+
+CUresult cuEventCreate(void **event, unsigned) {
+  static int events;
+  *event = &events;
+  return kSuccess;
+}
+CUresult cuEventDestroy_v2(void *) { return kSuccess; }
+CUresult cuEventRecord(void *, void *) { return kSuccess; }
+CUresult cuEventSynchronize(void *) { return kSuccess; }
+
+}  // extern "C"
