@@ -335,22 +335,36 @@ class LaunchEmulator {
     for (Value v : op->getOperands()) used.insert(v);
     mlir::getUsedValuesDefinedAbove(op->getRegions(), used);
     for (Value v : used) TM_RETURN_IF_ERROR(Resolve(v));
-    Value id;
-    if (auto o = mlir::dyn_cast<mlir::gpu::ThreadIdOp>(op))
-      id = thread_ids_[DimensionIndex(o.getDimension())];
-    else if (auto o = mlir::dyn_cast<mlir::gpu::BlockIdOp>(op))
-      id = block_ids_[DimensionIndex(o.getDimension())];
-    else if (auto o = mlir::dyn_cast<mlir::gpu::BlockDimOp>(op))
-      id = block_size_[DimensionIndex(o.getDimension())];
-    else if (auto o = mlir::dyn_cast<mlir::gpu::GridDimOp>(op))
-      id = grid_size_[DimensionIndex(o.getDimension())];
-    if (id) {
+    if (Value id = IdValue(op)) {
       phase_map_.map(op->getResult(0), id);
       return Status::Ok();
     }
     mlir::Operation *copy = b_.clone(*op, phase_map_);
+    // Ids and dimensions read inside the copy's regions become the emulation's values.
+    std::vector<mlir::Operation *> ids;
+    copy->walk([&](mlir::Operation *inner) {
+      if (inner != copy && IdValue(inner)) ids.push_back(inner);
+    });
+    for (mlir::Operation *inner : ids) {
+      inner->getResult(0).replaceAllUsesWith(IdValue(inner));
+      inner->erase();
+    }
     if (check_races_) CheckAccesses(copy);
     return Status::Ok();
+  }
+
+  // The emulation's value of a gpu.thread_id, block_id, block_dim or grid_dim; null for any
+  // other operation.
+  Value IdValue(mlir::Operation *op) {
+    if (auto o = mlir::dyn_cast<mlir::gpu::ThreadIdOp>(op))
+      return thread_ids_[DimensionIndex(o.getDimension())];
+    if (auto o = mlir::dyn_cast<mlir::gpu::BlockIdOp>(op))
+      return block_ids_[DimensionIndex(o.getDimension())];
+    if (auto o = mlir::dyn_cast<mlir::gpu::BlockDimOp>(op))
+      return block_size_[DimensionIndex(o.getDimension())];
+    if (auto o = mlir::dyn_cast<mlir::gpu::GridDimOp>(op))
+      return grid_size_[DimensionIndex(o.getDimension())];
+    return Value();
   }
 
   // Makes `value` available to the current phase as the current thread sees it (mapped in

@@ -29,14 +29,17 @@ namespace {
 using CUresult = int;
 constexpr CUresult kSuccess = 0, kInvalidValue = 1, kNotFound = 500, kInvalidImage = 200;
 
-struct Module {
-  std::map<std::string, std::vector<int>> entries;  // kernel -> bytes of each parameter
-  bool cubin = false;
-};
+struct Module;
 
 struct Function {
   Module *module;
   std::string name;
+};
+
+struct Module {
+  std::map<std::string, std::vector<int>> entries;  // kernel -> bytes of each parameter
+  bool cubin = false;
+  std::map<std::string, Function> functions;  // handed out by cuModuleGetFunction
 };
 
 struct State {
@@ -221,7 +224,9 @@ CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned, int *, v
 CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
   auto *m = static_cast<Module *>(module);
   if (!m->cubin && !m->entries.count(name)) return kNotFound;
-  *function = new Function{m, name};  // kept for the process, as a driver's are
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  auto it = m->functions.try_emplace(name, Function{m, name}).first;
+  *function = &it->second;  // valid until the module is unloaded, as a driver's are
   return kSuccess;
 }
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "core/engine/guarded_call.h"
 
@@ -51,19 +52,27 @@ std::string Coordinates(int64_t linear, const int64_t size[3]) {
   return "(" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
 }
 
-[[noreturn]] void ReportRace(const LaunchState &s, int64_t address, const Access &earlier,
-                             bool earlier_wrote, const Access &now, bool now_writes) {
+// The race's status, built in a frame of its own: FailGuardedCall's longjmp must not skip
+// the destructors of the strings that make the message.
+Status RaceStatus(const LaunchState &s, int64_t address, const Access &earlier,
+                  bool earlier_wrote, const Access &now, bool now_writes) {
   char where[32];
   std::snprintf(where, sizeof where, "%#llx", static_cast<unsigned long long>(address));
   auto who = [&](const Access &a) {
     return "thread " + Coordinates(a.thread, s.block_size) + " of block " +
            Coordinates(a.block, s.grid);
   };
-  FailGuardedCall(RuntimeError(
+  return RuntimeError(
       "GPU emulation found a race in a kernel: " + who(now) + (now_writes ? " writes" : " reads") +
       " the element at " + where + " that " + who(earlier) + (earlier_wrote ? " wrote" : " read") +
       (earlier.block == now.block ? " with no barrier between them"
-                                  : " (blocks do not synchronise within a launch)")));
+                                  : " (blocks do not synchronise within a launch)"));
+}
+
+[[noreturn]] void ReportRace(const LaunchState &s, int64_t address, const Access &earlier,
+                             bool earlier_wrote, const Access &now, bool now_writes) {
+  Status status = RaceStatus(s, address, earlier, earlier_wrote, now, now_writes);
+  FailGuardedCall(std::move(status));  // leaves `status` moved from: nothing to free
 }
 
 }  // namespace
