@@ -6,7 +6,9 @@
 #                                        runtime library and the libraries it needs, the
 #                                        gpu_check and tinymlir-run programs, the op cases
 #                                        (GPU programs + the CPU's results) and GPU bundles
-#                                        of kjv-tiny and of a GPT-2 124M-shaped model.
+#                                        of kjv-tiny and of a GPT-2 124M-shaped model;
+#                                        then runs the kit's bundles against a fake CUDA
+#                                        driver (no kernel runs; every launch is checked).
 #   scripts/gpu-check.sh run [KIT]       there (or here, where it stops at "no GPU"):
 #                                        1. every op case on the GPU = the CPU within 1e-5
 #                                           relative (tests/gpu/gpu_check.cpp);
@@ -32,7 +34,7 @@ prepare() {
   export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
   [[ -f "$BUILD/build.ninja" ]] || "$ROOT/scripts/build.sh" "$BUILD"
   ninja -C "$BUILD" tinymlir tinymlir_runtime tinymlir-cli tinymlir-run-cli gpu_check \
-    gpu_check_writer >&2
+    gpu_check_writer fake_cuda_driver >&2
   rm -rf "$KIT" && mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/cases"
   export TINYMLIR_CACHE_DIR=off
   # The GPU machine's CPU is not this one, and a program file refuses a CPU without every
@@ -60,7 +62,32 @@ prepare() {
       grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux)[.-]'; } |
     tar -cJf "$KIT/lib/deps.tar.xz" --transform 's|.*/||' -h -P -T -
   rm "$stripped"
+  self_check "$ckpt"
   du -sh "$KIT"
+}
+
+# The kit as the GPU machine will use it (its stripped programs, its packed libraries), run
+# here against the fake CUDA driver (tests/gpu/fake_cuda_driver.cpp): both bundles load,
+# every kernel is found and no launch is refused. Kernels do not run, so tokens are not
+# checked (cli_gpu_bundle_without_a_gpu checks them through GPU emulation).
+self_check() {
+  local ckpt="$1" libs log
+  libs=$(mktemp -d)
+  log="$libs/driver.log"
+  tar -xJf "$KIT/lib/deps.tar.xz" -C "$libs"
+  for bundle in "$KIT/kjv-tiny-gpu --model $ROOT/models/kjv-tiny" "$KIT/gpt2-124m-gpu --model $ckpt"; do
+    # shellcheck disable=SC2086  # the bundle and its --model, split on purpose
+    if ! LD_LIBRARY_PATH="$libs:$BUILD/tests/fake-cuda-driver" FAKE_CUDA_LOG="$log" \
+         "$KIT/bin/tinymlir-run" generate --greedy --ids --tokens 3 --bundle $bundle "1 2 3" \
+         >/dev/null 2>"$libs/err" || grep violation "$log"; then
+      echo "gpu-check: the kit fails against a driver without a GPU:" >&2
+      cat "$libs/err" >&2
+      rm -rf "$libs"
+      exit 1
+    fi
+  done
+  echo "kit self-check: $(grep -c '^launch ' "$log") launches against a driver without a GPU, none refused"
+  rm -rf "$libs"
 }
 
 run() {

@@ -20,7 +20,9 @@
 // Environment: TM_FUZZ_VERBOSE=1 prints every call; TM_FUZZ_NO_CAPTURE=1 leaves stderr alone
 // (to see what the library printed before a crash); TM_FUZZ_STATS=1 prints, at exit, how
 // often each open point of the header was met; TM_FUZZ_NUMPY_STRICT=1 expects NumPy's
-// answer where the library is known to differ.
+// answer where the library is known to differ. TM_FUZZ_TARGET=gpu compiles every program for
+// the GPU target with its kernels emulated on the CPU and checked for races
+// (TINYMLIR_GPU_EMULATE=1, core/passes/gpu_emulation.h): the same checks, on the GPU lowering.
 #include <fcntl.h>
 #include <sanitizer/common_interface_defs.h>
 #include <sys/mman.h>
@@ -59,6 +61,9 @@ struct Global {
   int capture = -1;       // memfd that receives fd 2 during library calls
   bool verbose = false;
   tmref::Semantics sem;
+  // The options of a compile that names none: NULL (the defaults), or the GPU target.
+  const tm_compile_options *defaults = nullptr;
+  tm_compile_options gpu_options;
   long runs = 0, compiled = 0, invoked = 0, compared = 0, dont_care = 0;
   std::map<std::string, long> checked_ops;  // ops of programs whose results were compared
 } G;
@@ -1065,7 +1070,8 @@ class Runner {
     tm_compile_options_init(&opt);
     uint8_t ob = rd_.Byte();
     Expect ex;  // compile must succeed
-    const tm_compile_options *op = nullptr;
+    const tm_compile_options *op = G.defaults;
+    if (G.defaults) opt = *G.defaults;
     std::vector<unsigned char> bigger;
     if ((flags_ & 3) == 2) {
       op = &opt;
@@ -1111,7 +1117,7 @@ class Runner {
     // the defaults' compile below is the context's second lookup (a hit when the options
     // are otherwise the defaults' and the target does not enter the key, else a miss).
     int earlier_lookups = 0;
-    if (s == TM_OK && opt.target == TM_TARGET_GPU && op) {
+    if (s == TM_OK && opt.target == TM_TARGET_GPU && op && !G.defaults) {
       earlier_lookups = 1;
       tm_program_release(prog);
       s = TM_ERROR_UNSUPPORTED;
@@ -1121,8 +1127,8 @@ class Runner {
       if (prog != Unwritten<tm_program>()) Violation("tm_compile failed but wrote *out");
       if (ex.errors) {  // a bad option: compile again with the defaults
         prog = Unwritten<tm_program>();
-        op = nullptr;
-        s = Call("tm_compile", [&] { return tm_compile(ctx_, trace_, nullptr, &prog); });
+        op = G.defaults;
+        s = Call("tm_compile", [&] { return tm_compile(ctx_, trace_, op, &prog); });
         Log(std::string("tm_compile(defaults) -> ") + StatusName(s) + (s ? " (" + last_msg_ + ")" : ""));
         Check(s, Expect(), "tm_compile");
       } else {
@@ -1660,6 +1666,13 @@ class Runner {
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   G.verbose = std::getenv("TM_FUZZ_VERBOSE") != nullptr;
   G.sem = tmref::Semantics::FromEnv();
+  const char *target = std::getenv("TM_FUZZ_TARGET");
+  if (target && std::strcmp(target, "gpu") == 0) {
+    setenv("TINYMLIR_GPU_EMULATE", "1", 1);  // before the library's first read
+    tm_compile_options_init(&G.gpu_options);
+    G.gpu_options.target = TM_TARGET_GPU;
+    G.defaults = &G.gpu_options;
+  }
   G.out = dup(2);
   if (G.out < 0) G.out = 2;
   const char *nc = std::getenv("TM_FUZZ_NO_CAPTURE");
