@@ -401,6 +401,7 @@ class LaunchEmulator {
     mlir::Operation *op = value.getDefiningOp();
     if (!Recomputable(op) || mlir::isa<mlir::gpu::ThreadIdOp>(op))
       return Unsupported("an scf.for around a barrier whose bounds differ between threads");
+    if (Value id = IdValue(op)) return *out = id, Status::Ok();  // a block's id or a size
     Value ignored;
     for (Value operand : op->getOperands()) TM_RETURN_IF_ERROR(ResolveUniform(operand, &ignored));
     b_.clone(*op, uniform_);

@@ -7,7 +7,8 @@
 //   - a launch's dimensions are within the device's limits, and every 64-bit argument that
 //     is an address of this process's memory points into managed or device memory (a host
 //     pointer handed to a kernel reads garbage or faults on a GPU).
-// Kernels do not run: a launch only checks its arguments. A violation fails the call with
+// Kernels do not run: a launch only checks its arguments (allocations are zeroed, so their
+// outputs read as zeros). A violation fails the call with
 // CUDA_ERROR_INVALID_VALUE and is appended, one line each, to the file named by
 // FAKE_CUDA_LOG; every launch adds a line "launch <kernel>" there too, so a test can count
 // them.
@@ -107,8 +108,11 @@ bool InBlock(State &s, uintptr_t address) {
 
 CUresult Allocate(unsigned long long *ptr, size_t bytes) {
   if (!ptr || bytes == 0) return kInvalidValue;
-  void *block = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  const size_t rounded = (bytes + 4095) / 4096 * 4096;
+  void *block = std::aligned_alloc(4096, rounded);
   if (!block) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
+  // Zeroed: what no kernel wrote reads as zeros, never as a NaN that stops a generation.
+  std::memset(block, 0, rounded);
   std::lock_guard<std::mutex> lock(Driver().mutex);
   Driver().blocks[reinterpret_cast<uintptr_t>(block)] = bytes;
   *ptr = reinterpret_cast<uintptr_t>(block);
