@@ -98,7 +98,6 @@ class LaunchEmulator {
       uniform_.map(attribution, buffer);
       shared_buffers_.insert(buffer);
     }
-    own_buffers_.clear();  // workgroup memory is the kernel's: checked for races
     const mlir::gpu::KernelDim3 grid_args = launch_.getGridSize();
     const mlir::gpu::KernelDim3 block_args = launch_.getBlockSize();
     uniform_.map(grid_args.x, grid[0]);
@@ -154,7 +153,6 @@ class LaunchEmulator {
     b_.restoreInsertionPoint(allocations_);
     Value buffer = mlir::memref::AllocOp::create(b_, loc_, type, sizes);
     buffers_.push_back(buffer);
-    own_buffers_.insert(buffer);
     return buffer;
   }
 
@@ -233,8 +231,10 @@ class LaunchEmulator {
   // A buffer holding one value of `type` per thread of a block, indexed (z, y, x).
   Value PerThreadBuffer(mlir::Type type) {
     const int64_t dynamic = mlir::ShapedType::kDynamic;
-    return Allocate(mlir::MemRefType::get({dynamic, dynamic, dynamic}, type),
-                    {block_size_[2], block_size_[1], block_size_[0]});
+    const Value buffer = Allocate(mlir::MemRefType::get({dynamic, dynamic, dynamic}, type),
+                                  {block_size_[2], block_size_[1], block_size_[0]});
+    own_buffers_.insert(buffer);
+    return buffer;
   }
 
   mlir::ValueRange ThreadIndices() { return thread_indices_; }

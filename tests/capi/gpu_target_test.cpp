@@ -10,6 +10,7 @@
 #include <functional>
 #include <sstream>
 
+#include "gpu_op_cases.h"
 #include "test_util.h"
 
 namespace tmtest {
@@ -20,64 +21,6 @@ tm_compile_options GpuOptions(int sm = 90) {
   o.target = TM_TARGET_GPU;
   o.gpu_sm = sm;
   return o;
-}
-
-struct Case {
-  const char *name;
-  std::vector<std::vector<int64_t>> in_shapes;
-  std::vector<tm_dtype> dtypes;
-  std::function<std::vector<tm_value>(tm_trace *, const std::vector<tm_value> &)> build;
-};
-
-// The op kinds the seed chapter names: elementwise, reductions, softmax, layer norm, gelu,
-// matmul with sizes that are not multiples of the tile, batch matmul, gather.
-std::vector<Case> Cases() {
-  return {
-      {"elementwise", {{5, 7}, {7}}, {TM_F32, TM_F32},
-       [](tm_trace *t, const std::vector<tm_value> &v) {
-         return std::vector<tm_value>{Op(tm_op_tanh, t, Op(tm_op_mul, t, v[0], v[1]))};
-       }},
-      {"reductions", {{6, 33}}, {TM_F32},
-       [](tm_trace *t, const std::vector<tm_value> &v) {
-         return std::vector<tm_value>{Op(tm_op_reduce_sum, t, v[0], 1, 0),
-                                      Op(tm_op_reduce_max, t, v[0], 0, 1)};
-       }},
-      {"softmax_layer_norm_gelu", {{4, 50}, {50}, {50}}, {TM_F32, TM_F32, TM_F32},
-       [](tm_trace *t, const std::vector<tm_value> &v) {
-         return std::vector<tm_value>{
-             Op(tm_op_softmax, t, v[0], -1),
-             Op(tm_op_gelu_tanh, t, Op(tm_op_layer_norm, t, v[0], v[1], v[2], 1e-5))};
-       }},
-      {"matmul_odd_sizes", {{37, 19}, {19, 23}}, {TM_F32, TM_F32},
-       [](tm_trace *t, const std::vector<tm_value> &v) {
-         return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
-       }},
-      {"batch_matmul_f64", {{3, 5, 17}, {3, 17, 9}}, {TM_F64, TM_F64},
-       [](tm_trace *t, const std::vector<tm_value> &v) {
-         return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
-       }},
-      {"constant_tensor", {{3, 4}}, {TM_F32},
-       [](tm_trace *t, const std::vector<tm_value> &v) {
-         static const float kTable[4] = {1, 2, 3, 4};
-         static const int64_t kShape[1] = {4};
-         const tm_tensor table = {const_cast<float *>(kTable), TM_F32, 1, kShape, nullptr};
-         return std::vector<tm_value>{Op(tm_op_mul, t, v[0], Op(tm_op_constant, t, &table))};
-       }},
-      {"gather", {{9, 8}, {4}}, {TM_F32, TM_I32},
-       [](tm_trace *t, const std::vector<tm_value> &v) {
-         return std::vector<tm_value>{Op(tm_op_gather, t, v[0], v[1])};
-       }},
-  };
-}
-
-Program CompileCase(tm_context *ctx, const Case &c, const tm_compile_options &o) {
-  Trace t = NewTrace(ctx, c.name);
-  std::vector<tm_value> in;
-  for (size_t i = 0; i < c.in_shapes.size(); ++i) in.push_back(Input(t, c.dtypes[i], c.in_shapes[i]));
-  End(t, c.build(t, in));
-  Program p;
-  EXPECT_EQ(tm_compile(ctx, t, &o, p.out()), TM_OK) << c.name << ": " << tm_last_error();
-  return p;
 }
 
 std::string TempDir() {
@@ -121,7 +64,7 @@ TEST(GpuTarget, EveryOpKindCompilesToKernelLaunchesAndPtxasAcceptsThePtx) {
       << Ptxas() << " is missing: the CUDA toolkit belongs at /usr/local/cuda (or $CUDA_HOME)";
   Context ctx = NewContext();
   const std::string dir = TempDir();
-  for (const Case &c : Cases()) {
+  for (const OpCase &c : OpCases()) {
     SCOPED_TRACE(c.name);
     Program p = CompileCase(ctx, c, GpuOptions());
     ASSERT_NE(p.get(), nullptr);
@@ -137,7 +80,7 @@ TEST(GpuTarget, EveryOpKindCompilesToKernelLaunchesAndPtxasAcceptsThePtx) {
 
 TEST(GpuTarget, MatmulKernelsStageTilesInSharedMemoryWithBarriers) {
   Context ctx = NewContext();
-  for (const Case &c : Cases()) {
+  for (const OpCase &c : OpCases()) {
     if (std::string(c.name).find("matmul") == std::string::npos) continue;
     SCOPED_TRACE(c.name);
     Program p = CompileCase(ctx, c, GpuOptions());
@@ -149,7 +92,7 @@ TEST(GpuTarget, MatmulKernelsStageTilesInSharedMemoryWithBarriers) {
 
 TEST(GpuTarget, TheChipOptionChangesTheTarget) {
   Context ctx = NewContext();
-  Program p = CompileCase(ctx, Cases()[0], GpuOptions(80));
+  Program p = CompileCase(ctx, OpCases()[0], GpuOptions(80));
   const std::string ptx = StageText(p, TM_STAGE_ASSEMBLY);
   EXPECT_NE(ptx.find(".target sm_80"), std::string::npos);
   EXPECT_EQ(ptx.find("sm_90"), std::string::npos);
@@ -166,7 +109,7 @@ TEST(GpuTarget, CubinIsAssembledAtCompileTime) {
   Context ctx = NewContext();
   tm_compile_options o = GpuOptions();
   o.gpu_cubin = 1;
-  Program p = CompileCase(ctx, Cases()[3], o);
+  Program p = CompileCase(ctx, OpCases()[3], o);
   ASSERT_NE(p.get(), nullptr);
   EXPECT_NE(StageText(p, TM_STAGE_ASSEMBLY).find("(cubin, "), std::string::npos);
 }
@@ -175,8 +118,8 @@ TEST(GpuTarget, CubinIsAssembledAtCompileTime) {
 // status naming the CUDA driver; nothing crashes and nothing is printed.
 TEST(GpuTarget, InvokingWithoutAGpuIsAClearError) {
   Context ctx = NewContext();
-  const std::vector<Case> cases = Cases();
-  const Case &c = cases[0];
+  const std::vector<OpCase> cases = OpCases();
+  const OpCase &c = cases[0];
   Program p = CompileCase(ctx, c, GpuOptions());
   std::vector<float> x(35, 0.5f), w(7, 2.0f), y(35, 0.0f);
   tm_tensor in[] = {View(x.data(), c.in_shapes[0]), View(w.data(), c.in_shapes[1])};
@@ -212,7 +155,7 @@ TEST(GpuTarget, ManagedMemoryNeedsTheDriver) {
 
 TEST(GpuTarget, ProgramFilesCarryTheDeviceCode) {
   Context ctx = NewContext();
-  Program p = CompileCase(ctx, Cases()[3], GpuOptions());
+  Program p = CompileCase(ctx, OpCases()[3], GpuOptions());
   const std::string path = TempDir() + "/matmul.tmp";
   TM_ASSERT_OK(tm_program_export(p, path.c_str()));
   Program loaded;

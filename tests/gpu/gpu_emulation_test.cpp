@@ -39,21 +39,28 @@ std::vector<double> MatmulReference(const std::vector<double> &a, const std::vec
   return c;
 }
 
+// A trace of one matmul, a @ b, ended.
+Trace MatmulTrace(tm_context *ctx, tm_dtype dtype, const std::vector<int64_t> &a_shape,
+                  const std::vector<int64_t> &b_shape) {
+  Trace t = NewTrace(ctx, "matmul");
+  tm_value a = Input(t, dtype, a_shape), b = Input(t, dtype, b_shape);
+  End(t, {Op(tm_op_matmul, t, a, b)});
+  return t;
+}
+
 template <typename T>
 void ExpectMatmul(int tile, int64_t batch, int64_t m, int64_t k, int64_t n, double rel,
                   double abs) {
   SCOPED_TRACE("tile " + std::to_string(tile) + ", " + std::to_string(batch) + " x " +
                std::to_string(m) + " x " + std::to_string(k) + " x " + std::to_string(n));
   Context ctx = NewContext();
-  Trace t = NewTrace(ctx, "matmul");
   const std::vector<int64_t> a_shape =
       batch > 1 ? std::vector<int64_t>{batch, m, k} : std::vector<int64_t>{m, k};
   const std::vector<int64_t> b_shape =
       batch > 1 ? std::vector<int64_t>{batch, k, n} : std::vector<int64_t>{k, n};
   const std::vector<int64_t> c_shape =
       batch > 1 ? std::vector<int64_t>{batch, m, n} : std::vector<int64_t>{m, n};
-  tm_value a = Input(t, DtypeOf<T>(), a_shape), b = Input(t, DtypeOf<T>(), b_shape);
-  End(t, {Op(tm_op_matmul, t, a, b)});
+  Trace t = MatmulTrace(ctx, DtypeOf<T>(), a_shape, b_shape);
   Host<T> ha(a_shape, Cast<T>(Pseudo(batch * m * k, -1, 1, 1)));
   Host<T> hb(b_shape, Cast<T>(Pseudo(batch * k * n, -1, 1, 2)));
   Host<T> hc(c_shape, T(0));
@@ -88,9 +95,7 @@ TEST(GpuEmulation, BatchMatmulsPutTheBatchOnTheGridsZ) {
 // device code is left, and the CPU target's BLAS call is not there either.
 TEST(GpuEmulation, ProgramsAreTheKernelsOnTheHost) {
   Context ctx = NewContext();
-  Trace t = NewTrace(ctx, "matmul");
-  tm_value a = Input(t, TM_F32, {20, 30}), b = Input(t, TM_F32, {30, 40});
-  End(t, {Op(tm_op_matmul, t, a, b)});
+  Trace t = MatmulTrace(ctx, TM_F32, {20, 30}, {30, 40});
   Program gpu, cpu;
   const tm_compile_options g = GpuOptions(16), c = Options();
   TM_ASSERT_OK(tm_compile(ctx, t, &g, gpu.out()));
@@ -109,9 +114,7 @@ TEST(GpuEmulation, ProgramsAreTheKernelsOnTheHost) {
 // An emulated program is exported and loaded like any other, and runs from its file.
 TEST(GpuEmulation, ProgramFilesRunWithoutAGpu) {
   Context ctx = NewContext();
-  Trace t = NewTrace(ctx, "matmul");
-  tm_value a = Input(t, TM_F32, {9, 18}), b = Input(t, TM_F32, {18, 5});
-  End(t, {Op(tm_op_matmul, t, a, b)});
+  Trace t = MatmulTrace(ctx, TM_F32, {9, 18}, {18, 5});
   Program compiled, loaded;
   const tm_compile_options o = GpuOptions(8);
   TM_ASSERT_OK(tm_compile(ctx, t, &o, compiled.out()));

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_op_cases.h"
 #include "test_util.h"
 #include "tinymlir/gpt2.h"
 
@@ -39,73 +40,39 @@ TEST(GpuHostPath, TheFakeDriverIsTheOneLoaded) {
   tm_managed_free(block);
 }
 
-struct Case {
-  const char *name;
-  std::vector<std::vector<int64_t>> shapes;
-  std::vector<tm_dtype> dtypes;
-  tm_value (*build)(tm_trace *, const std::vector<tm_value> &);
-};
-
-const Case kCases[] = {
-    {"elementwise", {{5, 7}, {7}}, {TM_F32, TM_F32},
-     [](tm_trace *t, const std::vector<tm_value> &v) {
-       return Op(tm_op_tanh, t, Op(tm_op_mul, t, v[0], v[1]));
-     }},
-    {"reduction", {{6, 33}}, {TM_F32},
-     [](tm_trace *t, const std::vector<tm_value> &v) { return Op(tm_op_reduce_sum, t, v[0], 1, 0); }},
-    {"softmax_layer_norm_gelu", {{4, 50}, {50}, {50}}, {TM_F32, TM_F32, TM_F32},
-     [](tm_trace *t, const std::vector<tm_value> &v) {
-       return Op(tm_op_gelu_tanh, t,
-                 Op(tm_op_layer_norm, t, Op(tm_op_softmax, t, v[0], -1), v[1], v[2], 1e-5));
-     }},
-    {"matmul", {{37, 19}, {19, 23}}, {TM_F32, TM_F32},
-     [](tm_trace *t, const std::vector<tm_value> &v) { return Op(tm_op_matmul, t, v[0], v[1]); }},
-    {"batch_matmul_f64", {{3, 5, 17}, {3, 17, 9}}, {TM_F64, TM_F64},
-     [](tm_trace *t, const std::vector<tm_value> &v) { return Op(tm_op_matmul, t, v[0], v[1]); }},
-    {"constant_tensor", {{3, 4}}, {TM_F32},
-     [](tm_trace *t, const std::vector<tm_value> &v) {
-       static const float kTable[4] = {1, 2, 3, 4};
-       static const int64_t kShape[1] = {4};
-       const tm_tensor table = {const_cast<float *>(kTable), TM_F32, 1, kShape, nullptr};
-       return Op(tm_op_mul, t, v[0], Op(tm_op_constant, t, &table));
-     }},
-    {"gather", {{9, 8}, {4}}, {TM_F32, TM_I32},
-     [](tm_trace *t, const std::vector<tm_value> &v) { return Op(tm_op_gather, t, v[0], v[1]); }},
-};
-
-// Every op kind, as PTX and as cubin: invoked on the caller's host arrays, each launches its
-// kernels with device-reachable arguments only.
+// Every op kind (gpu_op_cases.h), as PTX and as cubin: invoked on the caller's host arrays
+// (zeros: valid gather indices too), each launches its kernels with device-reachable
+// arguments only.
 TEST(GpuHostPath, EveryOpKindLaunchesItsKernelsOnDeviceMemoryOnly) {
   for (int cubin : {0, 1}) {
-    for (const Case &c : kCases) {
+    for (const OpCase &c : OpCases()) {
       SCOPED_TRACE(std::string(c.name) + (cubin ? " (cubin)" : " (PTX)"));
       Context ctx = NewContext();
-      Trace t = NewTrace(ctx, c.name);
-      std::vector<tm_value> in;
-      std::vector<std::vector<char>> data;
-      std::vector<tm_tensor> inputs;
-      for (size_t i = 0; i < c.shapes.size(); ++i) {
-        in.push_back(Input(t, c.dtypes[i], c.shapes[i]));
-        const size_t bytes = NumElements(c.shapes[i]) * (c.dtypes[i] == TM_F64 ? 8 : 4);
-        data.emplace_back(bytes, 0);  // zeros: valid gather indices too
-        inputs.push_back({data.back().data(), c.dtypes[i], static_cast<int32_t>(c.shapes[i].size()),
-                          c.shapes[i].data(), nullptr});
-      }
-      End(t, {c.build(t, in)});
       tm_compile_options o = Options();
       o.target = TM_TARGET_GPU;
       o.gpu_cubin = cubin;
-      Program p;
-      TM_ASSERT_OK(tm_compile(ctx, t, &o, p.out()));
-      tm_dtype dtype;
-      int32_t rank = 0;
-      std::vector<int64_t> shape(TM_MAX_RANK);
-      TM_ASSERT_OK(tm_program_output_type(p, 0, &dtype, &rank, shape.data()));
-      shape.resize(rank);
-      std::vector<char> out(NumElements(shape) * (dtype == TM_F64 ? 8 : 4));
-      tm_tensor output = {out.data(), dtype, rank, shape.data(), nullptr};
+      Program p = CompileCase(ctx, c, o);
+      ASSERT_NE(p.get(), nullptr);
+      std::vector<std::vector<char>> data;
+      std::vector<std::vector<int64_t>> shapes;
+      std::vector<tm_tensor> inputs, outputs;
+      const int32_t n_in = tm_program_num_inputs(p), n_out = tm_program_num_outputs(p);
+      data.reserve(n_in + n_out);
+      shapes.reserve(n_in + n_out);
+      for (int32_t k = 0; k < n_in + n_out; ++k) {
+        const bool in = k < n_in;
+        tm_dtype dtype;
+        int32_t rank = 0;
+        shapes.emplace_back(TM_MAX_RANK);
+        TM_ASSERT_OK((in ? tm_program_input_type : tm_program_output_type)(
+            p, in ? k : k - n_in, &dtype, &rank, shapes.back().data()));
+        shapes.back().resize(rank);
+        data.emplace_back(NumElements(shapes.back()) * (dtype == TM_F64 ? 8 : 4), 0);
+        (in ? inputs : outputs)
+            .push_back({data.back().data(), dtype, rank, shapes.back().data(), nullptr});
+      }
       const size_t before = DriverLog().size();
-      TM_ASSERT_OK(tm_invoke(p, inputs.data(), static_cast<int32_t>(inputs.size()), &output, 1));
+      TM_ASSERT_OK(tm_invoke(p, inputs.data(), n_in, outputs.data(), n_out));
       const LogSince log(before);
       EXPECT_GE(log.Launches(), 1) << log.text;
       EXPECT_TRUE(log.Clean()) << log.text;

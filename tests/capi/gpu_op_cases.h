@@ -1,0 +1,72 @@
+// The op kinds of the seed chapter, as traces for the GPU target's tests (gpu_target_test:
+// IR and PTX; gpu_host_path_test: the host side against the fake CUDA driver): elementwise,
+// reductions, softmax, layer norm, gelu, matmul with sizes that are not multiples of the
+// tile, batch matmul, a constant tensor, gather.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "test_util.h"
+
+namespace tmtest {
+
+struct OpCase {
+  const char *name;
+  std::vector<std::vector<int64_t>> in_shapes;
+  std::vector<tm_dtype> dtypes;
+  std::function<std::vector<tm_value>(tm_trace *, const std::vector<tm_value> &)> build;
+};
+
+// The op kinds the seed chapter names: elementwise, reductions, softmax, layer norm, gelu,
+// matmul with sizes that are not multiples of the tile, batch matmul, gather.
+inline std::vector<OpCase> OpCases() {
+  return {
+      {"elementwise", {{5, 7}, {7}}, {TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_tanh, t, Op(tm_op_mul, t, v[0], v[1]))};
+       }},
+      {"reductions", {{6, 33}}, {TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_reduce_sum, t, v[0], 1, 0),
+                                      Op(tm_op_reduce_max, t, v[0], 0, 1)};
+       }},
+      {"softmax_layer_norm_gelu", {{4, 50}, {50}, {50}}, {TM_F32, TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{
+             Op(tm_op_softmax, t, v[0], -1),
+             Op(tm_op_gelu_tanh, t, Op(tm_op_layer_norm, t, v[0], v[1], v[2], 1e-5))};
+       }},
+      {"matmul_odd_sizes", {{37, 19}, {19, 23}}, {TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
+       }},
+      {"batch_matmul_f64", {{3, 5, 17}, {3, 17, 9}}, {TM_F64, TM_F64},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
+       }},
+      {"constant_tensor", {{3, 4}}, {TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         static const float kTable[4] = {1, 2, 3, 4};
+         static const int64_t kShape[1] = {4};
+         const tm_tensor table = {const_cast<float *>(kTable), TM_F32, 1, kShape, nullptr};
+         return std::vector<tm_value>{Op(tm_op_mul, t, v[0], Op(tm_op_constant, t, &table))};
+       }},
+      {"gather", {{9, 8}, {4}}, {TM_F32, TM_I32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_gather, t, v[0], v[1])};
+       }},
+  };
+}
+
+inline Program CompileCase(tm_context *ctx, const OpCase &c, const tm_compile_options &o) {
+  Trace t = NewTrace(ctx, c.name);
+  std::vector<tm_value> in;
+  for (size_t i = 0; i < c.in_shapes.size(); ++i) in.push_back(Input(t, c.dtypes[i], c.in_shapes[i]));
+  End(t, c.build(t, in));
+  Program p;
+  EXPECT_EQ(tm_compile(ctx, t, &o, p.out()), TM_OK) << c.name << ": " << tm_last_error();
+  return p;
+}
+
+}  // namespace tmtest
