@@ -5,10 +5,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "core/engine/guarded_call.h"
 #include "core/engine/program.h"
 #include "core/target/gpu/cuda_driver.h"
+#include "core/target/gpu/gpu_runtime.h"
 
 namespace tinymlir {
 namespace {
@@ -313,9 +315,11 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
 
   // A GPU program works on managed copies (see DeviceStaging), written back after the call.
   DeviceStaging staging;
+  std::optional<gpu::DeferredFrees> deferred_frees;  // after the call's Synchronize
   std::vector<View> host_results;
   if (gpu) {
     host_results = results;
+    deferred_frees.emplace();
     TM_RETURN_IF_ERROR(gpu::MakeContextCurrent());
     std::vector<uint64_t> in_bytes, out_bytes;
     uint64_t bytes = temporary_bytes;

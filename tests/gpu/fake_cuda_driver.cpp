@@ -8,10 +8,16 @@
 //     is an address of this process's memory points into managed or device memory (a host
 //     pointer handed to a kernel reads garbage or faults on a GPU).
 // Kernels do not run: a launch only checks its arguments (allocations are zeroed, so their
-// outputs read as zeros). A violation fails the call with
-// CUDA_ERROR_INVALID_VALUE and is appended, one line each, to the file named by
-// FAKE_CUDA_LOG; every launch adds a line "launch <kernel>" there too, so a test can count
-// them.
+// outputs read as zeros). But launches are queued as a GPU queues them: until its stream (or
+// the context) is synchronized, every block a queued kernel was given is inaccessible
+// (PROT_NONE), so host code that touches memory a kernel may still be using faults here
+// instead of reading stale data there.
+// A violation fails the call with CUDA_ERROR_INVALID_VALUE and is appended, one line each,
+// to the file named by FAKE_CUDA_LOG. The log also has a line per launch ("launch <kernel>"),
+// per wait ("wait stream", "wait context") and per cuMemFree that had to wait for a queued
+// kernel ("free waits"), so a test can count them.
+#include <sys/mman.h>
+
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -47,7 +53,11 @@ struct State {
   std::mutex mutex;
   std::map<uintptr_t, size_t> blocks;  // managed and device allocations: start -> bytes
   std::set<Module *> modules;
+  std::set<void *> streams;                           // created and not destroyed
+  std::map<uintptr_t, std::multiset<void *>> queued;  // block -> streams with kernels using it
 };
+
+size_t Pages(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
 
 State &Driver() {
   static State *state = new State;  // never destroyed: called from destructors at exit
@@ -99,20 +109,42 @@ bool MappedHere(uintptr_t address) {
   return false;
 }
 
-bool InBlock(State &s, uintptr_t address) {
+// The block `address` lies in, or blocks.end().
+std::map<uintptr_t, size_t>::iterator BlockOf(State &s, uintptr_t address) {
   auto it = s.blocks.upper_bound(address);
-  if (it == s.blocks.begin()) return false;
+  if (it == s.blocks.begin()) return s.blocks.end();
   --it;
-  return address < it->first + it->second || (it->second == 0 && address == it->first);
+  const bool inside = address < it->first + it->second || (it->second == 0 && address == it->first);
+  return inside ? it : s.blocks.end();
+}
+
+bool InBlock(State &s, uintptr_t address) { return BlockOf(s, address) != s.blocks.end(); }
+
+void Protect(State &s, uintptr_t block, int protection) {
+  mprotect(reinterpret_cast<void *>(block), Pages(s.blocks.at(block)), protection);
+}
+
+// The kernels queued on `stream` (every stream when null) have finished: their blocks are
+// the host's again.
+void Finish(State &s, void *stream) {
+  for (auto it = s.queued.begin(); it != s.queued.end();) {
+    if (stream) it->second.erase(stream);
+    if (stream && !it->second.empty()) {
+      ++it;
+      continue;
+    }
+    Protect(s, it->first, PROT_READ | PROT_WRITE);
+    it = s.queued.erase(it);
+  }
 }
 
 CUresult Allocate(unsigned long long *ptr, size_t bytes) {
   if (!ptr || bytes == 0) return kInvalidValue;
-  const size_t rounded = (bytes + 4095) / 4096 * 4096;
-  void *block = std::aligned_alloc(4096, rounded);
-  if (!block) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
-  // Zeroed: what no kernel wrote reads as zeros, never as a NaN that stops a generation.
-  std::memset(block, 0, rounded);
+  // Pages of its own (mprotect works on pages), zeroed: what no kernel wrote reads as zeros,
+  // never as a NaN that stops a generation.
+  void *block =
+      mmap(nullptr, Pages(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (block == MAP_FAILED) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
   std::lock_guard<std::mutex> lock(Driver().mutex);
   Driver().blocks[reinterpret_cast<uintptr_t>(block)] = bytes;
   *ptr = reinterpret_cast<uintptr_t>(block);
@@ -158,7 +190,12 @@ CUresult cuDevicePrimaryCtxRetain(void **context, int) {
 }
 
 CUresult cuCtxSetCurrent(void *) { return kSuccess; }
-CUresult cuCtxSynchronize() { return kSuccess; }
+CUresult cuCtxSynchronize() {
+  Log("wait context");
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  Finish(Driver(), nullptr);
+  return kSuccess;
+}
 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   *free_bytes = size_t{64} << 30;
@@ -175,7 +212,11 @@ CUresult cuMemFree_v2(unsigned long long ptr) {
   std::lock_guard<std::mutex> lock(Driver().mutex);
   auto it = Driver().blocks.find(static_cast<uintptr_t>(ptr));
   if (it == Driver().blocks.end()) return Violation("cuMemFree of memory the driver did not allocate");
-  std::free(reinterpret_cast<void *>(it->first));
+  if (Driver().queued.count(it->first)) {  // a real driver waits for the device
+    Log("free waits");
+    Finish(Driver(), nullptr);
+  }
+  munmap(reinterpret_cast<void *>(it->first), Pages(it->second));
   Driver().blocks.erase(it);
   return kSuccess;
 }
@@ -243,8 +284,8 @@ CUresult cuModuleUnload(void *module) {
 }
 
 CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                        unsigned by, unsigned bz, unsigned shared_bytes, void *, void **params,
-                        void **extra) {
+                        unsigned by, unsigned bz, unsigned shared_bytes, void *stream,
+                        void **params, void **extra) {
   const auto *f = static_cast<Function *>(function);
   Log("launch " + f->name);
   if (extra) return Violation(f->name + ": extra launch arguments");
@@ -253,15 +294,23 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
   if (bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024 || bz > 64)
     return Violation(f->name + ": block of more than 1024 threads");
   if (shared_bytes > 48 * 1024) return Violation(f->name + ": dynamic shared memory over 48 KiB");
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  if (stream && !Driver().streams.count(stream))
+    return Violation(f->name + ": launched on a stream that does not exist");
   if (f->module->cubin) return kSuccess;  // no parameter list to check against
   const std::vector<int> &sizes = f->module->entries.at(f->name);
   if (!sizes.empty() && !params) return Violation(f->name + ": no arguments");
-  std::lock_guard<std::mutex> lock(Driver().mutex);
+  std::vector<uintptr_t> used;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] != 8) continue;
     uint64_t value = 0;
     std::memcpy(&value, params[i], 8);
-    if (value < 65536 || InBlock(Driver(), static_cast<uintptr_t>(value))) continue;
+    if (value < 65536) continue;
+    if (auto block = BlockOf(Driver(), static_cast<uintptr_t>(value));
+        block != Driver().blocks.end()) {
+      used.push_back(block->first);
+      continue;
+    }
     if (MappedHere(static_cast<uintptr_t>(value))) {
       std::ostringstream what;
       what << f->name << ": argument " << i << " is host memory the device cannot read (0x"
@@ -269,16 +318,40 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
       return Violation(what.str());
     }
   }
+  for (uintptr_t block : used) {
+    auto &streams = Driver().queued[block];
+    if (streams.empty()) Protect(Driver(), block, PROT_NONE);
+    streams.insert(stream);
+  }
   return kSuccess;
 }
 
 CUresult cuStreamCreate(void **stream, unsigned) {
-  static int streams;
-  *stream = &streams;
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  *stream = new char;  // a distinct handle
+  Driver().streams.insert(*stream);
   return kSuccess;
 }
-CUresult cuStreamDestroy_v2(void *) { return kSuccess; }
-CUresult cuStreamSynchronize(void *) { return kSuccess; }
+
+CUresult cuStreamDestroy_v2(void *stream) {
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  if (!Driver().streams.count(stream)) return Violation("cuStreamDestroy of an unknown stream");
+  for (const auto &[block, streams] : Driver().queued)
+    if (streams.count(stream))
+      return Violation("a stream destroyed with kernels queued on it that nobody waited for");
+  Driver().streams.erase(stream);
+  delete static_cast<char *>(stream);
+  return kSuccess;
+}
+
+CUresult cuStreamSynchronize(void *stream) {
+  Log("wait stream");
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  if (stream && !Driver().streams.count(stream))
+    return Violation("cuStreamSynchronize of an unknown stream");
+  Finish(Driver(), stream);
+  return kSuccess;
+}
 CUresult cuStreamWaitEvent(void *, void *, unsigned) { return kSuccess; }
 
 CUresult cuEventCreate(void **event, unsigned) {

@@ -29,6 +29,7 @@ std::string DriverLog() {
 struct LogSince {
   explicit LogSince(size_t from) : text(DriverLog().substr(from)) {}
   int Launches() const { return CountSubstr(text, "launch "); }
+  int Count(const char *line) const { return CountSubstr(text, std::string(line) + "\n"); }
   bool Clean() const { return text.find("violation") == std::string::npos; }
   std::string text;
 };
@@ -104,6 +105,12 @@ TEST(GpuHostPath, Gpt2GeneratesWithEveryLaunchOnDeviceMemory) {
     const LogSince log(before);
     EXPECT_GE(log.Launches(), 10) << log.text;
     EXPECT_TRUE(log.Clean()) << log.text;
+    // Each program call queues its kernels on one stream and waits once, before returning
+    // (the invoke then waits for the context): not once per kernel. The blocks it frees are
+    // released after that wait, so no cuMemFree waits for a queued kernel.
+    EXPECT_LE(log.Count("wait stream"), log.Count("wait context")) << log.text;
+    EXPECT_GT(log.Launches(), 2 * log.Count("wait stream")) << log.text;
+    EXPECT_EQ(log.Count("free waits"), 0) << log.text;
   }
   tm_model_destroy(model);
 }
@@ -134,6 +141,55 @@ TEST(GpuHostPath, TheFakeDriverRefusesAHostPointerArgument) {
   EXPECT_NE(launch(kernel, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), 0);
   EXPECT_NE(LogSince(before).text.find("argument 0 is host memory"), std::string::npos);
   EXPECT_NE(launch(kernel, 1, 1, 1, 2048, 1, 1, 0, nullptr, params, nullptr), 0);
+  dlclose(driver);
+}
+
+// And on host code touching memory a queued kernel was given, before anything waited for it:
+// the access faults (so the clean runs above, where no host code faulted, mean something).
+TEST(GpuHostPath, TheFakeDriverFaultsAHostAccessToMemoryOfAQueuedKernel) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(driver, nullptr) << dlerror();
+  using AllocFn = int (*)(unsigned long long *, size_t, unsigned);
+  using FreeFn = int (*)(unsigned long long);
+  using StreamFn = int (*)(void *);
+  using CreateFn = int (*)(void **, unsigned);
+  using LoadFn = int (*)(void **, const void *, unsigned, int *, void **);
+  using GetFn = int (*)(void **, void *, const char *);
+  using LaunchFn = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, void *, void **, void **);
+  auto alloc = reinterpret_cast<AllocFn>(dlsym(driver, "cuMemAllocManaged"));
+  auto free_block = reinterpret_cast<FreeFn>(dlsym(driver, "cuMemFree_v2"));
+  auto create = reinterpret_cast<CreateFn>(dlsym(driver, "cuStreamCreate"));
+  auto wait = reinterpret_cast<StreamFn>(dlsym(driver, "cuStreamSynchronize"));
+  auto destroy = reinterpret_cast<StreamFn>(dlsym(driver, "cuStreamDestroy_v2"));
+  auto load = reinterpret_cast<LoadFn>(dlsym(driver, "cuModuleLoadDataEx"));
+  auto get = reinterpret_cast<GetFn>(dlsym(driver, "cuModuleGetFunction"));
+  auto launch = reinterpret_cast<LaunchFn>(dlsym(driver, "cuLaunchKernel"));
+  ASSERT_TRUE(alloc && free_block && create && wait && destroy && load && get && launch);
+  const char *ptx =
+      ".version 8.0\n.target sm_90\n.address_size 64\n"
+      ".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\tret;\n}\n";
+  void *module = nullptr, *kernel = nullptr, *stream = nullptr;
+  unsigned long long address = 0;
+  ASSERT_EQ(load(&module, ptx, 0, nullptr, nullptr), 0);
+  ASSERT_EQ(get(&kernel, module, "k"), 0);
+  ASSERT_EQ(create(&stream, 0), 0);
+  ASSERT_EQ(alloc(&address, 256, 1), 0);
+  auto *block = reinterpret_cast<volatile float *>(static_cast<uintptr_t>(address));
+  block[0] = 1;
+  void *pointer = const_cast<float *>(block);
+  void *params[] = {&pointer};
+  ASSERT_EQ(launch(kernel, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr), 0);
+  EXPECT_DEATH(block[1] = 2, "");
+  const size_t before = DriverLog().size();
+  EXPECT_NE(destroy(stream), 0);  // nothing waited for the kernel
+  EXPECT_NE(LogSince(before).text.find("nobody waited for"), std::string::npos);
+  ASSERT_EQ(wait(stream), 0);
+  block[1] = 2;  // the host's again
+  EXPECT_EQ(block[0] + block[1], 3.0f);
+  EXPECT_EQ(destroy(stream), 0);
+  EXPECT_EQ(free_block(address), 0);
   dlclose(driver);
 }
 

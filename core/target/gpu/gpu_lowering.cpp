@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace tinymlir {
 namespace {
@@ -49,6 +50,69 @@ void GlobalsToDeviceMemory(mlir::ModuleOp module) {
   }
 }
 
+// Whether the host code of `func` touches tensor memory only where no queued kernel can be
+// using it: besides launches and pure operations (views, index arithmetic), it may only
+// allocate, free (the runtime defers the frees of a program call to its end, and cuMemFree
+// waits for the device anyway), and copy a constant into a buffer it has just allocated
+// (GlobalsToDeviceMemory). Kernels on one stream run in order, so such a function needs no
+// wait between its launches, only one before it returns.
+bool HostWaitsOnlyAtReturn(mlir::func::FuncOp func) {
+  if (!func.getBody().hasOneBlock()) return false;
+  for (mlir::Operation &op : func.getBody().front()) {
+    if (auto launch = mlir::dyn_cast<mlir::gpu::LaunchFuncOp>(op)) {
+      if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty() ||
+          launch.hasClusterSize())
+        return false;
+      continue;
+    }
+    if (mlir::isa<mlir::memref::AllocOp, mlir::memref::DeallocOp, mlir::memref::GetGlobalOp,
+                  mlir::func::ReturnOp>(op) ||
+        mlir::isMemoryEffectFree(&op))
+      continue;
+    auto copy = mlir::dyn_cast<mlir::memref::CopyOp>(op);
+    if (copy && copy.getSource().getDefiningOp<mlir::memref::GetGlobalOp>() &&
+        copy.getTarget().getDefiningOp<mlir::memref::AllocOp>())
+      continue;
+    // Anything else keeps every launch synchronous: a host loop over launches (a reduction
+    // over a leading axis), say.
+    return false;
+  }
+  return true;
+}
+
+// gpu-to-llvm gives every synchronous gpu.launch_func a stream of its own: created,
+// launched on, waited for and destroyed, four driver calls and a round trip to the device
+// per kernel. Where the host code allows it (HostWaitsOnlyAtReturn), the launches of a
+// function are chained on one stream instead (`gpu.wait async`, then `gpu.launch_func
+// async [previous]`), with one `gpu.wait` before the return: the host queues the kernels
+// while the device runs them. (Upstream's gpu-async-region would also wait before every
+// allocation and free, which the host code does between most launches.)
+void ChainLaunchesOnOneStream(mlir::ModuleOp module) {
+  module.walk([](mlir::func::FuncOp func) {
+    if (func.isExternal() || !HostWaitsOnlyAtReturn(func)) return;
+    auto launches = llvm::to_vector(func.getBody().front().getOps<mlir::gpu::LaunchFuncOp>());
+    if (launches.empty()) return;
+    mlir::OpBuilder b(launches.front());
+    const mlir::Type token_type = b.getType<mlir::gpu::AsyncTokenType>();
+    mlir::Value token =
+        mlir::gpu::WaitOp::create(b, launches.front().getLoc(), token_type, mlir::ValueRange())
+            .getAsyncToken();
+    for (mlir::gpu::LaunchFuncOp launch : launches) {
+      b.setInsertionPoint(launch);
+      token = mlir::gpu::LaunchFuncOp::create(
+                  b, launch.getLoc(), launch.getKernel(), launch.getGridSizeOperandValues(),
+                  launch.getBlockSizeOperandValues(), launch.getDynamicSharedMemorySize(),
+                  launch.getKernelOperands(), token_type, mlir::ValueRange{token})
+                  .getAsyncToken();
+      launch.erase();
+    }
+    func.walk([&](mlir::func::ReturnOp ret) {
+      b.setInsertionPoint(ret);
+      mlir::gpu::WaitOp::create(b, ret.getLoc(), mlir::Type(), mlir::ValueRange{token});
+    });
+  });
+}
+
 // The CUDA toolkit ptxas and libdevice come from: $CUDA_HOME, $CUDA_PATH, else /usr/local/cuda.
 std::string CudaToolkit() {
   for (const char *name : {"CUDA_HOME", "CUDA_PATH"})
@@ -72,6 +136,8 @@ Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::st
     return RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline);
   }
   TM_RETURN_IF_ERROR(RunPipeline(module, "outline the kernels", kGpuOutlinePipeline));
+  ChainLaunchesOnOneStream(module);
+  TM_RETURN_IF_ERROR(VerifyModule(module, "gpu launches on one stream"));
   const std::string chip = "sm_" + std::to_string(options.gpu_sm);
   TM_RETURN_IF_ERROR(RunPipeline(module, "lower for the GPU",
                                  GpuLowerPipeline(chip, CudaToolkit(), options.gpu_cubin)));

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -314,6 +315,35 @@ Status LastModuleLoadError() {
   return error.last;
 }
 
+namespace {
+thread_local DeferredFrees *innermost_deferred_frees = nullptr;
+}  // namespace
+
+DeferredFrees::DeferredFrees() : outer_(innermost_deferred_frees) {
+  innermost_deferred_frees = this;
+}
+
+DeferredFrees::~DeferredFrees() {
+  innermost_deferred_frees = outer_;
+  if (blocks_.empty()) return;
+  // Errors ignored: a kernel's failure has been reported by the call (or the context is lost,
+  // and cuMemFree releases the memory regardless).
+  const CudaDriver *d = nullptr;
+  if (Ready(&d).ok()) (void)d->cuCtxSynchronize();
+  for (void *block : blocks_) ManagedFree(block);
+}
+
+bool DeferredFrees::Defer(void *block) {
+  DeferredFrees *scope = innermost_deferred_frees;
+  if (!scope) return false;
+  try {
+    scope->blocks_.push_back(block);
+  } catch (const std::bad_alloc &) {
+    return false;  // freed at once: cuMemFree waits for the device first
+  }
+  return true;
+}
+
 }  // namespace gpu
 }  // namespace tinymlir
 
@@ -484,7 +514,7 @@ void *tm_rt_gpu_calloc(size_t count, size_t size) {
 void tm_rt_gpu_free(void *block) {
   if (!block) return;
   tinymlir::UntrackGuardedResource(block);
-  tinymlir::gpu::ManagedFree(block);
+  if (!gpu::DeferredFrees::Defer(block)) gpu::ManagedFree(block);
 }
 
 }  // extern "C"

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/support/status.h"
 
@@ -58,7 +59,8 @@ void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream);
 void mgpuSetDefaultDevice(int32_t device);
 
 // malloc / aligned_alloc / calloc / free of a GPU program's host code: CUDA managed memory, so a
-// temporary the host code makes can be passed to a kernel. Zero bytes is NULL.
+// temporary the host code makes can be passed to a kernel. Zero bytes is NULL. Within a
+// DeferredFrees scope, free only hands the block to the scope.
 void *tm_rt_gpu_malloc(size_t bytes);
 void *tm_rt_gpu_aligned_alloc(size_t alignment, size_t bytes);
 void *tm_rt_gpu_calloc(size_t count, size_t size);
@@ -74,6 +76,28 @@ namespace gpu {
 // since a program whose module failed may run any time later. The compiler may consult it
 // right after linking a GPU program to report a module that did not load at compile time.
 Status LastModuleLoadError();
+
+// The blocks a GPU program frees during one call (tm_rt_gpu_free on this thread while the
+// scope lives), released when the scope ends, after waiting for the device. A program's
+// launches are queued on one stream and waited for only before it returns
+// (core/target/gpu/gpu_lowering.cpp), so a block it frees may still be in use by a queued
+// kernel; and cuMemFree would wait for the whole device at every free. Scopes nest (the
+// innermost one collects).
+class DeferredFrees {
+ public:
+  DeferredFrees();
+  ~DeferredFrees();
+  DeferredFrees(const DeferredFrees &) = delete;
+  DeferredFrees &operator=(const DeferredFrees &) = delete;
+
+  // Takes `block` for release at the end of the innermost scope on this thread; false (and
+  // nothing taken) when there is none, or when the list cannot grow.
+  static bool Defer(void *block);
+
+ private:
+  DeferredFrees *outer_;
+  std::vector<void *> blocks_;
+};
 
 }  // namespace gpu
 }  // namespace tinymlir
