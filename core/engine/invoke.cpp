@@ -11,6 +11,7 @@
 #include "core/engine/program.h"
 #include "core/target/gpu/cuda_driver.h"
 #include "core/target/gpu/gpu_runtime.h"
+#include "core/target/gpu/recycled_blocks.h"
 
 namespace tinymlir {
 namespace {
@@ -218,16 +219,16 @@ struct Descriptor {
 
 // The device-reachable copies of a GPU program's tensors: the caller's buffers are ordinary
 // host memory, which a kernel cannot read, so every input is copied into managed memory
-// before the call and every output copied back after it. Freed on every path.
+// before the call and every output copied back after it. The copies, and the blocks the
+// program frees, are recycled once the device is done with the call (gpu::DeferredFrees).
 class DeviceStaging {
  public:
-  ~DeviceStaging() {
-    for (void *block : blocks_) gpu::ManagedFree(block);
-  }
-  // Checks that the device can hold `bytes` more (what the call needs in all).
+  // Checks that the device can hold `bytes` more (what the call needs in all), counting the
+  // idle recycled blocks as free.
   static Status CheckRoom(uint64_t bytes) {
     uint64_t free_bytes = 0;
     TM_RETURN_IF_ERROR(gpu::FreeDeviceBytes(&free_bytes));
+    free_bytes += gpu::IdleBytes();
     if (bytes > free_bytes)
       return OutOfMemory("the program needs " + std::to_string(bytes) +
                          " bytes of GPU memory (its tensors and temporaries), the device has " +
@@ -245,15 +246,16 @@ class DeviceStaging {
   Status Stage(View *v, uint64_t bytes, bool copy_in) {
     if (bytes == 0) return Status::Ok();
     void *block = nullptr;
-    TM_RETURN_IF_ERROR(gpu::ManagedAlloc(bytes, &block));
-    blocks_.push_back(block);
+    TM_RETURN_IF_ERROR(gpu::AllocateRecycled(bytes, &block));
+    TM_RETURN_IF_ERROR(released_.Add(block));
     if (copy_in) std::memcpy(block, v->data, bytes);
     v->data = static_cast<uint8_t *>(block);
     return Status::Ok();
   }
+  void DeviceWaitedFor() { released_.DeviceWaitedFor(); }
 
  private:
-  std::vector<void *> blocks_;
+  gpu::DeferredFrees released_;
 };
 
 }  // namespace
@@ -314,12 +316,11 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   for (View &v : results) if (!v.data) v.data = empty_storage;
 
   // A GPU program works on managed copies (see DeviceStaging), written back after the call.
-  DeviceStaging staging;
-  std::optional<gpu::DeferredFrees> deferred_frees;  // after the call's Synchronize
+  std::optional<DeviceStaging> staging;
   std::vector<View> host_results;
   if (gpu) {
     host_results = results;
-    deferred_frees.emplace();
+    staging.emplace();
     TM_RETURN_IF_ERROR(gpu::MakeContextCurrent());
     std::vector<uint64_t> in_bytes, out_bytes;
     uint64_t bytes = temporary_bytes;
@@ -327,9 +328,9 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
     for (const View &v : results) bytes += out_bytes.emplace_back(DeviceStaging::StagedBytes(v));
     TM_RETURN_IF_ERROR(DeviceStaging::CheckRoom(bytes));
     for (size_t i = 0; i < ins.size(); ++i)
-      TM_RETURN_IF_ERROR(staging.Stage(&ins[i], in_bytes[i], /*copy_in=*/true));
+      TM_RETURN_IF_ERROR(staging->Stage(&ins[i], in_bytes[i], /*copy_in=*/true));
     for (size_t i = 0; i < results.size(); ++i)
-      TM_RETURN_IF_ERROR(staging.Stage(&results[i], out_bytes[i], /*copy_in=*/false));
+      TM_RETURN_IF_ERROR(staging->Stage(&results[i], out_bytes[i], /*copy_in=*/false));
   }
 
   // One descriptor per tensor, each argument a pointer to a pointer to its descriptor.
@@ -346,6 +347,7 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   TM_RETURN_IF_ERROR(CallGuarded(entry, pointers.data() + n_args));
   if (gpu) {
     TM_RETURN_IF_ERROR(gpu::Synchronize());  // a kernel's asynchronous failure shows here
+    staging->DeviceWaitedFor();
     for (size_t i = 0; i < results.size(); ++i)
       if (results[i].data != host_results[i].data)
         std::memcpy(host_results[i].data, results[i].data,

@@ -102,24 +102,15 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
                      " tokens but the model only " + std::to_string(m->config_.vocab_size));
   }
 
-  // The KV cache: zeros, so that masked rows stay finite. calloc'ed rather than a zero-filled
-  // vector: the kernel maps zero pages on first write, so the cache occupies memory only as
-  // positions fill (GPT-2 124M's full cache is 75 MB; a 100-token generation writes 7 MB).
-  const Gpt2Config &c = m->config_;
-  const size_t cache = static_cast<size_t>(c.n_ctx) * c.n_embd;
-  for (auto *caches : {&m->k_cache_, &m->v_cache_})
-    for (int layer = 0; layer < c.n_layer; ++layer) {
-      caches->emplace_back(static_cast<float *>(std::calloc(cache, sizeof(float))));
-      if (!caches->back())
-        return {TM_ERROR_OUT_OF_MEMORY, "tm_model_load: cannot allocate the KV cache (" +
-                                            std::to_string(2 * c.n_layer * cache * sizeof(float)) +
-                                            " bytes)"};
-    }
   if (bundle_dir.empty())
     TM_RETURN_IF_ERROR(NewCompilerSource(ctx, m->config_, target, &m->source_));
   else
     TM_RETURN_IF_ERROR(OpenBundle(bundle_dir, m->config_, &m->source_));
-  if (m->source_->target() == TM_TARGET_GPU) TM_RETURN_IF_ERROR(m->UploadWeights());
+  bool on_device = false;
+  if (m->source_->target() == TM_TARGET_GPU) TM_RETURN_IF_ERROR(m->UploadWeights(&on_device));
+  TM_RETURN_IF_ERROR(m->AllocateCaches(on_device));
+  for (Floats *scratch : {&m->x_, &m->x_next_, &m->q_, &m->k_, &m->v_, &m->mask_})
+    scratch->set_managed(on_device);
   m->stats_.struct_size = sizeof(tm_model_stats);
   m->stats_.load_seconds = Seconds(start);
   *out = std::move(m);
@@ -130,7 +121,28 @@ Gpt2Model::~Gpt2Model() {
   for (float *block : device_blocks_) tm_managed_free(block);
 }
 
-Status Gpt2Model::UploadWeights() {
+Status Gpt2Model::AllocateCaches(bool managed) {
+  // Zeros, so that masked rows stay finite (Floats: on the host, the cache occupies memory
+  // only as positions fill; GPT-2 124M's full cache is 75 MB, a 100-token generation writes
+  // 7 MB).
+  const Gpt2Config &c = config_;
+  const size_t cache = static_cast<size_t>(c.n_ctx) * c.n_embd;
+  for (auto *caches : {&k_cache_, &v_cache_}) {
+    caches->resize(c.n_layer);
+    for (Floats &layer : *caches) {
+      layer.set_managed(managed);
+      Status status = layer.Resize(cache);
+      if (!status.ok())
+        return {status.code(), "tm_model_load: cannot allocate the KV cache (" +
+                                   std::to_string(2 * c.n_layer * cache * sizeof(float)) +
+                                   " bytes): " + status.message()};
+    }
+  }
+  return Status::Ok();
+}
+
+Status Gpt2Model::UploadWeights(bool *uploaded) {
+  *uploaded = false;
   std::vector<Weight *> all = {&weights_.wte, &weights_.wpe, &weights_.ln_f_g, &weights_.ln_f_b};
   for (Gpt2Layer &l : weights_.layers)
     for (Weight *w : {&l.ln_1_g, &l.ln_1_b, &l.attn_w, &l.attn_b, &l.attn_proj_w, &l.attn_proj_b,
@@ -147,6 +159,7 @@ Status Gpt2Model::UploadWeights() {
     std::memcpy(block, w->data.data(), w->data.size() * sizeof(float));
     w->device = static_cast<float *>(block);
   }
+  *uploaded = true;
   return Status::Ok();
 }
 
@@ -253,7 +266,8 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
   // Row i (position pos + i) sees cache rows j <= pos + i; padded rows see row 0 only, so
   // no row is fully masked.
   const float hidden = std::numeric_limits<float>::lowest();
-  mask_.assign(static_cast<size_t>(t * l), hidden);
+  TM_RETURN_IF_ERROR(mask_.Resize(static_cast<size_t>(t * l)));
+  std::fill(mask_.data(), mask_.data() + mask_.size(), hidden);
   for (int64_t i = 0; i < t; ++i) {
     int64_t last = i < static_cast<int64_t>(n) ? pos + i : 0;
     for (int64_t j = 0; j <= last && j < l; ++j) mask_[i * l + j] = 0.0f;
@@ -265,9 +279,9 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
   const int64_t end = pos + static_cast<int64_t>(n);
   if (cache_dirty_end_ > end) {
     for (int layer = 0; layer < c.n_layer; ++layer) {
-      std::fill(k_cache_[layer].get() + end * d, k_cache_[layer].get() + cache_dirty_end_ * d,
+      std::fill(k_cache_[layer].data() + end * d, k_cache_[layer].data() + cache_dirty_end_ * d,
                 0.0f);
-      std::fill(v_cache_[layer].get() + end * d, v_cache_[layer].get() + cache_dirty_end_ * d,
+      std::fill(v_cache_[layer].data() + end * d, v_cache_[layer].data() + cache_dirty_end_ * d,
                 0.0f);
     }
   }
@@ -283,11 +297,8 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
     forward_invokes_ += 1;
     return status;
   };
-  x_.resize(t * d);
-  x_next_.resize(t * d);
-  q_.resize(t * d);
-  k_.resize(t * d);
-  v_.resize(t * d);
+  for (Floats *scratch : {&x_, &x_next_, &q_, &k_, &v_})
+    TM_RETURN_IF_ERROR(scratch->Resize(static_cast<size_t>(t * d)));
 
   tm_program *embed, *qkv, *attn_mlp, *head;
   TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kEmbed, t, 0, &embed));
@@ -317,14 +328,14 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
     qkv_out.Add(v_.data(), {t, d});
     TM_RETURN_IF_ERROR(Run(ProgramKind::kQkv, qkv, qkv_in, qkv_out));
     // Only real rows enter the cache.
-    std::memcpy(k_cache_[layer].get() + pos * d, k_.data(), n * d * sizeof(float));
-    std::memcpy(v_cache_[layer].get() + pos * d, v_.data(), n * d * sizeof(float));
+    std::memcpy(k_cache_[layer].data() + pos * d, k_.data(), n * d * sizeof(float));
+    std::memcpy(v_cache_[layer].data() + pos * d, v_.data(), n * d * sizeof(float));
 
     Tensors in, out;
     in.Add(x_.data(), {t, d});
     in.Add(q_.data(), {t, d});
-    in.Add(k_cache_[layer].get(), {l, d});
-    in.Add(v_cache_[layer].get(), {l, d});
+    in.Add(k_cache_[layer].data(), {l, d});
+    in.Add(v_cache_[layer].data(), {l, d});
     in.Add(mask_.data(), {t, l});
     in.Add(w.attn_proj_w);
     in.Add(w.attn_proj_b);

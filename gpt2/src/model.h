@@ -23,6 +23,7 @@
 
 #include "gpt2/src/bpe_tokenizer.h"
 #include "gpt2/src/checkpoint.h"
+#include "gpt2/src/floats.h"
 #include "gpt2/src/program_source.h"
 #include "gpt2/src/programs.h"
 #include "gpt2/src/sampler.h"
@@ -109,8 +110,11 @@ class Gpt2Model {
   Status EnsurePrograms(const std::vector<ProgramKey> &keys, tm_progress_callback progress,
                         void *user);
 
-  // GPU programs: copies the weights to managed memory once (Weight::device).
-  Status UploadWeights();
+  // GPU programs: copies the weights to managed memory once (Weight::device). Where there is
+  // no GPU, leaves them on the host; *uploaded says which.
+  Status UploadWeights(bool *uploaded);
+  // The KV cache, zero, in managed memory when `managed`.
+  Status AllocateCaches(bool managed);
 
   std::unique_ptr<ProgramSource> source_;
   std::vector<float *> device_blocks_;  // tm_managed_alloc'ed, freed with the model
@@ -118,13 +122,11 @@ class Gpt2Model {
   Gpt2Weights weights_;
   std::unique_ptr<BpeTokenizer> tokenizer_;
   std::map<ProgramKey, ProgramHandle> programs_;
-  struct FreeFloats {
-    void operator()(float *p) const { std::free(p); }
-  };
-  using CacheBlock = std::unique_ptr<float[], FreeFloats>;  // calloc'ed (n_ctx, d) floats
-  std::vector<CacheBlock> k_cache_, v_cache_;               // per layer
+  // What the programs read and write besides the weights: in managed memory when they run on
+  // the GPU (Floats).
+  std::vector<Floats> k_cache_, v_cache_;  // per layer, (n_ctx, d) floats
   int64_t cache_dirty_end_ = 0;  // rows at and above are zero in every layer's cache
-  std::vector<float> x_, x_next_, q_, k_, v_, mask_;    // scratch
+  Floats x_, x_next_, q_, k_, v_, mask_;  // scratch
   // The last Forward's time inside tm_invoke, per ProgramKind, and its number of calls.
   double forward_invoke_seconds_[TM_MODEL_NUM_PROGRAM_KINDS] = {};
   uint64_t forward_invokes_ = 0;

@@ -7,6 +7,8 @@
 //   - a launch's dimensions are within the device's limits, and every 64-bit argument that
 //     is an address of this process's memory points into managed or device memory (a host
 //     pointer handed to a kernel reads garbage or faults on a GPU).
+// Its device has 80 GiB of memory, or FAKE_CUDA_DEVICE_BYTES; an allocation beyond that is
+// CUDA_ERROR_OUT_OF_MEMORY.
 // Kernels do not run: a launch only checks its arguments (allocations are zeroed, so their
 // outputs read as zeros). But launches are queued as a GPU queues them: until its stream (or
 // the context) is synchronized, every block a queued kernel was given is inaccessible
@@ -14,8 +16,8 @@
 // instead of reading stale data there.
 // A violation fails the call with CUDA_ERROR_INVALID_VALUE and is appended, one line each,
 // to the file named by FAKE_CUDA_LOG. The log also has a line per launch ("launch <kernel>"),
-// per wait ("wait stream", "wait context") and per cuMemFree that had to wait for a queued
-// kernel ("free waits"), so a test can count them.
+// per allocation ("alloc <bytes>"), per wait ("wait stream", "wait context") and per
+// cuMemFree that had to wait for a queued kernel ("free waits"), so a test can count them.
 #include <sys/mman.h>
 
 #include <cstdarg>
@@ -138,6 +140,18 @@ void Finish(State &s, void *stream) {
   }
 }
 
+// The device's memory: 80 GiB, or FAKE_CUDA_DEVICE_BYTES.
+size_t DeviceBytes() {
+  const char *bytes = std::getenv("FAKE_CUDA_DEVICE_BYTES");
+  return bytes ? std::strtoull(bytes, nullptr, 10) : size_t{80} << 30;
+}
+
+size_t UsedBytes(const State &s) {
+  size_t used = 0;
+  for (const auto &[start, bytes] : s.blocks) used += bytes;
+  return used;
+}
+
 CUresult Allocate(unsigned long long *ptr, size_t bytes) {
   if (!ptr || bytes == 0) return kInvalidValue;
   // Pages of its own (mprotect works on pages), zeroed: what no kernel wrote reads as zeros,
@@ -146,6 +160,12 @@ CUresult Allocate(unsigned long long *ptr, size_t bytes) {
       mmap(nullptr, Pages(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (block == MAP_FAILED) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
   std::lock_guard<std::mutex> lock(Driver().mutex);
+  if (DeviceBytes() - UsedBytes(Driver()) < bytes) {
+    munmap(block, Pages(bytes));
+    Log("alloc " + std::to_string(bytes) + " out of memory");
+    return 2;
+  }
+  Log("alloc " + std::to_string(bytes));
   Driver().blocks[reinterpret_cast<uintptr_t>(block)] = bytes;
   *ptr = reinterpret_cast<uintptr_t>(block);
   return kSuccess;
@@ -198,8 +218,9 @@ CUresult cuCtxSynchronize() {
 }
 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
-  *free_bytes = size_t{64} << 30;
-  *total_bytes = size_t{80} << 30;
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  *total_bytes = DeviceBytes();
+  *free_bytes = *total_bytes - UsedBytes(Driver());
   return kSuccess;
 }
 

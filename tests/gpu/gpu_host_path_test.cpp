@@ -89,7 +89,15 @@ TEST(GpuHostPath, Gpt2GeneratesWithEveryLaunchOnDeviceMemory) {
   tm_model_options_init(&mo);
   mo.target = TM_TARGET_GPU;
   tm_model *model = nullptr;
+  const size_t before_load = DriverLog().size();
   TM_ASSERT_OK(tm_model_load(ctx, TM_TEST_DATA_DIR "/tiny-a", &mo, &model));
+  // The KV cache is managed memory, one (n_ctx, n_embd) block of floats per layer for K and
+  // for V, passed to the programs in place: not copied into fresh managed memory per call.
+  int32_t vocab = 0, n_ctx = 0, n_layer = 0, n_embd = 0;
+  TM_ASSERT_OK(tm_model_info(model, &vocab, &n_ctx, &n_layer, &n_embd));
+  EXPECT_GE(CountSubstr(LogSince(before_load).text,
+                        "alloc " + std::to_string(int64_t{n_ctx} * n_embd * 4) + "\n"),
+            2 * n_layer);
   for (int kv_cache : {1, 0}) {
     const size_t before = DriverLog().size();
     tm_generate_options o;
@@ -112,6 +120,21 @@ TEST(GpuHostPath, Gpt2GeneratesWithEveryLaunchOnDeviceMemory) {
     EXPECT_GT(log.Launches(), 2 * log.Count("wait stream")) << log.text;
     EXPECT_EQ(log.Count("free waits"), 0) << log.text;
   }
+  // The same generation again allocates nothing: the KV cache and the activations are
+  // managed memory the model keeps, and the calls' temporaries and staged tensors are the
+  // blocks the first generation's calls left idle (core/target/gpu/recycled_blocks.h).
+  const size_t before = DriverLog().size();
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 4;
+  const int32_t prompt[] = {1, 2, 3};
+  int32_t ids[4];
+  size_t produced = 0;
+  EXPECT_EQ(tm_generate(model, prompt, 3, &o, nullptr, nullptr, ids, 4, &produced), TM_OK)
+      << tm_last_error();
+  const LogSince log(before);
+  EXPECT_GE(log.Launches(), 10) << log.text;
+  EXPECT_EQ(CountSubstr(log.text, "alloc "), 0) << log.text;
   tm_model_destroy(model);
 }
 

@@ -12,6 +12,7 @@
 #include "core/support/fnv.h"
 #include "core/support/fork_safe_once.h"
 #include "core/target/gpu/cuda_driver.h"
+#include "core/target/gpu/recycled_blocks.h"
 
 // Every extern "C" function below has the same shape: the work is done by a function that
 // returns a Status (and so destroys everything it built before returning), and the only
@@ -285,17 +286,17 @@ Status HostAlloc(size_t alignment, size_t bytes, void **out) {
     return "the program could not allocate " + std::to_string(bytes) +
            " bytes of GPU managed memory";
   };
-  Status status = ManagedAlloc(bytes, out);
+  Status status = AllocateRecycled(bytes, out);
   if (!status.ok()) return Because(what(), status);
   // The driver aligns managed memory for any type (in practice to pages); an alignment
   // beyond what it gave is refused rather than silently violated.
   if (alignment > 1 && reinterpret_cast<uintptr_t>(*out) % alignment != 0) {
-    ManagedFree(*out);
+    FreeRecycled(*out);
     *out = nullptr;
     return Unsupported(what() + ": the driver's block is not aligned to " +
                        std::to_string(alignment) + " bytes");
   }
-  TrackGuardedResource(*out, &ManagedFree);
+  TrackGuardedResource(*out, &FreeRecycled);
   return Status::Ok();
 }
 
@@ -329,8 +330,18 @@ DeferredFrees::~DeferredFrees() {
   // Errors ignored: a kernel's failure has been reported by the call (or the context is lost,
   // and cuMemFree releases the memory regardless).
   const CudaDriver *d = nullptr;
-  if (Ready(&d).ok()) (void)d->cuCtxSynchronize();
-  for (void *block : blocks_) ManagedFree(block);
+  if (!device_waited_for_ && Ready(&d).ok()) (void)d->cuCtxSynchronize();
+  for (void *block : blocks_) Recycle(block);
+}
+
+Status DeferredFrees::Add(void *block) {
+  try {
+    blocks_.push_back(block);
+  } catch (const std::bad_alloc &) {
+    FreeRecycled(block);
+    return OutOfMemory("no host memory to keep a GPU block until the call ends");
+  }
+  return Status::Ok();
 }
 
 bool DeferredFrees::Defer(void *block) {
@@ -339,7 +350,7 @@ bool DeferredFrees::Defer(void *block) {
   try {
     scope->blocks_.push_back(block);
   } catch (const std::bad_alloc &) {
-    return false;  // freed at once: cuMemFree waits for the device first
+    return false;
   }
   return true;
 }
@@ -514,7 +525,9 @@ void *tm_rt_gpu_calloc(size_t count, size_t size) {
 void tm_rt_gpu_free(void *block) {
   if (!block) return;
   tinymlir::UntrackGuardedResource(block);
-  if (!gpu::DeferredFrees::Defer(block)) gpu::ManagedFree(block);
+  // Outside a call, or when the list cannot grow, freed at once: cuMemFree waits for the
+  // device first.
+  if (!gpu::DeferredFrees::Defer(block)) gpu::FreeRecycled(block);
 }
 
 }  // extern "C"

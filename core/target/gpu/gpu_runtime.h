@@ -59,8 +59,9 @@ void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream);
 void mgpuSetDefaultDevice(int32_t device);
 
 // malloc / aligned_alloc / calloc / free of a GPU program's host code: CUDA managed memory, so a
-// temporary the host code makes can be passed to a kernel. Zero bytes is NULL. Within a
-// DeferredFrees scope, free only hands the block to the scope.
+// temporary the host code makes can be passed to a kernel; blocks are recycled between calls
+// (core/target/gpu/recycled_blocks.h). Zero bytes is NULL. Within a DeferredFrees scope,
+// free only hands the block to the scope.
 void *tm_rt_gpu_malloc(size_t bytes);
 void *tm_rt_gpu_aligned_alloc(size_t alignment, size_t bytes);
 void *tm_rt_gpu_calloc(size_t count, size_t size);
@@ -77,12 +78,13 @@ namespace gpu {
 // right after linking a GPU program to report a module that did not load at compile time.
 Status LastModuleLoadError();
 
-// The blocks a GPU program frees during one call (tm_rt_gpu_free on this thread while the
-// scope lives), released when the scope ends, after waiting for the device. A program's
-// launches are queued on one stream and waited for only before it returns
-// (core/target/gpu/gpu_lowering.cpp), so a block it frees may still be in use by a queued
-// kernel; and cuMemFree would wait for the whole device at every free. Scopes nest (the
-// innermost one collects).
+// The managed blocks of one GPU program call: the managed copies of the caller's tensors
+// (Add) and the blocks the program frees (tm_rt_gpu_free on this thread while the scope
+// lives). They are recycled (recycled_blocks.h) when the scope ends, after waiting for the
+// device: a program's launches are queued on one stream and waited for only before it
+// returns (core/target/gpu/gpu_lowering.cpp), so a block it frees may still be in use by a
+// queued kernel; and cuMemFree would wait for the whole device at every free. Scopes nest
+// (the innermost one collects).
 class DeferredFrees {
  public:
   DeferredFrees();
@@ -90,13 +92,21 @@ class DeferredFrees {
   DeferredFrees(const DeferredFrees &) = delete;
   DeferredFrees &operator=(const DeferredFrees &) = delete;
 
-  // Takes `block` for release at the end of the innermost scope on this thread; false (and
-  // nothing taken) when there is none, or when the list cannot grow.
+  // Takes `block` (from AllocateRecycled) for the end of the scope; when the list cannot grow,
+  // frees it at once and says so.
+  Status Add(void *block);
+
+  // Takes `block` for the end of the innermost scope on this thread; false (and nothing
+  // taken) when there is none, or when the list cannot grow.
   static bool Defer(void *block);
+
+  // The caller has waited for the device since the call: the scope need not wait again.
+  void DeviceWaitedFor() { device_waited_for_ = true; }
 
  private:
   DeferredFrees *outer_;
   std::vector<void *> blocks_;
+  bool device_waited_for_ = false;
 };
 
 }  // namespace gpu

@@ -1,0 +1,109 @@
+#include "core/target/gpu/recycled_blocks.h"
+
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/support/fork_safe_mutex.h"
+#include "core/support/fork_safe_once.h"
+#include "core/target/gpu/cuda_driver.h"
+
+namespace tinymlir {
+namespace gpu {
+namespace {
+
+struct Blocks {
+  ForkSafeMutex mutex;
+  std::unordered_map<void *, uint64_t> sizes;  // every block AllocateRecycled handed out
+  std::multimap<uint64_t, void *> idle;        // size -> block, for reuse
+  uint64_t idle_bytes = 0;
+};
+
+// Never destroyed: host objects free memory from their global destructors at exit.
+ForkSafeOnce<Blocks *> blocks;
+
+Blocks &All() {
+  return *blocks.Get([] { return new Blocks; });
+}
+
+// Frees every idle block (the caller holds the lock).
+void FreeIdleLocked(Blocks &all) {
+  for (const auto &[bytes, block] : all.idle) {
+    all.sizes.erase(block);
+    ManagedFree(block);
+  }
+  all.idle.clear();
+  all.idle_bytes = 0;
+}
+
+}  // namespace
+
+Status AllocateRecycled(uint64_t bytes, void **out) {
+  *out = nullptr;
+  if (bytes == 0) return Status::Ok();
+  Blocks &all = All();
+  std::lock_guard<ForkSafeMutex> lock(all.mutex);
+  if (auto found = all.idle.find(bytes); found != all.idle.end()) {
+    *out = found->second;
+    all.idle_bytes -= bytes;
+    all.idle.erase(found);
+    return Status::Ok();
+  }
+  Status status = ManagedAlloc(bytes, out);
+  if (status.code() == StatusCode::kOutOfMemory && !all.idle.empty()) {
+    FreeIdleLocked(all);
+    status = ManagedAlloc(bytes, out);
+  }
+  TM_RETURN_IF_ERROR(status);
+  try {
+    all.sizes.emplace(*out, bytes);
+  } catch (const std::bad_alloc &) {
+    ManagedFree(*out);
+    *out = nullptr;
+    return OutOfMemory("no host memory to record a GPU block of " + std::to_string(bytes) +
+                       " bytes");
+  }
+  return Status::Ok();
+}
+
+void Recycle(void *block) {
+  if (!block) return;
+  Blocks &all = All();
+  std::lock_guard<ForkSafeMutex> lock(all.mutex);
+  auto size = all.sizes.find(block);
+  if (size != all.sizes.end() && all.idle_bytes + size->second <= kMaxIdleBytes) {
+    try {
+      all.idle.emplace(size->second, block);
+      all.idle_bytes += size->second;
+      return;
+    } catch (const std::bad_alloc &) {
+    }
+  }
+  if (size != all.sizes.end()) all.sizes.erase(size);
+  ManagedFree(block);
+}
+
+void FreeRecycled(void *block) {
+  if (!block) return;
+  Blocks &all = All();
+  {
+    std::lock_guard<ForkSafeMutex> lock(all.mutex);
+    all.sizes.erase(block);
+  }
+  ManagedFree(block);
+}
+
+void FreeIdle() {
+  Blocks &all = All();
+  std::lock_guard<ForkSafeMutex> lock(all.mutex);
+  FreeIdleLocked(all);
+}
+
+uint64_t IdleBytes() {
+  Blocks &all = All();
+  std::lock_guard<ForkSafeMutex> lock(all.mutex);
+  return all.idle_bytes;
+}
+
+}  // namespace gpu
+}  // namespace tinymlir

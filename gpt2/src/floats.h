@@ -1,0 +1,86 @@
+// A float array the model's programs read or write (activations, the KV cache): host
+// memory, or, when the programs run on the GPU, CUDA managed memory (tm_managed_alloc),
+// which tm_invoke hands to the kernels in place. In host memory, every GPU call would copy
+// each tensor into fresh managed memory before the call and out after it, the whole
+// attended KV cache included, and the device would fault every one of those pages in.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "gpt2/src/status.h"
+#include "tinymlir/tinymlir.h"
+
+namespace tinymlir::gpt2 {
+
+class Floats {
+ public:
+  Floats() = default;
+  ~Floats() { Release(); }
+  Floats(const Floats &) = delete;
+  Floats &operator=(const Floats &) = delete;
+  Floats(Floats &&other) noexcept { *this = std::move(other); }
+  Floats &operator=(Floats &&other) noexcept {
+    if (this != &other) {
+      Release();
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
+      managed_ = other.managed_;
+    }
+    return *this;
+  }
+
+  // Where the array lives from now on: managed memory, or host memory (the default). Drops
+  // the contents.
+  void set_managed(bool managed) {
+    Release();
+    managed_ = managed;
+  }
+
+  // n floats, zero when newly allocated (a block already large enough is kept with its
+  // contents). Host memory comes from calloc, whose pages the kernel maps as they are first
+  // written: a KV cache occupies memory only as positions fill.
+  Status Resize(size_t n) {
+    if (n > capacity_) {
+      Release();
+      if (n > SIZE_MAX / sizeof(float))
+        return {TM_ERROR_OUT_OF_MEMORY, std::to_string(n) + " floats do not fit in memory"};
+      void *block = nullptr;
+      if (managed_) {
+        if (tm_status s = tm_managed_alloc(n * sizeof(float), &block); s != TM_OK) return FromC(s);
+        std::memset(block, 0, n * sizeof(float));
+      } else if (!(block = std::calloc(n, sizeof(float)))) {
+        return {TM_ERROR_OUT_OF_MEMORY,
+                "cannot allocate " + std::to_string(n * sizeof(float)) + " bytes"};
+      }
+      data_ = static_cast<float *>(block);
+      capacity_ = n;
+    }
+    size_ = n;
+    return Status::Ok();
+  }
+
+  float *data() const { return data_; }
+  size_t size() const { return size_; }
+  float &operator[](size_t i) const { return data_[i]; }
+
+ private:
+  void Release() {
+    if (managed_) {
+      tm_managed_free(data_);
+    } else {
+      std::free(data_);
+    }
+    data_ = nullptr;
+    size_ = capacity_ = 0;
+  }
+
+  float *data_ = nullptr;
+  size_t size_ = 0, capacity_ = 0;
+  bool managed_ = false;
+};
+
+}  // namespace tinymlir::gpt2

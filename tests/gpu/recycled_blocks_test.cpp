@@ -1,0 +1,113 @@
+// Managed blocks recycled between GPU program calls (core/target/gpu/recycled_blocks.h), and
+// the call scope that hands them back once the device is done (gpu::DeferredFrees), against
+// the fake CUDA driver (tests/gpu/fake_cuda_driver.cpp) with a device of 400 MiB: CTest runs
+// them as gpu_shim_fake_driver; elsewhere they skip.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/target/gpu/gpu_runtime.h"
+#include "core/target/gpu/recycled_blocks.h"
+
+namespace tinymlir {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+std::string DriverLog() {
+  std::ifstream in(std::getenv("FAKE_CUDA_LOG"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int Count(const std::string &text, const std::string &line) {
+  int n = 0;
+  for (size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) ++n;
+  return n;
+}
+
+class FakeDriver : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::getenv("FAKE_CUDA_LOG") || !std::getenv("FAKE_CUDA_DEVICE_BYTES"))
+      GTEST_SKIP() << "runs against the fake CUDA driver (CTest: gpu_shim_fake_driver)";
+    gpu::FreeIdle();  // each test starts with no idle block
+  }
+};
+
+TEST_F(FakeDriver, ABlockOfTheSameSizeComesBackAndAnotherSizeIsNew) {
+  void *a = nullptr, *b = nullptr, *c = nullptr;
+  ASSERT_TRUE(gpu::AllocateRecycled(3 * 4096 + 8, &a).ok());
+  gpu::Recycle(a);
+  EXPECT_EQ(gpu::IdleBytes(), 3 * 4096 + 8u);
+  ASSERT_TRUE(gpu::AllocateRecycled(3 * 4096 + 16, &b).ok());
+  EXPECT_NE(b, a);
+  ASSERT_TRUE(gpu::AllocateRecycled(3 * 4096 + 8, &c).ok());
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(gpu::IdleBytes(), 0u);
+  gpu::FreeRecycled(b);
+  gpu::FreeRecycled(c);
+  EXPECT_EQ(gpu::IdleBytes(), 0u);
+  void *none = &a;
+  ASSERT_TRUE(gpu::AllocateRecycled(0, &none).ok());
+  EXPECT_EQ(none, nullptr);
+  gpu::Recycle(nullptr);
+}
+
+TEST_F(FakeDriver, AtMostTheLimitStaysIdleAndTheRestGoesBackToTheDriver) {
+  void *a = nullptr, *b = nullptr;
+  ASSERT_TRUE(gpu::AllocateRecycled(150 * kMiB, &a).ok());
+  ASSERT_TRUE(gpu::AllocateRecycled(150 * kMiB, &b).ok());
+  gpu::Recycle(a);
+  gpu::Recycle(b);  // 300 MiB would be over the 256 MiB limit: freed
+  EXPECT_EQ(gpu::IdleBytes(), 150 * kMiB);
+  static_assert(gpu::kMaxIdleBytes == 256 * kMiB);
+  const size_t before = DriverLog().size();
+  ASSERT_TRUE(gpu::AllocateRecycled(150 * kMiB, &a).ok());
+  ASSERT_TRUE(gpu::AllocateRecycled(150 * kMiB, &b).ok());
+  EXPECT_EQ(Count(DriverLog().substr(before), "alloc "), 1);  // one idle, one new
+  gpu::FreeRecycled(a);
+  gpu::FreeRecycled(b);
+}
+
+TEST_F(FakeDriver, OutOfMemoryGivesTheIdleBlocksBackAndTriesAgain) {
+  void *idle = nullptr, *big = nullptr;
+  ASSERT_TRUE(gpu::AllocateRecycled(150 * kMiB, &idle).ok());
+  gpu::Recycle(idle);
+  const size_t before = DriverLog().size();
+  ASSERT_TRUE(gpu::AllocateRecycled(300 * kMiB, &big).ok());  // 450 MiB of 400 at first
+  EXPECT_EQ(Count(DriverLog().substr(before), "out of memory"), 1);
+  EXPECT_EQ(gpu::IdleBytes(), 0u);
+  void *more = nullptr;
+  const Status none = gpu::AllocateRecycled(300 * kMiB, &more);  // nothing idle to give back
+  EXPECT_EQ(none.code(), StatusCode::kOutOfMemory) << none.message();
+  EXPECT_EQ(more, nullptr);
+  gpu::FreeRecycled(big);
+}
+
+TEST_F(FakeDriver, AProgramsFreeIsRecycledOnlyAfterItsCallWaitedForTheDevice) {
+  void *block = nullptr;
+  size_t before = 0;
+  {
+    gpu::DeferredFrees call;
+    block = tm_rt_gpu_malloc(5000);
+    ASSERT_NE(block, nullptr);
+    tm_rt_gpu_free(block);
+    EXPECT_EQ(gpu::IdleBytes(), 0u);  // a queued kernel may still use it
+    before = DriverLog().size();
+  }
+  EXPECT_EQ(Count(DriverLog().substr(before), "wait context"), 1);
+  EXPECT_EQ(gpu::IdleBytes(), 5000u);
+  void *again = tm_rt_gpu_malloc(5000);
+  EXPECT_EQ(again, block);
+  tm_rt_gpu_free(again);  // outside a call: back to the driver at once
+  EXPECT_EQ(gpu::IdleBytes(), 0u);
+}
+
+}  // namespace
+}  // namespace tinymlir
