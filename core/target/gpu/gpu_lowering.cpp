@@ -1,5 +1,6 @@
 #include "core/target/gpu/gpu_lowering.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -25,6 +27,33 @@ void CopiesToLinalg(mlir::ModuleOp module) {
     mlir::OpBuilder b(op);
     mlir::linalg::CopyOp::create(b, op.getLoc(), op.getSource(), op.getTarget());
     op.erase();
+  }
+}
+
+// A reduction over a leading axis (a sum over the rows of a matrix, say) is a linalg op
+// whose reduction loop comes before a parallel one: convert-linalg-to-parallel-loops would
+// leave that reduction loop in the host code, launching one kernel per reduced row and
+// waiting for each. With the parallel loops first (the op generalized if need be, then
+// interchanged), it is one kernel whose threads each reduce their own elements in order.
+void ParallelLoopsFirst(mlir::ModuleOp module) {
+  std::vector<mlir::linalg::LinalgOp> ops;
+  module.walk([&](mlir::linalg::LinalgOp op) { ops.push_back(op); });
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::linalg::LinalgOp op : ops) {
+    const auto iterators = op.getIteratorTypesArray();
+    std::vector<unsigned> order;
+    for (bool parallel : {true, false})
+      for (unsigned i = 0; i < iterators.size(); ++i)
+        if ((iterators[i] == mlir::utils::IteratorType::parallel) == parallel) order.push_back(i);
+    if (std::is_sorted(order.begin(), order.end())) continue;
+    rewriter.setInsertionPoint(op);
+    auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      mlir::FailureOr<mlir::linalg::GenericOp> made = mlir::linalg::generalizeNamedOp(rewriter, op);
+      if (mlir::failed(made)) continue;  // stays as it is: correct, one launch per row
+      generic = *made;
+    }
+    (void)mlir::linalg::interchangeGenericOp(rewriter, generic, order);
   }
 }
 
@@ -73,8 +102,7 @@ bool HostWaitsOnlyAtReturn(mlir::func::FuncOp func) {
     if (copy && copy.getSource().getDefiningOp<mlir::memref::GetGlobalOp>() &&
         copy.getTarget().getDefiningOp<mlir::memref::AllocOp>())
       continue;
-    // Anything else keeps every launch synchronous: a host loop over launches (a reduction
-    // over a leading axis), say.
+    // Anything else (a host loop over launches, say) keeps every launch synchronous.
     return false;
   }
   return true;
@@ -124,6 +152,7 @@ std::string CudaToolkit() {
 
 Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::string *device_code) {
   RewriteMatmulsToGpuKernels(module, options.gpu_matmul_tile);
+  ParallelLoopsFirst(module);
   CopiesToLinalg(module);
   GlobalsToDeviceMemory(module);  // after CopiesToLinalg: these copies run on the host
   TM_RETURN_IF_ERROR(VerifyModule(module, "gpu matmul kernels"));

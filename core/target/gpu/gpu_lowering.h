@@ -5,8 +5,11 @@
 //      memref.copy becomes linalg.copy, so that copies between device buffers run on the
 //      device too; constant tensors (host read-only data) are copied to managed memory;
 //   2. every other linalg op becomes parallel loops (reductions stay sequential inside one
-//      thread, so no two threads write one element), tiled and mapped to blocks and threads,
-//      then to gpu.launch, and every launch is outlined into a gpu.module;
+//      thread, so no two threads write one element; an op's parallel loops are put first, so
+//      that a reduction over a leading axis is one kernel, not a host loop of launches),
+//      tiled and mapped to blocks and threads, then to gpu.launch, and every launch is
+//      outlined into a gpu.module; a function's launches are chained on one stream, with one
+//      wait before it returns;
 //   3. nvvm-attach-target (the chip), convert-gpu-to-nvvm (libdevice for math), the host
 //      lowered as on the CPU with gpu-to-llvm, and gpu-module-to-binary: PTX (the driver
 //      assembles it when the program is linked) or cubin (ptxas, at compile time).
