@@ -107,6 +107,98 @@ void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, 
   mlir::gpu::TerminatorOp::create(b, loc);
 }
 
+// C (+)= A @ B when A (and C) have one row, as in a decode step: the tiled kernel would
+// leave all but one row of each block's threads idle and meet at two barriers per step of
+// K. Here a block of kMatvecColumns x kMatvecSlices threads computes kMatvecColumns
+// outputs: thread (tx, ty) sums A[k] * B[k, col] for k = ty, ty + kMatvecSlices, ... in
+// order (a warp reads kMatvecColumns consecutive elements of a row of B: coalesced), the
+// partial sums meet in workgroup memory at one barrier, and thread (tx, 0) adds them in
+// slice order to C's element. A batch matmul puts the batch on the grid's z dimension.
+constexpr int64_t kMatvecColumns = 32, kMatvecSlices = 8;
+
+void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
+                      bool batch) {
+  auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
+  auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
+  mlir::Type elem = c_type.getElementType();
+  const int r = batch ? 1 : 0;  // index of the M dimension (of size 1)
+  const int64_t n = c_type.getDimSize(r + 1), k = a_type.getDimSize(r + 1);
+  const int64_t batches = batch ? c_type.getDimSize(0) : 1;
+  auto index = [&](int64_t v) {
+    return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  const Value zero_index = index(0), one = index(1), slices = index(kMatvecSlices);
+
+  auto partials_type = mlir::MemRefType::get(
+      {kMatvecSlices, kMatvecColumns}, elem, mlir::MemRefLayoutAttrInterface(),
+      mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup));
+  auto launch = mlir::gpu::LaunchOp::create(
+      b, loc, index((n + kMatvecColumns - 1) / kMatvecColumns), one, index(batches),
+      index(kMatvecColumns), slices, one, /*dynamicSharedMemorySize=*/nullptr,
+      /*asyncTokenType=*/nullptr, mlir::ValueRange{}, mlir::TypeRange{partials_type});
+  mlir::OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Value partials = launch.getWorkgroupAttributions()[0];
+  const Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
+  const Value z = launch.getBlockIds().z;
+  const Value col = mlir::arith::AddIOp::create(
+      b, loc, mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().x, index(kMatvecColumns)),
+      tx);
+  const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+  const Value in_range =
+      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult, col, index(n));
+  auto indices = [&](Value i, Value j) {
+    return batch ? std::vector<Value>{z, i, j} : std::vector<Value>{i, j};
+  };
+
+  // This thread's slice of the dot product (0 for a column past the end).
+  auto slice = mlir::scf::IfOp::create(b, loc, elem, in_range, /*withElseRegion=*/true);
+  {
+    mlir::OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&slice.getThenRegion().front());
+    auto steps = mlir::scf::ForOp::create(b, loc, ty, index(k), slices, mlir::ValueRange{zero});
+    {
+      mlir::OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(steps.getBody());
+      const Value kk = steps.getInductionVar();
+      Value x = mlir::memref::LoadOp::create(b, loc, a, indices(zero_index, kk));
+      Value y = mlir::memref::LoadOp::create(b, loc, bm, indices(kk, col));
+      Value sum = mlir::arith::AddFOp::create(b, loc, steps.getRegionIterArgs()[0],
+                                              mlir::arith::MulFOp::create(b, loc, x, y));
+      mlir::scf::YieldOp::create(b, loc, sum);
+    }
+    mlir::scf::YieldOp::create(b, loc, steps.getResult(0));
+    b.setInsertionPointToStart(&slice.getElseRegion().front());
+    mlir::scf::YieldOp::create(b, loc, zero);
+  }
+  mlir::memref::StoreOp::create(b, loc, slice.getResult(0), partials, mlir::ValueRange{ty, tx});
+  mlir::gpu::BarrierOp::create(b, loc);
+
+  Value first_slice =
+      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::eq, ty, zero_index);
+  Value adds = mlir::arith::AndIOp::create(b, loc, first_slice, in_range);
+  auto store = mlir::scf::IfOp::create(b, loc, mlir::TypeRange{}, adds, /*withElseRegion=*/false);
+  {
+    mlir::OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&store.getThenRegion().front());
+    auto total = mlir::scf::ForOp::create(b, loc, zero_index, slices, one, mlir::ValueRange{zero});
+    {
+      mlir::OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(total.getBody());
+      Value part = mlir::memref::LoadOp::create(b, loc, partials,
+                                                mlir::ValueRange{total.getInductionVar(), tx});
+      mlir::scf::YieldOp::create(
+          b, loc,
+          mlir::ValueRange{
+              mlir::arith::AddFOp::create(b, loc, total.getRegionIterArgs()[0], part).getResult()});
+    }
+    Value old = mlir::memref::LoadOp::create(b, loc, c, indices(zero_index, col));
+    Value sum = mlir::arith::AddFOp::create(b, loc, old, total.getResult(0));
+    mlir::memref::StoreOp::create(b, loc, sum, c, indices(zero_index, col));
+  }
+  mlir::gpu::TerminatorOp::create(b, loc);
+}
+
 bool Supported(mlir::linalg::LinalgOp op) {
   for (Value v : op->getOperands()) {
     auto type = mlir::dyn_cast<mlir::MemRefType>(v.getType());
@@ -134,8 +226,14 @@ int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
   for (mlir::Operation *op : matmuls) {
     mlir::OpBuilder b(op);
     auto linalg = mlir::cast<mlir::linalg::LinalgOp>(op);
-    EmitTiledKernel(b, op->getLoc(), linalg.getDpsInputs()[0], linalg.getDpsInputs()[1],
-                    linalg.getDpsInits()[0], mlir::isa<mlir::linalg::BatchMatmulOp>(op), tile);
+    const Value a = linalg.getDpsInputs()[0], bm = linalg.getDpsInputs()[1];
+    const Value c = linalg.getDpsInits()[0];
+    const bool batch = mlir::isa<mlir::linalg::BatchMatmulOp>(op);
+    const int64_t rows = mlir::cast<mlir::MemRefType>(c.getType()).getDimSize(batch ? 1 : 0);
+    if (rows == 1)
+      EmitMatvecKernel(b, op->getLoc(), a, bm, c, batch);
+    else
+      EmitTiledKernel(b, op->getLoc(), a, bm, c, batch, tile);
     op->erase();
   }
   return static_cast<int>(matmuls.size());

@@ -11,6 +11,12 @@
 // puts the batch on the grid's z dimension. linalg.matmul accumulates into C, so the kernel
 // adds its sum to C's element.
 //
+// A product with one row of A (a decode step's projections and attention) is a matrix-vector
+// kernel instead: the tiled one would leave all but one row of each block's threads idle.
+// Blocks of 32 x 8 threads compute 32 outputs each, every thread an eighth of each dot
+// product (K strided by 8, coalesced reads of B's rows), the eight partial sums added in
+// order after one barrier.
+//
 // Matmuls with user-defined indexing maps or other element types are left alone and become
 // plain parallel loops like any other linalg op.
 #pragma once

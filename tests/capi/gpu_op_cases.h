@@ -1,7 +1,7 @@
 // The op kinds of the seed chapter, as traces for the GPU target's tests (gpu_target_test:
 // IR and PTX; gpu_host_path_test: the host side against the fake CUDA driver): elementwise,
 // reductions, softmax, layer norm, gelu, matmul with sizes that are not multiples of the
-// tile, batch matmul, a constant tensor, gather.
+// tile, batch matmul, a constant tensor, gather, and products with one row (decode).
 #pragma once
 
 #include <functional>
@@ -55,6 +55,15 @@ inline std::vector<OpCase> OpCases() {
       {"gather", {{9, 8}, {4}}, {TM_F32, TM_I32},
        [](tm_trace *t, const std::vector<tm_value> &v) {
          return std::vector<tm_value>{Op(tm_op_gather, t, v[0], v[1])};
+       }},
+      // One row of A, as in a decode step: the matrix-vector kernel.
+      {"matvec", {{1, 300}, {300, 77}}, {TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
+       }},
+      {"batch_matvec", {{12, 1, 64}, {12, 64, 19}}, {TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
        }},
   };
 }

@@ -85,6 +85,16 @@ TEST(GpuEmulation, MatmulsEqualADoubleLoopForEveryTileEdge) {
   }
 }
 
+// One row of A: the matrix-vector kernel (32 columns by 8 slices of K per block), for
+// widths around a block's 32 columns and depths shorter and longer than its 8 slices.
+TEST(GpuEmulation, OneRowProductsEqualADoubleLoop) {
+  for (int64_t n : {1, 31, 32, 33, 100})
+    for (int64_t k : {1, 7, 8, 9, 300}) ExpectMatmul<float>(16, 1, 1, k, n, 1e-5, 1e-5);
+  ExpectMatmul<double>(16, 1, 1, 77, 45, 1e-12, 1e-12);
+  ExpectMatmul<float>(16, 12, 1, 64, 19, 1e-5, 1e-5);  // a decode step's attention scores
+  ExpectMatmul<float>(16, 12, 1, 19, 64, 1e-5, 1e-5);  // and its weighted values
+}
+
 TEST(GpuEmulation, BatchMatmulsPutTheBatchOnTheGridsZ) {
   ExpectMatmul<float>(16, 3, 5, 17, 9, 1e-5, 1e-5);
   ExpectMatmul<float>(4, 12, 7, 64, 19, 1e-5, 1e-5);
