@@ -25,7 +25,8 @@ struct Case {
   std::vector<tm_dtype> dtypes;
 };
 
-// The op kinds of the seed chapter; the traces are in Trace() below.
+// The op kinds of the seed chapter, and the products with one row of a decode step (the
+// matrix-vector kernel); the traces are in Trace() below.
 const Case kCases[] = {
     {"elementwise", {{300, 257}, {257}}, {TM_F32, TM_F32}},
     {"reductions", {{64, 1000}}, {TM_F32}},
@@ -36,6 +37,8 @@ const Case kCases[] = {
     {"batch_matmul", {{12, 7, 64}, {12, 64, 19}}, {TM_F32, TM_F32}},
     {"gather", {{1000, 64}, {37}}, {TM_F32, TM_I32}},
     {"constant_tensor", {{300, 4}}, {TM_F32}},
+    {"matvec", {{1, 256}, {256, 2304}}, {TM_F32, TM_F32}},  // one row: a decode step's
+    {"batch_matvec", {{12, 1, 64}, {12, 64, 200}}, {TM_F32, TM_F32}},
 };
 
 size_t DtypeBytes(tm_dtype d) { return d == TM_F64 || d == TM_I64 ? 8 : d == TM_BOOL ? 1 : 4; }
