@@ -1,13 +1,13 @@
 """A random-weight GPT-2 checkpoint in Hugging Face layout, and a tiny safetensors reader/writer.
+NumPy is imported only by the functions that need it (the GPU machine may have none).
 
 The folder holds config.json + model.safetensors (F32, hub key layout without the
 "transformer." prefix, Conv1D weights stored [in, out]) and bench_meta.json, which records
 what was generated so a later run can reuse the folder instead of regenerating 500 MB.
 """
 import json
+import math
 import os
-
-import numpy as np
 
 FORMAT_VERSION = 1  # bump when the generated weights change
 
@@ -57,22 +57,24 @@ def decode_bytes_per_token(c, matrix_bytes=4):
     total = 4 * c["n_embd"]
     for name, s in tensor_shapes(c):
         if name != "wpe.weight":
-            total += (matrix_bytes if name.endswith(MATRICES) else 4) * int(np.prod(s))
+            total += (matrix_bytes if name.endswith(MATRICES) else 4) * math.prod(s)
     return total
 
 
 def weight_bytes(c, matrix_bytes=4):
     """Bytes of every weight in memory, the matrices at matrix_bytes per element."""
-    return sum((matrix_bytes if name.endswith(MATRICES) else 4) * int(np.prod(s))
+    return sum((matrix_bytes if name.endswith(MATRICES) else 4) * math.prod(s)
                for name, s in tensor_shapes(c))
 
 
 def write_safetensors(path, tensors):
     """tensors: list of (name, shape, make) with make() -> float32 array of that shape.
     Layout: 8-byte little-endian header length, JSON header (space-padded to 8 bytes), data."""
+    import numpy as np  # here, not at the top: the GPU machine may have no NumPy
+
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for name, shape, _ in tensors:
-        nbytes = 4 * int(np.prod(shape))
+        nbytes = 4 * math.prod(shape)
         header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
         offset += nbytes
     text = json.dumps(header, separators=(",", ":")).encode()
@@ -89,6 +91,8 @@ def write_safetensors(path, tensors):
 
 def read_safetensors(path):
     """{name: float32 array} (F32 only), each read into its own owned, aligned array."""
+    import numpy as np
+
     out = {}
     with open(path, "rb") as f:
         n = int.from_bytes(f.read(8), "little")
@@ -122,6 +126,8 @@ def ensure_checkpoint(folder, seed=0, config=GPT2_124M):
     os.makedirs(folder, exist_ok=True)
     if os.path.exists(meta_path):
         os.remove(meta_path)  # invalid until rewritten below
+    import numpy as np
+
     rng = np.random.default_rng(seed)
 
     def normal(shape):  # HF init: N(0, 0.02); biases random too so the cross-check covers them

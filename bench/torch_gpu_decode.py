@@ -1,32 +1,108 @@
 """GPT-2 decode speed in PyTorch on a CUDA GPU: the reference for tinymlir's GPU bundles
-(scripts/gpu-check.sh). Same checkpoint format (Hugging Face folder, F32/F16 safetensors read
-as float32), greedy decoding of `--tokens` tokens after a 4-token prompt, two ways:
+(scripts/gpu-check.sh). Same checkpoint format (Hugging Face folder, F32 safetensors),
+greedy decoding of `--tokens` tokens after a prompt, two ways:
 
   eager         the KV cache grows with torch.cat each step (what a plain loop does);
   static cache  preallocated (n_ctx, d) K and V per layer, written in place, attention
                 over the filled prefix (what a serving loop does).
 
-  torch_gpu_decode.py --model DIR [--tokens 64]
-prints one line per way: tokens/s (median of 3 runs after a warm-up), and the ids.
+  torch_gpu_decode.py --model DIR [--tokens 64] [--device cuda] [--golden FILE]
+prints one line per way: tokens/s (median of 3 runs after a warm-up), and the ids; with
+--golden (a golden.json of models/), fails unless both ways' ids are the golden greedy ids
+of its first case (whose prompt it then uses).
+  torch_gpu_decode.py --ensure-random DIR
+writes GPT-2 124M-shaped random weights to DIR (bench/checkpoint.py's, with NumPy; where
+there is none, the same shapes from PyTorch's generator: the speed is the same).
+
+Needs PyTorch only: no NumPy (the GPU machine may have none). On PyTorch before 2.0 (no
+scaled_dot_product_attention) the attention is written out; --device cpu runs it here.
 """
 import argparse
+import ctypes
 import json
+import math
 import os
 import statistics
+import sys
 import time
 
 import torch
 
-from checkpoint import read_safetensors
+import checkpoint
+
+TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+
+
+def read_safetensors(path):
+    """{name: float32 tensor} from a safetensors file, without NumPy."""
+    out = {}
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            b, e = info["data_offsets"]
+            f.seek(8 + n + b)
+            data = bytearray(f.read(e - b))
+            t = torch.frombuffer(data, dtype=TORCH_DTYPES[info["dtype"]]) if data else \
+                torch.zeros(0, dtype=TORCH_DTYPES[info["dtype"]])
+            out[name] = t.float().reshape(info["shape"])
+    return out
 
 
 def load(folder, device):
     with open(os.path.join(folder, "config.json")) as f:
         c = json.load(f)
-    w = {k[len("transformer."):] if k.startswith("transformer.") else k:
-         torch.from_numpy(v.astype("float32")).to(device)
+    w = {k[len("transformer."):] if k.startswith("transformer.") else k: v.to(device)
          for k, v in read_safetensors(os.path.join(folder, "model.safetensors")).items()}
     return c, w
+
+
+def ensure_random(folder, seed=0, config=checkpoint.GPT2_124M):
+    """checkpoint.ensure_checkpoint with NumPy; else the same layout from torch's generator."""
+    try:
+        import numpy  # noqa: F401
+        return checkpoint.ensure_checkpoint(folder, seed, config)
+    except ImportError:
+        pass
+    generator = torch.Generator().manual_seed(seed)
+    tensors = []
+    for name, shape in checkpoint.tensor_shapes(config):
+        if ".ln_" in name or name.startswith("ln_f"):  # layer norm: weight 1, bias 0
+            t = torch.full(shape, 1.0 if name.endswith("weight") else 0.0)
+        else:
+            t = torch.randn(shape, generator=generator) * 0.02
+        tensors.append((name, t.contiguous()))
+    header, offset = {"__metadata__": {"format": "pt"}}, 0
+    for name, t in tensors:
+        header[name] = {"dtype": "F32", "shape": list(t.shape),
+                        "data_offsets": [offset, offset + 4 * t.numel()]}
+        offset += 4 * t.numel()
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for _, t in tensors:  # the tensor's bytes (little-endian float32 on x86 and ARM)
+            f.write(ctypes.string_at(t.data_ptr(), 4 * t.numel()))
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(checkpoint.hf_config(**config), f, indent=2)
+    return True
+
+
+def attention(q, k, v, causal):
+    """softmax(q k^T / sqrt(dh), causal) v over heads; PyTorch's fused kernel where it has one."""
+    sdpa = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+    if sdpa is not None:
+        return sdpa(q, k, v, is_causal=causal)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        t, n = scores.shape[-2:]
+        mask = torch.ones(t, n, dtype=torch.bool, device=q.device).tril(n - t)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
 
 
 class Gpt2:
@@ -64,8 +140,7 @@ class Gpt2:
             qh = q.view(t, h, d // h).transpose(0, 1)
             kh = k.view(n, h, d // h).transpose(0, 1)
             vh = v.view(n, h, d // h).transpose(0, 1)
-            a = torch.nn.functional.scaled_dot_product_attention(
-                qh, kh, vh, is_causal=t > 1)
+            a = attention(qh, kh, vh, causal=t > 1)
             x = x + self.lin(a.transpose(0, 1).reshape(t, d), p + "attn.c_proj")
             m = torch.nn.functional.gelu(self.lin(self.ln(x, p + "ln_2"), p + "mlp.c_fc"),
                                          approximate="tanh")
@@ -81,34 +156,59 @@ class Gpt2:
         ids = torch.tensor(prompt, device=dev)
         logits = self.step(ids, 0, cache, static)
         out, pos = [], len(prompt)
-        torch.cuda.synchronize()
+        synchronize(dev)
         start = time.perf_counter()
         for _ in range(tokens):
             nxt = logits.argmax(-1)
             out.append(nxt)
             logits = self.step(nxt, pos, cache, static)
             pos += 1
-        torch.cuda.synchronize()
+        synchronize(dev)
         return tokens / (time.perf_counter() - start), [int(i) for i in torch.cat(out).tolist()]
 
 
+def synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", required=True)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model")
     ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--golden", help="golden.json: check the ids against its first case")
+    ap.add_argument("--ensure-random", metavar="DIR", help="write 124M-shaped random weights")
     args = ap.parse_args()
-    c, w = load(args.model, "cuda")
+    if args.ensure_random:
+        ensure_random(args.ensure_random)
+        return 0
+    if not args.model:
+        ap.error("--model or --ensure-random is required")
+    prompt, want = [818, 262, 3726, 11], None
+    if args.golden:
+        with open(args.golden) as f:
+            case = json.load(f)["cases"][0]
+        prompt, want = case["prompt_ids"], case["greedy_ids"][:args.tokens]
+    c, w = load(args.model, args.device)
     model = Gpt2(c, w)
-    prompt = [818, 262, 3726, 11][:4]
     name = os.path.basename(os.path.normpath(args.model))
+    where = torch.cuda.get_device_name() if args.device == "cuda" else args.device
+    failed = False
     for static in (False, True):
         model.generate(prompt, 4, static)  # warm-up
         runs = [model.generate(prompt, args.tokens, static) for _ in range(3)]
         speed = statistics.median(r[0] for r in runs)
-        print(f"pytorch {torch.__version__} {name} ({'static cache' if static else 'eager'}): "
-              f"decode {speed:.1f} tokens/s on {torch.cuda.get_device_name()}; "
+        way = "static cache" if static else "eager"
+        print(f"pytorch {torch.__version__} {name} ({way}): "
+              f"decode {speed:.1f} tokens/s on {where}; "
               f"ids {' '.join(map(str, runs[0][1][:8]))} ...")
+        if want is not None and any(r[1][:len(want)] != want for r in runs):
+            print(f"FAIL pytorch {way}: ids {runs[0][1]} are not the golden {want}")
+            failed = True
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -17,7 +17,9 @@
 #                                        3. decode tokens/s of kjv-tiny and of GPT-2 124M
 #                                           shapes (random weights), next to PyTorch on the
 #                                           same GPU, eager and with a static KV cache
-#                                           (bench/torch_gpu_decode.py).
+#                                           (bench/torch_gpu_decode.py, which needs no
+#                                           NumPy; prepare checks its kjv-tiny ids on
+#                                           this CPU).
 # With the device tool: prepare here, then run
 #   scripts/gpu-check.sh run gpu-kit 2>&1 | tee $OUT/gpu-check.log
 # carrying gpu-kit (about 32 MB; the 124M checkpoint is generated there from its seed).
@@ -63,6 +65,14 @@ prepare() {
     tar -cJf "$KIT/lib/deps.tar.xz" --transform 's|.*/||' -h -P -T -
   rm "$stripped"
   self_check "$ckpt"
+  # The PyTorch reference the GPU machine runs, on this CPU: its greedy ids must be kjv-tiny's
+  # golden ones, or its speed would be a speed of something else.
+  if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    /usr/bin/python3 "$ROOT/bench/torch_gpu_decode.py" --device cpu --tokens 16 \
+      --model "$ROOT/models/kjv-tiny" --golden "$ROOT/models/kjv-tiny/golden.json"
+  else
+    echo "the PyTorch reference is not checked here: no PyTorch (apt-get install python3-torch)"
+  fi
   du -sh "$KIT"
 }
 
@@ -122,13 +132,13 @@ run() {
     --bundle "$KIT/kjv-tiny-gpu" "$PROMPT_IDS" 2>&1 >/dev/null | grep -o "decode .*" |
     sed 's/^/tinymlir kjv-tiny: /'
   local ckpt="$KIT/gpt2-124m-random"
-  python3 -c "import sys; sys.path.insert(0, '$ROOT/bench'); import checkpoint; checkpoint.ensure_checkpoint('$ckpt', 0)" &&
+  python3 "$ROOT/bench/torch_gpu_decode.py" --ensure-random "$ckpt" &&
     "$KIT/bin/tinymlir-run" generate --greedy --ids --tokens 64 --model "$ckpt" \
       --bundle "$KIT/gpt2-124m-gpu" "464 2068 7586 21831" 2>&1 >/dev/null |
       grep -o "decode .*" | sed 's/^/tinymlir gpt2-124m: /' || status=1
-  for model in "$ROOT/models/kjv-tiny" "$ckpt"; do
-    python3 "$ROOT/bench/torch_gpu_decode.py" --model "$model" --tokens 64 || status=1
-  done
+  python3 "$ROOT/bench/torch_gpu_decode.py" --model "$ROOT/models/kjv-tiny" --tokens 64 \
+    --golden "$ROOT/models/kjv-tiny/golden.json" || status=1
+  python3 "$ROOT/bench/torch_gpu_decode.py" --model "$ckpt" --tokens 64 || status=1
   exit $status
 }
 
