@@ -15,8 +15,10 @@ namespace {
 using mlir::Value;
 
 // C (+)= A @ B for one matmul (batch = false: 2-D operands) or batch matmul (3-D).
+// `initial`, when set, is the value every element of C holds (a fill just before): the kernel
+// adds its sum to that instead of reading C.
 void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
-                     bool batch, int64_t tile) {
+                     Value initial, bool batch, int64_t tile) {
   auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
   auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
   mlir::Type elem = c_type.getElementType();
@@ -100,7 +102,7 @@ void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, 
   {
     mlir::OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&store.getThenRegion().front());
-    Value old = mlir::memref::LoadOp::create(b, loc, c, indices(row, col));
+    Value old = initial ? initial : mlir::memref::LoadOp::create(b, loc, c, indices(row, col));
     Value sum = mlir::arith::AddFOp::create(b, loc, old, steps.getResult(0));
     mlir::memref::StoreOp::create(b, loc, sum, c, indices(row, col));
   }
@@ -117,7 +119,7 @@ void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, 
 constexpr int64_t kMatvecColumns = 32, kMatvecSlices = 8;
 
 void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
-                      bool batch) {
+                      Value initial, bool batch) {
   auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
   auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
   mlir::Type elem = c_type.getElementType();
@@ -192,11 +194,21 @@ void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm,
           mlir::ValueRange{
               mlir::arith::AddFOp::create(b, loc, total.getRegionIterArgs()[0], part).getResult()});
     }
-    Value old = mlir::memref::LoadOp::create(b, loc, c, indices(zero_index, col));
+    Value old =
+        initial ? initial : mlir::memref::LoadOp::create(b, loc, c, indices(zero_index, col));
     Value sum = mlir::arith::AddFOp::create(b, loc, old, total.getResult(0));
     mlir::memref::StoreOp::create(b, loc, sum, c, indices(zero_index, col));
   }
   mlir::gpu::TerminatorOp::create(b, loc);
+}
+
+// The linalg.fill of all of C just before `matmul`, if there is one: the kernel starts from
+// its value instead of reading C, so the fill (a launch of its own) can go. Nothing runs
+// between the two, and the kernel writes every element of C.
+mlir::linalg::FillOp FillJustBefore(mlir::Operation *matmul, Value c) {
+  auto fill = mlir::dyn_cast_or_null<mlir::linalg::FillOp>(matmul->getPrevNode());
+  if (!fill || !fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != c) return {};
+  return fill;
 }
 
 bool Supported(mlir::linalg::LinalgOp op) {
@@ -230,11 +242,14 @@ int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
     const Value c = linalg.getDpsInits()[0];
     const bool batch = mlir::isa<mlir::linalg::BatchMatmulOp>(op);
     const int64_t rows = mlir::cast<mlir::MemRefType>(c.getType()).getDimSize(batch ? 1 : 0);
+    mlir::linalg::FillOp fill = FillJustBefore(op, c);
+    const Value initial = fill ? fill.getDpsInputs()[0] : Value();
     if (rows == 1)
-      EmitMatvecKernel(b, op->getLoc(), a, bm, c, batch);
+      EmitMatvecKernel(b, op->getLoc(), a, bm, c, initial, batch);
     else
-      EmitTiledKernel(b, op->getLoc(), a, bm, c, batch, tile);
+      EmitTiledKernel(b, op->getLoc(), a, bm, c, initial, batch, tile);
     op->erase();
+    if (fill) fill->erase();
   }
   return static_cast<int>(matmuls.size());
 }

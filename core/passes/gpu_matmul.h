@@ -9,7 +9,8 @@
 // memory, and meets again before the tiles are overwritten. Each element of A and B is
 // read from global memory K/tile times fewer than by the naive loop nest. A batch matmul
 // puts the batch on the grid's z dimension. linalg.matmul accumulates into C, so the kernel
-// adds its sum to C's element.
+// adds its sum to C's element; or, when a linalg.fill of C comes just before (bufferization's
+// zeroing of a fresh C), to the fill's value, and the fill goes (one launch less).
 //
 // A product with one row of A (a decode step's projections and attention) is a matrix-vector
 // kernel instead: the tiled one would leave all but one row of each block's threads idle.

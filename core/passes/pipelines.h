@@ -42,12 +42,14 @@ inline constexpr const char *kLowerToLLVMPipeline =
     "convert-func-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"
     "reconcile-unrealized-casts";
 
-// 3'. (GPU) After core/passes/gpu_matmul.h's kernels: linalg to parallel loops, tiled 16 x
-//     16 (no min/max bounds: the tiles' inner loops keep constant bounds and guard the edge
-//     with an scf.if, which convert-parallel-loops-to-gpu requires), mapped to blocks and
-//     threads, turned into gpu.launch and outlined into gpu.modules.
+// 3'. (GPU) After core/passes/gpu_matmul.h's kernels: linalg to parallel loops, adjacent
+//     loops over the same elements fused (each is a launch of its own otherwise: a
+//     reduction's zeroing, its copy into the output), tiled 16 x 16 (no min/max bounds: the
+//     tiles' inner loops keep constant bounds and guard the edge with an scf.if, which
+//     convert-parallel-loops-to-gpu requires), mapped to blocks and threads, turned into
+//     gpu.launch and outlined into gpu.modules.
 inline constexpr const char *kGpuMapPipeline =
-    "func.func(convert-linalg-to-parallel-loops,"
+    "func.func(convert-linalg-to-parallel-loops,scf-parallel-loop-fusion,"
     "scf-parallel-loop-tiling{parallel-loop-tile-sizes=16,16 no-min-max-bounds=true},"
     "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
     "lower-affine";

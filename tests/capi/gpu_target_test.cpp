@@ -97,6 +97,32 @@ TEST(GpuTarget, MatmulKernelsStageTilesInSharedMemoryWithBarriers) {
   }
 }
 
+// The zeroing of a matmul's fresh output (a linalg.fill) is the kernel's starting value, not
+// a kernel of its own: tanh(a @ b) is two launches. Adjacent parallel loops over the same
+// elements are one kernel (scf-parallel-loop-fusion): a row sum (zeroing, reduction, copy
+// into the caller's output) is two launches, not three.
+TEST(GpuTarget, ZeroingAnOutputIsNoLaunchOfItsOwn) {
+  Context ctx = NewContext();
+  for (int64_t rows : {1, 37}) {
+    SCOPED_TRACE(rows);
+    Trace t = NewTrace(ctx);
+    End(t, {Op(tm_op_tanh, t,
+               Op(tm_op_matmul, t, Input(t, TM_F32, {rows, 19}), Input(t, TM_F32, {19, 23})))});
+    Program p;
+    tm_compile_options o = GpuOptions();
+    TM_ASSERT_OK(tm_compile(ctx, t, &o, p.out()));
+    EXPECT_EQ(CountSubstr(StageText(p, TM_STAGE_LOWERED), "gpu.launch_func"), 2)
+        << StageText(p, TM_STAGE_BUFFERIZED);
+  }
+  Trace t = NewTrace(ctx);
+  End(t, {Op(tm_op_reduce_sum, t, Input(t, TM_F32, {6, 33}), 1, 0)});
+  Program p;
+  tm_compile_options o = GpuOptions();
+  TM_ASSERT_OK(tm_compile(ctx, t, &o, p.out()));
+  EXPECT_EQ(CountSubstr(StageText(p, TM_STAGE_LOWERED), "gpu.launch_func"), 2)
+      << StageText(p, TM_STAGE_BUFFERIZED);
+}
+
 TEST(GpuTarget, TheChipOptionChangesTheTarget) {
   Context ctx = NewContext();
   Program p = CompileCase(ctx, OpCases()[0], GpuOptions(80));
