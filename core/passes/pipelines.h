@@ -55,8 +55,13 @@ inline constexpr const char *kGpuMapPipeline =
     "lower-affine";
 
 // 3''. (GPU) Every gpu.launch outlined into a gpu.module (unless emulated on the host:
-//      core/passes/gpu_emulation.h, after which the host is lowered as in 4).
-inline constexpr const char *kGpuOutlinePipeline = "gpu-kernel-outlining,canonicalize,cse";
+//      core/passes/gpu_emulation.h, after which the host is lowered as in 4). First, math
+//      ops convert-gpu-to-nvvm has no pattern for (integer powers) become calls of functions
+//      of their own, which outlining copies into each kernel's module (made later, at the
+//      top level, a kernel's call would reference a function outside its module); the host's
+//      copies, now unused, go (symbol-dce).
+inline constexpr const char *kGpuOutlinePipeline =
+    "convert-math-to-funcs,gpu-kernel-outlining,symbol-dce,canonicalize,cse";
 
 // 4'. (GPU) Device code to NVVM with the chip attached, the host lowered as in 4 with
 //     gpu-to-llvm for the launches, then gpu-module-to-binary: PTX ("isa"), or cubin

@@ -65,6 +65,12 @@ inline std::vector<OpCase> OpCases() {
        [](tm_trace *t, const std::vector<tm_value> &v) {
          return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
        }},
+      // An integer power: a math op with no NVVM lowering, made a function in the kernel's
+      // module (found by the C API fuzzer against the fake driver: it did not compile).
+      {"integer_pow", {{5, 7}, {5, 7}}, {TM_I32, TM_I32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{Op(tm_op_pow, t, v[0], v[1])};
+       }},
   };
 }
 
