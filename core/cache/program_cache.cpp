@@ -52,6 +52,7 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &opti
   // A CPU described wrongly must not find code compiled for another description, and no
   // other setting may be silently ignored.
   if (!EnvironmentError().empty()) return InvalidArgument(EnvironmentError());
+  TM_RETURN_IF_ERROR(CheckCompileOptions(options));  // a bad option is no lookup
   const std::string fingerprint = trace.Fingerprint();
   std::string key = fingerprint;
   const int32_t opts[] = {static_cast<int32_t>(options.target), options.optimize,

@@ -20,10 +20,7 @@ bool CanLink(const char *symbol, bool gpu) {
 
 }  // namespace
 
-Status Compile(const Trace &trace, const CompileOptions &options,
-               std::unique_ptr<Program> *program) {
-  if (!trace.ended())
-    return InvalidArgument("trace '" + trace.name() + "' has not ended");
+Status CheckCompileOptions(const CompileOptions &options) {
   if (options.target != Target::kCpu && options.target != Target::kGpu)
     return InvalidArgument("unknown target " + std::to_string(static_cast<int>(options.target)));
   if (options.opt_level < 0 || options.opt_level > 3)
@@ -34,6 +31,13 @@ Status Compile(const Trace &trace, const CompileOptions &options,
   if (options.gpu_matmul_tile < 1 || options.gpu_matmul_tile > 32)
     return InvalidArgument("gpu_matmul_tile must be 1..32 (tile * tile threads per block), got " +
                            std::to_string(options.gpu_matmul_tile));
+  return Status::Ok();
+}
+
+Status Compile(const Trace &trace, const CompileOptions &options,
+               std::unique_ptr<Program> *program) {
+  if (!trace.ended()) return InvalidArgument("trace '" + trace.name() + "' has not ended");
+  TM_RETURN_IF_ERROR(CheckCompileOptions(options));
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Program> compiled;
   if (CompileInThisProcess()) {

@@ -37,6 +37,11 @@ inline bool RunsOnGpu(const CompileOptions &options) {
   return options.target == Target::kGpu && options.gpu_emulate == GpuEmulation::kOff;
 }
 
+// Checks the options (a known target, opt level 0..3, a GPU chip and tile in range): what
+// Compile checks first, and the program cache before it looks anything up, so a call with
+// bad options neither counts as a lookup nor reaches the compiler.
+Status CheckCompileOptions(const CompileOptions &options);
+
 // Compiles `trace` (which must have ended) for options.target and links it. Fails with a
 // message naming what was wrong: an unknown target or opt level, a compiler that cannot be
 // started or loaded, a compiler process that died, or MLIR/LLVM's diagnostics.

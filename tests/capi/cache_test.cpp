@@ -136,6 +136,29 @@ TEST(Cache, DifferentCompileOptionsAreDifferentPrograms) {
   EXPECT_EQ(s.entries, 4u);
 }
 
+// Options the compiler refuses (every kind the library checks) are no lookup: the cache's
+// counts stay as they were (found by the C API fuzzer: an opt level of 4 counted as a miss).
+TEST(Cache, RefusedOptionsAreNoLookup) {
+  Context ctx = NewContext();
+  Trace t = TraceScaled(ctx, {2, 3});
+  tm_compile_options bad[4];
+  for (tm_compile_options &o : bad) tm_compile_options_init(&o);
+  bad[0].opt_level = 4;
+  bad[1].target = TM_TARGET_GPU;
+  bad[1].gpu_sm = 7;
+  bad[2].target = TM_TARGET_GPU;
+  bad[2].gpu_matmul_tile = 33;
+  bad[3].target = static_cast<tm_target>(7);
+  for (const tm_compile_options &o : bad) {
+    Program p;
+    TM_EXPECT_STATUS(tm_compile(ctx, t, &o, p.out()), TM_ERROR_INVALID_ARGUMENT);
+  }
+  Stats s = CacheStats(ctx);
+  EXPECT_EQ(s.misses, 0u);
+  EXPECT_EQ(s.hits, 0u);
+  EXPECT_EQ(s.entries, 0u);
+}
+
 TEST(Cache, DifferentConstantsOrScalarsAreDifferentPrograms) {
   Context ctx = NewContext();
   auto trace = [&](float c0, double scalar) {
