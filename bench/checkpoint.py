@@ -68,10 +68,9 @@ def weight_bytes(c, matrix_bytes=4):
 
 
 def write_safetensors(path, tensors):
-    """tensors: list of (name, shape, make) with make() -> float32 array of that shape.
+    """tensors: list of (name, shape, make) with make() -> a float32 array of that shape (NumPy)
+    or its little-endian float32 bytes.
     Layout: 8-byte little-endian header length, JSON header (space-padded to 8 bytes), data."""
-    import numpy as np  # here, not at the top: the GPU machine may have no NumPy
-
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for name, shape, _ in tensors:
         nbytes = 4 * math.prod(shape)
@@ -83,10 +82,27 @@ def write_safetensors(path, tensors):
         f.write(len(text).to_bytes(8, "little"))
         f.write(text)
         for name, shape, make in tensors:
-            a = np.ascontiguousarray(make(), dtype="<f4")
-            assert a.shape == tuple(shape), (name, a.shape, shape)
-            f.write(a.tobytes())
+            data = make()
+            if not isinstance(data, (bytes, bytearray)):
+                import numpy as np  # here, not at the top: the GPU machine may have no NumPy
+
+                a = np.ascontiguousarray(data, dtype="<f4")
+                assert a.shape == tuple(shape), (name, a.shape, shape)
+                data = a.tobytes()
+            assert len(data) == 4 * math.prod(shape), (name, len(data), shape)
+            f.write(data)
     return 8 + len(text) + offset
+
+
+def safetensors_entries(f):
+    """(name, dtype, shape, file offset, bytes) of every tensor of the open safetensors file f."""
+    f.seek(0)
+    n = int.from_bytes(f.read(8), "little")
+    header = json.loads(f.read(n))
+    for name, info in header.items():
+        if name != "__metadata__":
+            b, e = info["data_offsets"]
+            yield name, info["dtype"], info["shape"], 8 + n + b, e - b
 
 
 def read_safetensors(path):
@@ -95,22 +111,29 @@ def read_safetensors(path):
 
     out = {}
     with open(path, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(n))
-        for name, info in header.items():
-            if name == "__metadata__":
-                continue
-            assert info["dtype"] == "F32", (name, info["dtype"])
-            b, e = info["data_offsets"]
-            f.seek(8 + n + b)
-            a = np.fromfile(f, dtype="<f4", count=(e - b) // 4)
-            out[name] = a.reshape(info["shape"])
+        for name, dtype, shape, offset, nbytes in list(safetensors_entries(f)):
+            assert dtype == "F32", (name, dtype)
+            f.seek(offset)
+            out[name] = np.fromfile(f, dtype="<f4", count=nbytes // 4).reshape(shape)
     return out
 
 
-def ensure_checkpoint(folder, seed=0, config=GPT2_124M):
-    """Creates the folder unless a valid one with the same seed and shape is already there."""
+def numpy_random(seed):
+    """make(shape) and full(shape, value) for ensure_checkpoint: NumPy's generator."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    # HF init: N(0, 0.02); biases random too so the cross-check covers them
+    return ((lambda shape: lambda: rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)),
+            (lambda shape, value: lambda: np.full(shape, value, np.float32)))
+
+
+def ensure_checkpoint(folder, seed=0, config=GPT2_124M, random=None, generator="numpy"):
+    """Creates the folder unless a valid one with the same seed, shape and generator is already
+    there. random: (normal, full) as numpy_random returns (the default), made from `seed`."""
     meta = {"format_version": FORMAT_VERSION, "seed": seed, **config}
+    if generator != "numpy":
+        meta["generator"] = generator
     cfg = hf_config(**config)
     st_path = os.path.join(folder, "model.safetensors")
     meta_path = os.path.join(folder, "bench_meta.json")
@@ -126,18 +149,11 @@ def ensure_checkpoint(folder, seed=0, config=GPT2_124M):
     os.makedirs(folder, exist_ok=True)
     if os.path.exists(meta_path):
         os.remove(meta_path)  # invalid until rewritten below
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-
-    def normal(shape):  # HF init: N(0, 0.02); biases random too so the cross-check covers them
-        return lambda: (rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02))
-
+    normal, full = random or numpy_random(seed)
     tensors = []
     for name, shape in tensor_shapes(config):
         if ".ln_" in name or name.startswith("ln_f"):  # layer norm: weight 1, bias 0
-            value = 1.0 if name.endswith("weight") else 0.0
-            tensors.append((name, shape, lambda s=shape, v=value: np.full(s, v, np.float32)))
+            tensors.append((name, shape, full(shape, 1.0 if name.endswith("weight") else 0.0)))
         else:
             tensors.append((name, shape, normal(shape)))
     size = write_safetensors(st_path + ".tmp", tensors)

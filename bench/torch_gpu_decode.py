@@ -37,17 +37,13 @@ def read_safetensors(path):
     """{name: float32 tensor} from a safetensors file, without NumPy."""
     out = {}
     with open(path, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(n))
-        for name, info in header.items():
-            if name == "__metadata__":
-                continue
-            b, e = info["data_offsets"]
-            f.seek(8 + n + b)
-            data = bytearray(f.read(e - b))
-            t = torch.frombuffer(data, dtype=TORCH_DTYPES[info["dtype"]]) if data else \
-                torch.zeros(0, dtype=TORCH_DTYPES[info["dtype"]])
-            out[name] = t.float().reshape(info["shape"])
+        for name, dtype, shape, offset, nbytes in list(checkpoint.safetensors_entries(f)):
+            data = bytearray(nbytes)
+            f.seek(offset)
+            f.readinto(data)
+            t = torch.frombuffer(data, dtype=TORCH_DTYPES[dtype]) if data else \
+                torch.zeros(0, dtype=TORCH_DTYPES[dtype])
+            out[name] = t.float().reshape(shape)
     return out
 
 
@@ -59,37 +55,27 @@ def load(folder, device):
     return c, w
 
 
-def ensure_random(folder, seed=0, config=checkpoint.GPT2_124M):
-    """checkpoint.ensure_checkpoint with NumPy; else the same layout from torch's generator."""
+def torch_random(seed):
+    """checkpoint.numpy_random's (normal, full) from PyTorch's generator: bytes, not arrays."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def as_bytes(t):  # little-endian float32 on x86 and ARM
+        t = t.contiguous()
+        return ctypes.string_at(t.data_ptr(), 4 * t.numel())
+
+    return ((lambda shape: lambda: as_bytes(torch.randn(shape, generator=generator) * 0.02)),
+            (lambda shape, value: lambda: as_bytes(torch.full(shape, value))))
+
+
+def ensure_random(folder, seed=0):
+    """The bench's random 124M-shaped checkpoint: NumPy's values where there is NumPy, else the
+    same layout from PyTorch's generator (the speed is the same)."""
     try:
         import numpy  # noqa: F401
-        return checkpoint.ensure_checkpoint(folder, seed, config)
+        return checkpoint.ensure_checkpoint(folder, seed)
     except ImportError:
-        pass
-    generator = torch.Generator().manual_seed(seed)
-    tensors = []
-    for name, shape in checkpoint.tensor_shapes(config):
-        if ".ln_" in name or name.startswith("ln_f"):  # layer norm: weight 1, bias 0
-            t = torch.full(shape, 1.0 if name.endswith("weight") else 0.0)
-        else:
-            t = torch.randn(shape, generator=generator) * 0.02
-        tensors.append((name, t.contiguous()))
-    header, offset = {"__metadata__": {"format": "pt"}}, 0
-    for name, t in tensors:
-        header[name] = {"dtype": "F32", "shape": list(t.shape),
-                        "data_offsets": [offset, offset + 4 * t.numel()]}
-        offset += 4 * t.numel()
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
-        f.write(len(text).to_bytes(8, "little"))
-        f.write(text)
-        for _, t in tensors:  # the tensor's bytes (little-endian float32 on x86 and ARM)
-            f.write(ctypes.string_at(t.data_ptr(), 4 * t.numel()))
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(checkpoint.hf_config(**config), f, indent=2)
-    return True
+        return checkpoint.ensure_checkpoint(folder, seed, random=torch_random(seed),
+                                            generator="torch")
 
 
 def attention(q, k, v, causal):

@@ -174,15 +174,9 @@ TM_API tm_status tm_program_load(const char *path, tm_program **out) {
 TM_API tm_status tm_managed_alloc(size_t bytes, void **out) {
   if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_managed_alloc: out is NULL");
   *out = nullptr;
-  return Guard("tm_managed_alloc", [&] {
-    tinymlir::Status status = tinymlir::gpu::ManagedAlloc(bytes, out);
-    // Blocks GPU program calls left idle for each other (recycled_blocks.h) make room.
-    if (status.code() == tinymlir::StatusCode::kOutOfMemory && tinymlir::gpu::IdleBytes() > 0) {
-      tinymlir::gpu::FreeIdle();
-      status = tinymlir::gpu::ManagedAlloc(bytes, out);
-    }
-    return status;
-  });
+  // Blocks GPU program calls left idle for each other (recycled_blocks.h) make room.
+  return Guard("tm_managed_alloc",
+               [&] { return tinymlir::gpu::ManagedAllocMakingRoom(bytes, out); });
 }
 
 TM_API void tm_managed_free(void *block) { tinymlir::gpu::ManagedFree(block); }

@@ -138,41 +138,9 @@ TEST(GpuHostPath, Gpt2GeneratesWithEveryLaunchOnDeviceMemory) {
   tm_model_destroy(model);
 }
 
-// The fake driver's own check fails on what it is there to catch: a host pointer handed to a
-// kernel (so a clean log above means something).
-TEST(GpuHostPath, TheFakeDriverRefusesAHostPointerArgument) {
-  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(driver, nullptr) << dlerror();
-  using LoadFn = int (*)(void **, const void *, unsigned, int *, void **);
-  using GetFn = int (*)(void **, void *, const char *);
-  using LaunchFn = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                           unsigned, void *, void **, void **);
-  auto load = reinterpret_cast<LoadFn>(dlsym(driver, "cuModuleLoadDataEx"));
-  auto get = reinterpret_cast<GetFn>(dlsym(driver, "cuModuleGetFunction"));
-  auto launch = reinterpret_cast<LaunchFn>(dlsym(driver, "cuLaunchKernel"));
-  ASSERT_TRUE(load && get && launch);
-  const char *ptx = ".version 8.0\n.target sm_90\n.address_size 64\n"
-                    ".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\tret;\n}\n";
-  void *module = nullptr, *kernel = nullptr;
-  ASSERT_EQ(load(&module, ptx, 0, nullptr, nullptr), 0);
-  ASSERT_EQ(get(&kernel, module, "k"), 0);
-  EXPECT_NE(get(&kernel, module, "missing"), 0);
-  std::vector<float> host(64);
-  void *pointer = host.data();
-  void *params[] = {&pointer};
-  const size_t before = DriverLog().size();
-  EXPECT_NE(launch(kernel, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), 0);
-  EXPECT_NE(LogSince(before).text.find("argument 0 is host memory"), std::string::npos);
-  EXPECT_NE(launch(kernel, 1, 1, 1, 2048, 1, 1, 0, nullptr, params, nullptr), 0);
-  dlclose(driver);
-}
-
-// And on host code touching memory a queued kernel was given, before anything waited for it:
-// the access faults (so the clean runs above, where no host code faulted, mean something).
-TEST(GpuHostPath, TheFakeDriverFaultsAHostAccessToMemoryOfAQueuedKernel) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(driver, nullptr) << dlerror();
+// The fake driver's entry points that the tests below call directly, and a kernel of one
+// pointer parameter loaded through them.
+struct FakeDriverCalls {
   using AllocFn = int (*)(unsigned long long *, size_t, unsigned);
   using FreeFn = int (*)(unsigned long long);
   using StreamFn = int (*)(void *);
@@ -181,39 +149,83 @@ TEST(GpuHostPath, TheFakeDriverFaultsAHostAccessToMemoryOfAQueuedKernel) {
   using GetFn = int (*)(void **, void *, const char *);
   using LaunchFn = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, void *, void **, void **);
-  auto alloc = reinterpret_cast<AllocFn>(dlsym(driver, "cuMemAllocManaged"));
-  auto free_block = reinterpret_cast<FreeFn>(dlsym(driver, "cuMemFree_v2"));
-  auto create = reinterpret_cast<CreateFn>(dlsym(driver, "cuStreamCreate"));
-  auto wait = reinterpret_cast<StreamFn>(dlsym(driver, "cuStreamSynchronize"));
-  auto destroy = reinterpret_cast<StreamFn>(dlsym(driver, "cuStreamDestroy_v2"));
-  auto load = reinterpret_cast<LoadFn>(dlsym(driver, "cuModuleLoadDataEx"));
-  auto get = reinterpret_cast<GetFn>(dlsym(driver, "cuModuleGetFunction"));
-  auto launch = reinterpret_cast<LaunchFn>(dlsym(driver, "cuLaunchKernel"));
-  ASSERT_TRUE(alloc && free_block && create && wait && destroy && load && get && launch);
-  const char *ptx =
-      ".version 8.0\n.target sm_90\n.address_size 64\n"
-      ".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\tret;\n}\n";
-  void *module = nullptr, *kernel = nullptr, *stream = nullptr;
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  AllocFn alloc = Find<AllocFn>("cuMemAllocManaged");
+  FreeFn free_block = Find<FreeFn>("cuMemFree_v2");
+  CreateFn create = Find<CreateFn>("cuStreamCreate");
+  StreamFn wait = Find<StreamFn>("cuStreamSynchronize");
+  StreamFn destroy = Find<StreamFn>("cuStreamDestroy_v2");
+  LoadFn load = Find<LoadFn>("cuModuleLoadDataEx");
+  GetFn get = Find<GetFn>("cuModuleGetFunction");
+  LaunchFn launch = Find<LaunchFn>("cuLaunchKernel");
+
+  ~FakeDriverCalls() {
+    if (library) dlclose(library);
+  }
+  bool ok() const {
+    return alloc && free_block && create && wait && destroy && load && get && launch;
+  }
+  template <typename Fn>
+  Fn Find(const char *name) {
+    return library ? reinterpret_cast<Fn>(dlsym(library, name)) : nullptr;
+  }
+  // The kernel "k" of a PTX module (*module) with one 64-bit parameter; nullptr if it does
+  // not load.
+  void *PointerKernel(void **module) {
+    const char *ptx =
+        ".version 8.0\n.target sm_90\n.address_size 64\n"
+        ".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\tret;\n}\n";
+    void *kernel = nullptr;
+    if (load(module, ptx, 0, nullptr, nullptr) != 0 || get(&kernel, *module, "k") != 0)
+      return nullptr;
+    return kernel;
+  }
+};
+
+// The fake driver's own check fails on what it is there to catch: a host pointer handed to a
+// kernel (so a clean log above means something).
+TEST(GpuHostPath, TheFakeDriverRefusesAHostPointerArgument) {
+  FakeDriverCalls driver;
+  ASSERT_TRUE(driver.ok()) << dlerror();
+  void *module = nullptr, *missing = nullptr;
+  void *kernel = driver.PointerKernel(&module);
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_NE(driver.get(&missing, module, "missing"), 0);
+  std::vector<float> host(64);
+  void *pointer = host.data();
+  void *params[] = {&pointer};
+  const size_t before = DriverLog().size();
+  EXPECT_NE(driver.launch(kernel, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), 0);
+  EXPECT_NE(LogSince(before).text.find("argument 0 is host memory"), std::string::npos);
+  EXPECT_NE(driver.launch(kernel, 1, 1, 1, 2048, 1, 1, 0, nullptr, params, nullptr), 0);
+}
+
+// And on host code touching memory a queued kernel was given, before anything waited for it:
+// the access faults (so the clean runs above, where no host code faulted, mean something).
+TEST(GpuHostPath, TheFakeDriverFaultsAHostAccessToMemoryOfAQueuedKernel) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  FakeDriverCalls driver;
+  ASSERT_TRUE(driver.ok()) << dlerror();
+  void *module = nullptr, *stream = nullptr;
+  void *kernel = driver.PointerKernel(&module);
+  ASSERT_NE(kernel, nullptr);
   unsigned long long address = 0;
-  ASSERT_EQ(load(&module, ptx, 0, nullptr, nullptr), 0);
-  ASSERT_EQ(get(&kernel, module, "k"), 0);
-  ASSERT_EQ(create(&stream, 0), 0);
-  ASSERT_EQ(alloc(&address, 256, 1), 0);
+  ASSERT_EQ(driver.create(&stream, 0), 0);
+  ASSERT_EQ(driver.alloc(&address, 256, 1), 0);
   auto *block = reinterpret_cast<volatile float *>(static_cast<uintptr_t>(address));
   block[0] = 1;
   void *pointer = const_cast<float *>(block);
   void *params[] = {&pointer};
-  ASSERT_EQ(launch(kernel, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr), 0);
+  ASSERT_EQ(driver.launch(kernel, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr), 0);
   EXPECT_DEATH(block[1] = 2, "");
   const size_t before = DriverLog().size();
-  EXPECT_NE(destroy(stream), 0);  // nothing waited for the kernel
+  EXPECT_NE(driver.destroy(stream), 0);  // nothing waited for the kernel
   EXPECT_NE(LogSince(before).text.find("nobody waited for"), std::string::npos);
-  ASSERT_EQ(wait(stream), 0);
+  ASSERT_EQ(driver.wait(stream), 0);
   block[1] = 2;  // the host's again
   EXPECT_EQ(block[0] + block[1], 3.0f);
-  EXPECT_EQ(destroy(stream), 0);
-  EXPECT_EQ(free_block(address), 0);
-  dlclose(driver);
+  EXPECT_EQ(driver.destroy(stream), 0);
+  EXPECT_EQ(driver.free_block(address), 0);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/target/gpu/cuda_driver.h"
 #include "core/target/gpu/gpu_runtime.h"
 #include "core/target/gpu/recycled_blocks.h"
 
@@ -88,6 +89,16 @@ TEST_F(FakeDriver, OutOfMemoryGivesTheIdleBlocksBackAndTriesAgain) {
   EXPECT_EQ(none.code(), StatusCode::kOutOfMemory) << none.message();
   EXPECT_EQ(more, nullptr);
   gpu::FreeRecycled(big);
+}
+
+// tm_managed_alloc's path: new managed memory, the idle blocks given back when it does not fit.
+TEST_F(FakeDriver, ANewManagedBlockMakesRoomFromTheIdleOnes) {
+  void *idle = nullptr, *big = nullptr;
+  ASSERT_TRUE(gpu::AllocateRecycled(150 * kMiB, &idle).ok());
+  gpu::Recycle(idle);
+  ASSERT_TRUE(gpu::ManagedAllocMakingRoom(300 * kMiB, &big).ok());
+  EXPECT_EQ(gpu::IdleBytes(), 0u);
+  gpu::ManagedFree(big);
 }
 
 TEST_F(FakeDriver, AProgramsFreeIsRecycledOnlyAfterItsCallWaitedForTheDevice) {

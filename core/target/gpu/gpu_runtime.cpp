@@ -334,25 +334,24 @@ DeferredFrees::~DeferredFrees() {
   for (void *block : blocks_) Recycle(block);
 }
 
-Status DeferredFrees::Add(void *block) {
+bool DeferredFrees::Keep(void *block) {
   try {
     blocks_.push_back(block);
-  } catch (const std::bad_alloc &) {
-    FreeRecycled(block);
-    return OutOfMemory("no host memory to keep a GPU block until the call ends");
-  }
-  return Status::Ok();
-}
-
-bool DeferredFrees::Defer(void *block) {
-  DeferredFrees *scope = innermost_deferred_frees;
-  if (!scope) return false;
-  try {
-    scope->blocks_.push_back(block);
   } catch (const std::bad_alloc &) {
     return false;
   }
   return true;
+}
+
+Status DeferredFrees::Add(void *block) {
+  if (Keep(block)) return Status::Ok();
+  FreeRecycled(block);
+  return OutOfMemory("no host memory to keep a GPU block until the call ends");
+}
+
+bool DeferredFrees::Defer(void *block) {
+  DeferredFrees *scope = innermost_deferred_frees;
+  return scope && scope->Keep(block);
 }
 
 }  // namespace gpu

@@ -104,6 +104,8 @@ class DeferredFrees {
   void DeviceWaitedFor() { device_waited_for_ = true; }
 
  private:
+  bool Keep(void *block);  // false when the list cannot grow
+
   DeferredFrees *outer_;
   std::vector<void *> blocks_;
   bool device_waited_for_ = false;

@@ -36,7 +36,22 @@ void FreeIdleLocked(Blocks &all) {
   all.idle_bytes = 0;
 }
 
+Status ManagedAllocMakingRoomLocked(Blocks &all, uint64_t bytes, void **out) {
+  Status status = ManagedAlloc(bytes, out);
+  if (status.code() == StatusCode::kOutOfMemory && !all.idle.empty()) {
+    FreeIdleLocked(all);
+    status = ManagedAlloc(bytes, out);
+  }
+  return status;
+}
+
 }  // namespace
+
+Status ManagedAllocMakingRoom(uint64_t bytes, void **out) {
+  Blocks &all = All();
+  std::lock_guard<ForkSafeMutex> lock(all.mutex);
+  return ManagedAllocMakingRoomLocked(all, bytes, out);
+}
 
 Status AllocateRecycled(uint64_t bytes, void **out) {
   *out = nullptr;
@@ -49,12 +64,7 @@ Status AllocateRecycled(uint64_t bytes, void **out) {
     all.idle.erase(found);
     return Status::Ok();
   }
-  Status status = ManagedAlloc(bytes, out);
-  if (status.code() == StatusCode::kOutOfMemory && !all.idle.empty()) {
-    FreeIdleLocked(all);
-    status = ManagedAlloc(bytes, out);
-  }
-  TM_RETURN_IF_ERROR(status);
+  TM_RETURN_IF_ERROR(ManagedAllocMakingRoomLocked(all, bytes, out));
   try {
     all.sizes.emplace(*out, bytes);
   } catch (const std::bad_alloc &) {

@@ -36,9 +36,13 @@ void FreeRecycled(void *block);
 // Bytes in idle blocks: free for the next calls, though the driver counts them as used.
 uint64_t IdleBytes();
 
-// Gives every idle block back to the driver (before an allocation that would not fit
-// otherwise).
+// Gives every idle block back to the driver.
 void FreeIdle();
+
+// `bytes` of new managed memory (ManagedAlloc); when the driver is out of memory, the idle
+// blocks are given back first and the allocation tried again. What AllocateRecycled does for
+// a size it has no idle block of, and what tm_managed_alloc does.
+Status ManagedAllocMakingRoom(uint64_t bytes, void **out);
 
 }  // namespace gpu
 }  // namespace tinymlir
