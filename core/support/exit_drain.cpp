@@ -17,15 +17,18 @@ std::atomic<bool> closed{false};
 thread_local long own = 0;  // this thread's entries
 
 // A forked child has only the thread that forked: the others' entries are not under way
-// there, and waiting for them at its exit would never end.
+// there, and waiting for them at its exit would never end. Registered when the library
+// loads, not at first use, which could miss a fork another thread had under way (see
+// ForkSafeMutexes).
 void ForgetOtherThreads() { inside.store(own); }
+[[maybe_unused]] const int fork_handler_registered =
+    pthread_atfork(nullptr, nullptr, ForgetOtherThreads);
 
 ForkSafeOnce<bool> registered;
 
 void RegisterOnce() {
   registered.Get([] {
     AtUnloadOrExit([](void *) { DrainNativeCode(); });
-    pthread_atfork(nullptr, nullptr, ForgetOtherThreads);
     return true;
   });
 }

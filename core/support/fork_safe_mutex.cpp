@@ -3,18 +3,18 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <new>
-
-#include "core/support/fork_safe_once.h"
 
 namespace tinymlir {
 
 // Every ForkSafeMutex of this library, oldest first, and the fork handlers over them.
 class ForkSafeMutexes {
  public:
-  // Never destroyed: a mutex that is a static of the library may outlive any other static.
-  // The handlers are registered once; glibc drops them when the library is unloaded.
-  static ForkSafeMutexes &Get();
+  // The one list. Constant-initialised (no constructor runs), so it exists before any mutex
+  // is made, and never destroyed (its destructor is trivial): a mutex that is a static of the
+  // library may outlive any other static.
+  static ForkSafeMutexes all;
+
+  constexpr ForkSafeMutexes() = default;
 
   void Add(ForkSafeMutex *m) {
     std::lock_guard<std::mutex> lock(list_mutex_);
@@ -32,20 +32,20 @@ class ForkSafeMutexes {
   }
 
  private:
+  static const int handlers_registered_;
+
   // The list's own lock is held from before fork() to after it, so no mutex is made or
   // destroyed in between.
   static void BeforeFork() {
-    ForkSafeMutexes &all = Get();
     all.list_mutex_.lock();
     for (ForkSafeMutex *m = all.first_; m; m = m->next_) m->mutex_.lock();
   }
   static void AfterFork() {
-    ForkSafeMutexes &all = Get();
     for (ForkSafeMutex *m = all.last_; m; m = m->previous_) m->mutex_.unlock();
     all.list_mutex_.unlock();
   }
   static void AfterForkInChild() {
-    Get().generation_.fetch_add(1, std::memory_order_relaxed);
+    all.generation_.fetch_add(1, std::memory_order_relaxed);
     AfterFork();
   }
 
@@ -55,22 +55,19 @@ class ForkSafeMutexes {
   ForkSafeMutex *last_ = nullptr;
 };
 
-alignas(ForkSafeMutexes) static unsigned char all_storage[sizeof(ForkSafeMutexes)];
-static ForkSafeOnce<ForkSafeMutexes *> all;
+ForkSafeMutexes ForkSafeMutexes::all;
 
-ForkSafeMutexes &ForkSafeMutexes::Get() {
-  return *all.Get([] {
-    auto *made = new (all_storage) ForkSafeMutexes();
-    pthread_atfork(&ForkSafeMutexes::BeforeFork, &ForkSafeMutexes::AfterFork,
-                   &ForkSafeMutexes::AfterForkInChild);
-    return made;
-  });
-}
+// The handlers are registered when the library loads, before any thread can use it. Not at
+// first use: glibc runs fork handlers without its handler lock and skips, in the child, the
+// ones registered after the fork began, so a thread that registered them (and then took a
+// mutex) during another thread's fork() would leave that mutex locked in the child.
+const int ForkSafeMutexes::handlers_registered_ =
+    pthread_atfork(&BeforeFork, &AfterFork, &AfterForkInChild);
 
-ForkSafeMutex::ForkSafeMutex() { ForkSafeMutexes::Get().Add(this); }
+ForkSafeMutex::ForkSafeMutex() { ForkSafeMutexes::all.Add(this); }
 
-uint64_t ForkGeneration() { return ForkSafeMutexes::Get().Generation(); }
+uint64_t ForkGeneration() { return ForkSafeMutexes::all.Generation(); }
 
-ForkSafeMutex::~ForkSafeMutex() { ForkSafeMutexes::Get().Remove(this); }
+ForkSafeMutex::~ForkSafeMutex() { ForkSafeMutexes::all.Remove(this); }
 
 }  // namespace tinymlir

@@ -8,6 +8,12 @@
 // CPU's description, paths, the worker pool) is made through ForkSafeOnce, a namespace-scope
 // object (constant-initialised: no guard of its own), and never through a function-local
 // static with a dynamic initialiser.
+//
+// A fork handler is never registered in make(): glibc runs fork handlers without its handler
+// lock and, in the child, skips those registered after the fork began, so a handler another
+// thread registered at first use could miss a fork under way. They are registered when the
+// library loads (a namespace-scope `const int ... = pthread_atfork(...)`), and a value made
+// later knows a fork from ForkGeneration().
 #pragma once
 
 #include <mutex>

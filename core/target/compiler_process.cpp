@@ -224,22 +224,26 @@ class CompilerProcesses {
   }
 
  private:
-  CompilerProcesses() {
-    // A child forked from this process must not share these processes' sockets with it:
-    // it starts its own. The lock is held across fork so the list is consistent, and so
-    // that no fork happens while a new process's end of its socket is open here.
-    // The child has no reaper thread (only the forking thread is copied); the condition
-    // variable may list the parent's reaper as a waiter, so it is made anew.
-    pthread_atfork([] { Get().mutex_.lock(); }, [] { Get().mutex_.unlock(); },
-                   [] {
-                     CompilerProcesses &self = Get();
-                     for (Worker &w : self.idle_) CloseDescriptors(&w);
-                     self.idle_.clear();
-                     self.reaper_started_ = false;
-                     new (&self.reaper_wake_) std::condition_variable();
-                     self.mutex_.unlock();
-                   });
+  CompilerProcesses() = default;
+
+  // A child forked from this process must not share these processes' sockets with it:
+  // it starts its own. The lock is held across fork so the list is consistent, and so
+  // that no fork happens while a new process's end of its socket is open here.
+  // The child has no reaper thread (only the forking thread is copied); the condition
+  // variable may list the parent's reaper as a waiter, so it is made anew. Registered when
+  // the library loads (see ForkSafeMutexes: one registered at first use may miss a fork
+  // already under way); the first fork makes the list.
+  static void BeforeFork() { Get().mutex_.lock(); }
+  static void AfterForkInParent() { Get().mutex_.unlock(); }
+  static void AfterForkInChild() {
+    CompilerProcesses &self = Get();
+    for (Worker &w : self.idle_) CloseDescriptors(&w);
+    self.idle_.clear();
+    self.reaper_started_ = false;
+    new (&self.reaper_wake_) std::condition_variable();
+    self.mutex_.unlock();
   }
+  static const int fork_handlers_registered_;
 
   // The idle processes are told to end (their sockets close) and reaped, and the reaper
   // thread is joined: at unload, before its code is unmapped.
@@ -454,6 +458,9 @@ CompilerProcesses &CompilerProcesses::Get() {
     return made;
   });
 }
+
+const int CompilerProcesses::fork_handlers_registered_ =
+    pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild);
 
 ForkSafeOnce<std::string> compiler_process_path;
 

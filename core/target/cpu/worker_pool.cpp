@@ -14,6 +14,7 @@
 
 #include "core/support/environment.h"
 #include "core/support/exit_drain.h"
+#include "core/support/fork_safe_mutex.h"
 #include "core/support/fork_safe_once.h"
 #include "core/target/cpu/kernel_times.h"
 
@@ -48,10 +49,6 @@ inline void CpuRelax() {
 
 // How long a worker keeps polling for the next job before it sleeps.
 constexpr auto kSpin = std::chrono::microseconds(200);
-
-// A forked child has only the thread that called fork(): the workers are gone, so the
-// pool must not wait for them (Python's multiprocessing forks, for one).
-std::atomic<bool> forked_child{false};
 
 }  // namespace
 
@@ -112,8 +109,14 @@ WorkerPool &WorkerPool::Get() {
   return pool.Get([] { return WorkerPool(); });
 }
 
-WorkerPool::WorkerPool() : state_(new State()), size_(ConfiguredThreads()) {
-  pthread_atfork(nullptr, nullptr, [] { forked_child.store(true); });
+// A forked child has only the thread that called fork(): the workers are gone, so the pool
+// must not wait for them (Python's multiprocessing forks, for one). Told by the fork
+// generation rather than a fork handler of the pool's own, which, registered as the pool is
+// made, could miss a fork another thread had under way.
+bool WorkerPool::InForkedChild() const { return ForkGeneration() != made_in_fork_generation_; }
+
+WorkerPool::WorkerPool()
+    : state_(new State()), size_(ConfiguredThreads()), made_in_fork_generation_(ForkGeneration()) {
   for (int i = 1; i < size_; ++i) {
     pthread_t thread;
     auto *start = new State::Start{state_, i};
@@ -131,7 +134,7 @@ WorkerPool::~WorkerPool() {
   // drain registered at the first program normally ran already; this keeps it so).
   DrainNativeCode();
   // In a forked child the workers never existed here: nothing to stop or join.
-  if (forked_child.load()) return;
+  if (InForkedChild()) return;
   {
     std::lock_guard<std::mutex> busy(state_->busy);
     std::lock_guard<std::mutex> lock(state_->sleep_mutex);
@@ -144,7 +147,7 @@ WorkerPool::~WorkerPool() {
 }
 
 void WorkerPool::ParallelFor(const std::function<void(int)> &task) {
-  if (forked_child.load(std::memory_order_relaxed)) {
+  if (InForkedChild()) {
     for (int i = 0; i < size_; ++i) task(i);
     return;
   }

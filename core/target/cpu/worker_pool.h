@@ -9,6 +9,7 @@
 // there and its destructor has nothing to join.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 namespace tinymlir {
@@ -41,8 +42,13 @@ class WorkerPool {
  private:
   WorkerPool();
   struct State;
+  // Whether this process is a child forked after the pool's workers started: they are
+  // not in it (only the forking thread is copied).
+  bool InForkedChild() const;
+
   State *state_;
   int size_;
+  uint64_t made_in_fork_generation_;  // ForkGeneration() when the workers started
 };
 
 }  // namespace tinymlir
