@@ -5,6 +5,7 @@
 
 #include "core/passes/approximate_math.h"
 #include "core/passes/fuse_elementwise.h"
+#include "core/passes/one_fill_per_use.h"
 #include "core/passes/parallel_loops.h"
 #include "core/support/diagnostics.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -34,6 +35,7 @@ constexpr OwnPass kOwnPasses[] = {
     {kFuseElementwisePassName, CreateFuseElementwisePass},
     {kApproximateMathPassName, CreateApproximateMathPass},
     {kParallelizeLoopsPassName, CreateParallelizeLoopsPass},
+    {kOneFillPerUsePassName, CreateOneFillPerUsePass},
 };
 
 // The pipeline's top-level elements: split at commas outside (...) and {...}.

@@ -20,9 +20,17 @@ inline constexpr const char *kOptimizePipeline =
     "canonicalize,cse,tm-fuse-elementwise-ops,canonicalize,cse";
 
 // 2. Bufferization, once for every target: tensors become memrefs, internal buffers are
-//    freed by the deallocation pipeline.
+//    freed by the deallocation pipeline. Two steps first, each removing copies that
+//    bufferization would make (a copy each on the CPU, a kernel launch each on the GPU):
+//    tm-one-fill-per-use gives each user of a shared zero fill its own (see
+//    one_fill_per_use.h), and eliminate-empty-tensors makes a result that goes to an output
+//    (bufferization.materialize_in_destination) be computed in the caller's buffer instead
+//    of a buffer of its own copied there (the output is `restrict`: the engine copies the
+//    inputs that overlap it).
 inline constexpr const char *kBufferizePipeline =
-    "one-shot-bufferize{bufferize-function-boundaries},buffer-deallocation-pipeline";
+    "tm-one-fill-per-use,eliminate-empty-tensors,"
+    "one-shot-bufferize{bufferize-function-boundaries},"
+    "buffer-deallocation-pipeline";
 
 // 3. (CPU) The BLAS rewrite runs here, between bufferization and lowering; see
 //    blas_rewrite.h.

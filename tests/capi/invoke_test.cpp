@@ -161,6 +161,43 @@ TEST(Invoke, TransposeInPlace) {
   EXPECT_TRUE(AllClose(std::vector<float>(buf, buf + 9), {0, 3, 6, 1, 4, 7, 2, 5, 8}, 0.0));
 }
 
+// Results are computed in the output buffers themselves (no buffer of their own copied
+// there at the end): a product starts by zeroing its output, and a reduction its own, so an
+// input that overlaps the output must have been copied first.
+TEST(Invoke, ProductAndReductionWrittenOverTheirInput) {
+  constexpr int64_t n = 4;
+  const std::vector<int64_t> square = {n, n}, column = {n};
+  const std::vector<double> start = Pseudo(n * n, -1, 1, 11);
+  std::vector<double> rounded(start.size());
+  for (size_t i = 0; i < start.size(); ++i) rounded[i] = float(start[i]);
+  {  // x = x @ x
+    Context ctx = NewContext();
+    Trace t = NewTrace(ctx);
+    tm_value x = Input(t, TM_F32, square);
+    End(t, {Op(tm_op_matmul, t, x, x)});
+    std::vector<float> buf = Cast<float>(start);
+    TM_ASSERT_OK(CompileInvoke(ctx, t, {View(buf.data(), square)}, {View(buf.data(), square)}));
+    std::vector<double> want(n * n, 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t k = 0; k < n; ++k) want[i * n + j] += rounded[i * n + k] * rounded[k * n + j];
+    EXPECT_TRUE(AllClose(buf, want, 1e-5, 1e-6));  // sums of 4 products in [-1, 1)
+  }
+  {  // x[0, :] = sum of x's rows (the output is the input's first row)
+    Context ctx = NewContext();
+    Trace t = NewTrace(ctx);
+    End(t, {Op(tm_op_reduce_sum, t, Input(t, TM_F32, square), 1, 0)});
+    std::vector<float> buf = Cast<float>(start);
+    TM_ASSERT_OK(CompileInvoke(ctx, t, {View(buf.data(), square)}, {View(buf.data(), column)}));
+    std::vector<double> want(rounded);
+    for (int64_t i = 0; i < n; ++i) {
+      want[i] = 0;
+      for (int64_t j = 0; j < n; ++j) want[i] += rounded[i * n + j];
+    }
+    EXPECT_TRUE(AllClose(buf, want, 1e-6, 1e-6));
+  }
+}
+
 TEST(Invoke, OverlappingOutputsAreInvalid) {
   Context ctx = NewContext();
   Trace t = NewTrace(ctx);
