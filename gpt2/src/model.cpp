@@ -323,13 +323,21 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
     qkv_in.Add(w.ln_1_b);
     qkv_in.Add(w.attn_w);
     qkv_in.Add(w.attn_b);
+    // Only real rows enter the cache. Without padded rows (every decode step, and prompts
+    // of a power-of-two length) the program writes K and V into their cache rows itself:
+    // no copy, and on the GPU target the host never touches the cache, whose managed pages
+    // would migrate to the host and back at each access.
+    const bool into_cache = t == static_cast<int64_t>(n);
+    float *k_rows = into_cache ? k_cache_[layer].data() + pos * d : k_.data();
+    float *v_rows = into_cache ? v_cache_[layer].data() + pos * d : v_.data();
     qkv_out.Add(q_.data(), {t, d});
-    qkv_out.Add(k_.data(), {t, d});
-    qkv_out.Add(v_.data(), {t, d});
+    qkv_out.Add(k_rows, {t, d});
+    qkv_out.Add(v_rows, {t, d});
     TM_RETURN_IF_ERROR(Run(ProgramKind::kQkv, qkv, qkv_in, qkv_out));
-    // Only real rows enter the cache.
-    std::memcpy(k_cache_[layer].data() + pos * d, k_.data(), n * d * sizeof(float));
-    std::memcpy(v_cache_[layer].data() + pos * d, v_.data(), n * d * sizeof(float));
+    if (!into_cache) {
+      std::memcpy(k_cache_[layer].data() + pos * d, k_.data(), n * d * sizeof(float));
+      std::memcpy(v_cache_[layer].data() + pos * d, v_.data(), n * d * sizeof(float));
+    }
 
     Tensors in, out;
     in.Add(x_.data(), {t, d});
