@@ -3,10 +3,11 @@
 // before each user after the first.
 //
 // Every user of the shared fill writes into it, so bufferization can give it to one of them
-// only; each other one got a buffer of its own and a copy of the filled one (6 copies per
-// layer and token in GPT-2's decode; on the GPU, a kernel launch each). A fill of its own is
-// as cheap as that copy, needs no source, and, placed just before its user, is folded into
-// it on the GPU (a matmul kernel starts from it, a reduction's zeroing fuses with its loop).
+// only; each other one got a buffer of its own and a copy of the filled one (3 copies per
+// layer and token in GPT-2's decode, 1 in its head; on the GPU, a kernel launch each). A
+// fill of its own is as cheap as that copy, needs no source, and, placed just before its
+// user, is folded into it on the GPU (a matmul kernel starts from it, a reduction's zeroing
+// fuses with its loop).
 #pragma once
 
 #include <memory>
