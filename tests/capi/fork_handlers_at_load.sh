@@ -10,9 +10,11 @@
 set -u
 status=0
 for library in "$@"; do
+  # Demangled: a sanitizer build's static initialiser can be a C++ function
+  # (__static_initialization_and_destruction_0(int, int)), which _GLOBAL__sub_I_ calls.
   callers=$(objdump -d --no-show-raw-insn "$library" |
     awk '/^[0-9a-f]+ <.*>:$/ { fn = $2 }
-         /(call|jmp) +[0-9a-f]+ <(__)?pthread_atfork(@plt)?>/ { print fn }')
+         /(call|jmp) +[0-9a-f]+ <(__)?pthread_atfork(@plt)?>/ { print fn }' | c++filt)
   if [ -z "$callers" ]; then
     echo "$library: no call of pthread_atfork found"
     status=1
@@ -21,7 +23,7 @@ for library in "$@"; do
   late=$(echo "$callers" | grep -v -E '^<(_GLOBAL__sub_I_|__static_initialization_and_destruction)')
   if [ -n "$late" ]; then
     echo "$library: fork handlers registered outside a static initialiser (register them at load):"
-    echo "$late" | c++filt | sed 's/^/  /'
+    echo "$late" | sed 's/^/  /'
     status=1
   else
     echo "$library: $(echo "$callers" | wc -l) fork handler registrations, all at load"
