@@ -30,8 +30,9 @@ std::vector<double> Product(const std::vector<double> &a, const std::vector<doub
 }
 
 // Compiles the ended trace and returns its bufferized IR; the program is kept in *p.
-std::string Bufferized(tm_context *ctx, tm_trace *trace, Program *p) {
-  EXPECT_EQ(tm_compile(ctx, trace, nullptr, p->out()), TM_OK) << tm_last_error();
+std::string Bufferized(tm_context *ctx, tm_trace *trace, Program *p,
+                       const tm_compile_options *options = nullptr) {
+  EXPECT_EQ(tm_compile(ctx, trace, options, p->out()), TM_OK) << tm_last_error();
   return StageText(*p, TM_STAGE_BUFFERIZED);
 }
 
@@ -130,8 +131,7 @@ TEST(Buffers, ProductsSharingAZeroFillCopyNothing) {
     End(t, {y1, y2, Op(tm_op_reduce_sum, t, y1, 1, 0)});
     tm_compile_options o = Options(1, use_blas);
     Program p;
-    ASSERT_EQ(tm_compile(ctx, t, &o, p.out()), TM_OK) << tm_last_error();
-    const std::string ir = StageText(p, TM_STAGE_BUFFERIZED);
+    const std::string ir = Bufferized(ctx, t, &p, &o);
     EXPECT_EQ(CountSubstr(ir, "memref.copy"), 0) << "blas " << use_blas << "\n" << ir;
 
     Host<float> xs({m, k}, Cast<float>(Pseudo(m * k, -1, 1, 8)));

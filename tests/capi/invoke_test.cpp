@@ -168,8 +168,7 @@ TEST(Invoke, ProductAndReductionWrittenOverTheirInput) {
   constexpr int64_t n = 4;
   const std::vector<int64_t> square = {n, n}, column = {n};
   const std::vector<double> start = Pseudo(n * n, -1, 1, 11);
-  std::vector<double> rounded(start.size());
-  for (size_t i = 0; i < start.size(); ++i) rounded[i] = float(start[i]);
+  const std::vector<double> rounded = ToDouble(Cast<float>(start));  // what the kernels see
   {  // x = x @ x
     Context ctx = NewContext();
     Trace t = NewTrace(ctx);
