@@ -23,6 +23,22 @@ bool SingleUseProducer(mlir::OpOperand *fused) {
   return producer && producer->hasOneUse();
 }
 
+// Ops in the body of a linalg op's region (0 for anything else).
+size_t BodyOps(mlir::Operation *op) {
+  if (!op || op->getNumRegions() == 0 || op->getRegion(0).empty()) return 0;
+  return op->getRegion(0).front().getOperations().size();
+}
+
+// Elementwise fusion: a single-use producer, unless the fused body would pass
+// kMaxFusedBodyOps. Each fusion clones both bodies, so fusing a chain of n ops into one
+// costs n^2 / 2 clones (a 20,000-op chain took minutes); bounded, it is linear in n, and a
+// body that long already does enough work per element that one more pass over memory
+// between two of them costs little.
+bool FuseIntoBoundedBody(mlir::OpOperand *fused) {
+  if (!SingleUseProducer(fused)) return false;
+  return BodyOps(fused->get().getDefiningOp()) + BodyOps(fused->getOwner()) <= kMaxFusedBodyOps;
+}
+
 // For reshape folding, `fused` is either the linalg op's operand whose producer is a
 // reshape, or the reshape's operand whose producer is the linalg op: refuse both when the
 // linalg op is a contraction or reduction.
@@ -49,7 +65,7 @@ class FuseElementwisePass
     mlir::MLIRContext *context = &getContext();
     mlir::RewritePatternSet patterns(context);
     // The same pattern set as upstream's pass, with our control for reshape folding.
-    mlir::linalg::populateElementwiseOpsFusionPatterns(patterns, SingleUseProducer);
+    mlir::linalg::populateElementwiseOpsFusionPatterns(patterns, FuseIntoBoundedBody);
     mlir::linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, KeepContractionsNamed);
     mlir::tensor::populateBubbleUpExpandShapePatterns(patterns);
     mlir::affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);

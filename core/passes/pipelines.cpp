@@ -5,8 +5,9 @@
 
 #include "core/passes/approximate_math.h"
 #include "core/passes/fuse_elementwise.h"
-#include "core/passes/one_fill_per_use.h"
+#include "core/passes/outline_loop_nests.h"
 #include "core/passes/parallel_loops.h"
+#include "core/passes/unshare_destinations.h"
 #include "core/support/diagnostics.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
@@ -35,7 +36,8 @@ constexpr OwnPass kOwnPasses[] = {
     {kFuseElementwisePassName, CreateFuseElementwisePass},
     {kApproximateMathPassName, CreateApproximateMathPass},
     {kParallelizeLoopsPassName, CreateParallelizeLoopsPass},
-    {kOneFillPerUsePassName, CreateOneFillPerUsePass},
+    {kUnshareDestinationsPassName, CreateUnshareDestinationsPass},
+    {kOutlineLoopNestsPassName, CreateOutlineLoopNestsPass},
 };
 
 // The pipeline's top-level elements: split at commas outside (...) and {...}.

@@ -20,15 +20,16 @@ inline constexpr const char *kOptimizePipeline =
     "canonicalize,cse,tm-fuse-elementwise-ops,canonicalize,cse";
 
 // 2. Bufferization, once for every target: tensors become memrefs, internal buffers are
-//    freed by the deallocation pipeline. Two steps first, each removing copies that
-//    bufferization would make (a copy each on the CPU, a kernel launch each on the GPU):
-//    tm-one-fill-per-use gives each user of a shared zero fill its own (see
-//    one_fill_per_use.h), and eliminate-empty-tensors makes a result that goes to an output
+//    freed by the deallocation pipeline. Two steps first. tm-unshare-destinations (see
+//    unshare_destinations.h) gives each user of a shared zero fill its own, which removes a
+//    copy each (a pass over memory on the CPU, a kernel launch on the GPU), and bounds the
+//    users of one tensor.empty, which keeps one-shot bufferization's analysis linear in the
+//    program's size. eliminate-empty-tensors makes a result that goes to an output
 //    (bufferization.materialize_in_destination) be computed in the caller's buffer instead
 //    of a buffer of its own copied there (the output is `restrict`: the engine copies the
 //    inputs that overlap it).
 inline constexpr const char *kBufferizePipeline =
-    "tm-one-fill-per-use,eliminate-empty-tensors,"
+    "tm-unshare-destinations,eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries},"
     "buffer-deallocation-pipeline";
 
@@ -37,13 +38,15 @@ inline constexpr const char *kBufferizePipeline =
 
 // 4. Lowering to the LLVM dialect. Beyond upstream's usual list: linalg to parallel loops,
 //    of which tm-parallelize-loops sends the large ones to the worker pool (see
-//    parallel_loops.h); tm-approximate-math (f32
-//    tanh/exp/erf as vectorisable polynomials, see approximate_math.h); convert-math-to-funcs,
-//    which expands math.ipowi (integer pow); and convert-math-to-llvm before
-//    convert-math-to-libm, so that the fma/floor/abs the approximations use become LLVM
-//    intrinsics (vectorisable) and only what has none (erf, tanh in f64) calls libm.
+//    parallel_loops.h) and tm-outline-loop-nests makes each other one a function of its own
+//    (compile time linear in the program's size, see outline_loop_nests.h);
+//    tm-approximate-math (f32 tanh/exp/erf as vectorisable polynomials, see
+//    approximate_math.h); convert-math-to-funcs, which expands math.ipowi (integer pow); and
+//    convert-math-to-llvm before convert-math-to-libm, so that the fma/floor/abs the
+//    approximations use become LLVM intrinsics (vectorisable) and only what has none (erf,
+//    tanh in f64) calls libm.
 inline constexpr const char *kLowerToLLVMPipeline =
-    "convert-linalg-to-parallel-loops,tm-parallelize-loops,"
+    "convert-linalg-to-parallel-loops,tm-parallelize-loops,tm-outline-loop-nests,"
     "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
     "tm-approximate-math,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
     "convert-arith-to-llvm,"

@@ -9,6 +9,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IRReader/IRReader.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -75,6 +76,35 @@ std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::strin
     return nullptr;
   }
   return std::move(*tm);
+}
+
+Status OptimizeModule(llvm::Module &module, llvm::TargetMachine &target, int opt_level,
+                      bool slp_vectorize) {
+  static const llvm::OptimizationLevel levels[] = {
+      llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
+      llvm::OptimizationLevel::O3};
+  const llvm::OptimizationLevel level = levels[opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level];
+  // What MLIR's makeOptimizingTransformer sets, SLP aside.
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = true;
+  tuning.LoopInterleaving = true;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = slp_vectorize;
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(&target, tuning);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  llvm::ModulePassManager passes = level == llvm::OptimizationLevel::O0
+                                       ? builder.buildO0DefaultPipeline(level)
+                                       : builder.buildPerModuleDefaultPipeline(level);
+  passes.run(module, modules);
+  return Status::Ok();
 }
 
 Status AddPackedEntry(llvm::Module &module, const std::string &function) {

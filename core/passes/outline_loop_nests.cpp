@@ -1,0 +1,90 @@
+#include "core/passes/outline_loop_nests.h"
+
+#include <string>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace tinymlir {
+namespace {
+
+bool IsConstant(mlir::Value v) {
+  // By op, not by the ConstantLike trait (see parallel_loops.cpp: the trait's type id does
+  // not match libMLIR's in this library).
+  return mlir::isa_and_nonnull<mlir::arith::ConstantOp>(v.getDefiningOp());
+}
+
+class OutlineLoopNestsPass
+    : public mlir::PassWrapper<OutlineLoopNestsPass, mlir::OperationPass<mlir::ModuleOp>> {
+ public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(OutlineLoopNestsPass)
+
+  llvm::StringRef getArgument() const override { return kOutlineLoopNestsPassName; }
+  llvm::StringRef getDescription() const override {
+    return "Outline each top-level loop nest of a public function into a noinline function";
+  }
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect, mlir::scf::SCFDialect>();
+  }
+
+  void runOnOperation() override {
+    mlir::ModuleOp module = getOperation();
+    llvm::SmallVector<mlir::Operation *> nests;
+    for (auto func : module.getOps<mlir::func::FuncOp>()) {
+      if (func.isExternal() || func.isPrivate()) continue;
+      for (mlir::Block &block : func.getBody())
+        for (mlir::Operation &op : block)
+          if (mlir::isa<mlir::scf::ParallelOp, mlir::scf::ForOp>(op) && op.getNumResults() == 0)
+            nests.push_back(&op);
+    }
+    int index = 0;
+    for (mlir::Operation *nest : nests) Outline(module, nest, index++);
+  }
+
+ private:
+  static void Outline(mlir::ModuleOp module, mlir::Operation *nest, int index) {
+    llvm::SetVector<mlir::Value> used;
+    for (mlir::Region &region : nest->getRegions()) mlir::getUsedValuesDefinedAbove(region, used);
+    for (mlir::Value v : nest->getOperands()) used.insert(v);
+    llvm::SmallVector<mlir::Value> arguments, constants;
+    for (mlir::Value v : used) (IsConstant(v) ? constants : arguments).push_back(v);
+
+    mlir::MLIRContext *ctx = module.getContext();
+    mlir::Location loc = nest->getLoc();
+    mlir::OpBuilder b(ctx);
+    b.setInsertionPointToEnd(module.getBody());
+    llvm::SmallVector<mlir::Type> types;
+    for (mlir::Value v : arguments) types.push_back(v.getType());
+    auto fn = mlir::func::FuncOp::create(b, loc, kOutlinedLoopNestPrefix + std::to_string(index),
+                                         mlir::FunctionType::get(ctx, types, {}));
+    fn.setPrivate();
+    // Carried to the LLVM function by convert-func-to-llvm.
+    fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+    mlir::Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    mlir::IRMapping map;
+    for (mlir::Value v : constants) map.map(v, b.clone(*v.getDefiningOp())->getResult(0));
+    for (size_t i = 0; i < arguments.size(); ++i) map.map(arguments[i], entry->getArgument(i));
+    b.clone(*nest, map);
+    mlir::func::ReturnOp::create(b, loc);
+
+    b.setInsertionPoint(nest);
+    mlir::func::CallOp::create(b, loc, fn, arguments);
+    nest->erase();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::Pass> CreateOutlineLoopNestsPass() {
+  return std::make_unique<OutlineLoopNestsPass>();
+}
+
+}  // namespace tinymlir
