@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -31,7 +32,8 @@ class OutlineLoopNestsPass
     return "Outline each top-level loop nest of a public function into a noinline function";
   }
   void getDependentDialects(mlir::DialectRegistry &registry) const override {
-    registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect, mlir::scf::SCFDialect>();
+    registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect, mlir::LLVM::LLVMDialect,
+                    mlir::scf::SCFDialect>();
   }
 
   void runOnOperation() override {
@@ -65,8 +67,11 @@ class OutlineLoopNestsPass
     auto fn = mlir::func::FuncOp::create(b, loc, kOutlinedLoopNestPrefix + std::to_string(index),
                                          mlir::FunctionType::get(ctx, types, {}));
     fn.setPrivate();
-    // Carried to the LLVM function by convert-func-to-llvm.
+    // Carried to the LLVM function by convert-func-to-llvm: never inlined, and internal,
+    // so that LLVM drops the arguments it does not read (most of each memref descriptor).
     fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+    fn->setAttr("llvm.linkage",
+                mlir::LLVM::LinkageAttr::get(ctx, mlir::LLVM::linkage::Linkage::Internal));
     mlir::Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
     mlir::IRMapping map;

@@ -12,8 +12,11 @@
 // pool) on the public functions' top-level scf.parallel and scf.for ops without results.
 // What a nest uses from outside becomes an argument of its function (buffers, scalars),
 // except arith.constant ops, which are cloned in so that bounds stay constants (LLVM cannot
-// vectorise a loop whose bounds it does not know). The functions are `noinline`: LLVM's
-// inliner would put them back. A call costs a few nanoseconds per nest and invoke.
+// vectorise a loop whose bounds it does not know). The functions are `noinline` (LLVM's
+// inliner would put them back) and internal, so that LLVM drops the arguments a function
+// does not read: most of each buffer's descriptor, all but its aligned pointer (500 inputs
+// to one elementwise op compiled in 11.3 s with the descriptors passed whole, 1.8 s
+// without). A call costs a few nanoseconds per nest and invoke.
 #pragma once
 
 #include <memory>

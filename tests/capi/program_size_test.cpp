@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 
 #include "test_util.h"
 
@@ -108,7 +109,7 @@ TEST(ProgramSize, EveryLoopNestIsAFunctionOfItsOwn) {
   TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
   const std::string lowered = StageText(p, TM_STAGE_LOWERED);
   // A reduction and an elementwise op per step, each a nest of its own.
-  EXPECT_GE(CountSubstr(lowered, "llvm.func @__tm_loop_nest_"), 2 * kSteps) << lowered;
+  EXPECT_GE(CountSubstr(lowered, "llvm.func internal @__tm_loop_nest_"), 2 * kSteps) << lowered;
   // The program's function is left with no loop: no branch at all.
   const size_t kernel = lowered.find("llvm.func @kernel(");
   ASSERT_NE(kernel, std::string::npos) << lowered;
@@ -116,6 +117,20 @@ TEST(ProgramSize, EveryLoopNestIsAFunctionOfItsOwn) {
   EXPECT_EQ(CountSubstr(body, "llvm.br"), 0) << body;
   EXPECT_EQ(CountSubstr(body, "llvm.cond_br"), 0) << body;
   EXPECT_GE(CountSubstr(body, "llvm.call @__tm_loop_nest_"), 2 * kSteps) << body;
+  // Internal and never inlined: LLVM keeps them apart, and drops the arguments they do not
+  // read (most of each buffer's descriptor; 500 inputs to one elementwise op compiled in
+  // 11.3 s while the descriptors were passed whole, 1.8 s now).
+  const std::string llvm_ir = StageText(p, TM_STAGE_LLVM_IR);
+  EXPECT_GE(CountSubstr(llvm_ir, "define internal fastcc void @__tm_loop_nest_"), 2 * kSteps) << llvm_ir;
+  // Each called with pointers alone (a 2-d buffer's descriptor is 2 pointers and 5 i64s).
+  std::istringstream lines(llvm_ir);
+  int calls = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("call fastcc void @__tm_loop_nest_") == std::string::npos) continue;
+    ++calls;
+    EXPECT_EQ(line.find("i64"), std::string::npos) << line;
+  }
+  EXPECT_GE(calls, 2 * kSteps);
 
   Host<float> x({kRows, kCols}, Cast<float>(Pseudo(kRows * kCols, -4, 4, 12)));
   Host<float> y({kRows, kCols}, -99.0f);
