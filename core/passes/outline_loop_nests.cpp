@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/passes/loop_nest_inputs.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -10,17 +11,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/Pass.h"
-#include "mlir/Transforms/RegionUtils.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace tinymlir {
 namespace {
-
-bool IsConstant(mlir::Value v) {
-  // By op, not by the ConstantLike trait (see parallel_loops.cpp: the trait's type id does
-  // not match libMLIR's in this library).
-  return mlir::isa_and_nonnull<mlir::arith::ConstantOp>(v.getDefiningOp());
-}
 
 class OutlineLoopNestsPass
     : public mlir::PassWrapper<OutlineLoopNestsPass, mlir::OperationPass<mlir::ModuleOp>> {
@@ -52,11 +45,8 @@ class OutlineLoopNestsPass
 
  private:
   static void Outline(mlir::ModuleOp module, mlir::Operation *nest, int index) {
-    llvm::SetVector<mlir::Value> used;
-    for (mlir::Region &region : nest->getRegions()) mlir::getUsedValuesDefinedAbove(region, used);
-    for (mlir::Value v : nest->getOperands()) used.insert(v);
-    llvm::SmallVector<mlir::Value> arguments, constants;
-    for (mlir::Value v : used) (IsConstant(v) ? constants : arguments).push_back(v);
+    const LoopNestInputs inputs = InputsOf(nest);
+    const llvm::SmallVector<mlir::Value> &arguments = inputs.values;
 
     mlir::MLIRContext *ctx = module.getContext();
     mlir::Location loc = nest->getLoc();
@@ -75,7 +65,7 @@ class OutlineLoopNestsPass
     mlir::Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
     mlir::IRMapping map;
-    for (mlir::Value v : constants) map.map(v, b.clone(*v.getDefiningOp())->getResult(0));
+    CloneConstants(b, inputs.constants, map);
     for (size_t i = 0; i < arguments.size(); ++i) map.map(arguments[i], entry->getArgument(i));
     b.clone(*nest, map);
     mlir::func::ReturnOp::create(b, loc);

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/passes/loop_nest_inputs.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -11,8 +12,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/Pass.h"
-#include "mlir/Transforms/RegionUtils.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace tinymlir {
 namespace {
@@ -204,22 +203,12 @@ class ParallelizeLoopsPass
     const int64_t iterations = Iterations(loop);
     if (first < 2 || iterations < kMinParallelIterations || !OnlyComputes(loop)) return false;
 
-    // What the loop uses from outside: its bounds and steps (constants, cloned) and the
-    // values its body reads (constants cloned, the rest captured).
-    llvm::SetVector<Value> used;
-    mlir::getUsedValuesDefinedAbove(loop.getRegion(), used);
-    for (Value v : loop->getOperands()) used.insert(v);
-    llvm::SmallVector<Value> captured, cloned;
+    // What the loop uses from outside (see loop_nest_inputs.h): constants are cloned, the
+    // rest captured.
+    const LoopNestInputs inputs = InputsOf(loop);
+    llvm::SmallVector<Value> captured;
     llvm::SmallVector<Word> words;
-    for (Value v : used) {
-      mlir::Operation *def = v.getDefiningOp();
-      // By op: the ConstantLike trait check returns false for arith.constant here (a
-      // trait's type id is resolved per shared library, and ours does not match
-      // libMLIR's), and a captured bound leaves LLVM with loops it cannot vectorise.
-      if (def && def->getNumOperands() == 0 && mlir::isa<mlir::arith::ConstantOp>(def)) {
-        cloned.push_back(v);
-        continue;
-      }
+    for (Value v : inputs.values) {
       Word word;
       if (!Capturable(v, &word)) return false;
       captured.push_back(v);
@@ -240,7 +229,7 @@ class ParallelizeLoopsPass
     mlir::Block *entry = fn.addEntryBlock();
     b.setInsertionPointToStart(entry);
     mlir::IRMapping map;
-    for (Value v : cloned) map.map(v, b.clone(*v.getDefiningOp())->getResult(0));
+    CloneConstants(b, inputs.constants, map);
     Value captures = entry->getArgument(2);
     for (size_t i = 0; i < captured.size(); ++i) {
       Value at = mlir::LLVM::GEPOp::create(b, loc, ptr, i64, captures,

@@ -208,8 +208,7 @@ Status CompileNative(const Trace &trace, const CompileOptions &options, CanLinkS
   // stored into an array first: nothing there vectorises, and the SLP vectoriser's cost
   // grows with the square of a block's stores (24 layers of GPT-2 traced as one program:
   // 17 s of LLVM's optimisation, 21 times what 6 layers took).
-  TM_RETURN_IF_ERROR(OptimizeModule(*llvm_module, *target, options.opt_level,
-                                    /*slp_vectorize=*/!gpu));
+  OptimizeModule(*llvm_module, *target, options.opt_level, /*slp_vectorize=*/!gpu);
   std::string llvm_ir;
   if (ConstantBytes(trace) <= kMaxConstantBytesForIrText) llvm_ir = Print(*llvm_module);
   clock.Done(CompilePhase::kLlvmOptimize);

@@ -15,7 +15,6 @@
 //     launches: it does not run there (core/target/native_compiler.cpp).
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <sstream>
 
 #include "test_util.h"
@@ -121,7 +120,8 @@ TEST(ProgramSize, EveryLoopNestIsAFunctionOfItsOwn) {
   // read (most of each buffer's descriptor; 500 inputs to one elementwise op compiled in
   // 11.3 s while the descriptors were passed whole, 1.8 s now).
   const std::string llvm_ir = StageText(p, TM_STAGE_LLVM_IR);
-  EXPECT_GE(CountSubstr(llvm_ir, "define internal fastcc void @__tm_loop_nest_"), 2 * kSteps) << llvm_ir;
+  EXPECT_GE(CountSubstr(llvm_ir, "define internal fastcc void @__tm_loop_nest_"), 2 * kSteps)
+      << llvm_ir;
   // Each called with pointers alone (a 2-d buffer's descriptor is 2 pointers and 5 i64s).
   std::istringstream lines(llvm_ir);
   int calls = 0;

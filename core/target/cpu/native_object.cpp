@@ -78,8 +78,8 @@ std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::strin
   return std::move(*tm);
 }
 
-Status OptimizeModule(llvm::Module &module, llvm::TargetMachine &target, int opt_level,
-                      bool slp_vectorize) {
+void OptimizeModule(llvm::Module &module, llvm::TargetMachine &target, int opt_level,
+                    bool slp_vectorize) {
   static const llvm::OptimizationLevel levels[] = {
       llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
       llvm::OptimizationLevel::O3};
@@ -104,7 +104,6 @@ Status OptimizeModule(llvm::Module &module, llvm::TargetMachine &target, int opt
                                        ? builder.buildO0DefaultPipeline(level)
                                        : builder.buildPerModuleDefaultPipeline(level);
   passes.run(module, modules);
-  return Status::Ok();
 }
 
 Status AddPackedEntry(llvm::Module &module, const std::string &function) {

@@ -26,8 +26,8 @@ Status AddPackedEntry(llvm::Module &module, const std::string &function);
 
 // LLVM's default -O<opt_level> pipeline on `module`, as `target` tunes it; the SLP
 // (straight-line) vectoriser only when `slp_vectorize`.
-Status OptimizeModule(llvm::Module &module, llvm::TargetMachine &target, int opt_level,
-                      bool slp_vectorize);
+void OptimizeModule(llvm::Module &module, llvm::TargetMachine &target, int opt_level,
+                    bool slp_vectorize);
 
 // Code generation: `module` (already optimised) as an ELF relocatable object.
 Status EmitObject(llvm::Module &module, llvm::TargetMachine &target, std::string *object);
