@@ -5,6 +5,7 @@
 
 #include "core/passes/approximate_math.h"
 #include "core/passes/fuse_elementwise.h"
+#include "core/passes/merge_identical_functions.h"
 #include "core/passes/outline_loop_nests.h"
 #include "core/passes/parallel_loops.h"
 #include "core/passes/unshare_destinations.h"
@@ -38,6 +39,7 @@ constexpr OwnPass kOwnPasses[] = {
     {kParallelizeLoopsPassName, CreateParallelizeLoopsPass},
     {kUnshareDestinationsPassName, CreateUnshareDestinationsPass},
     {kOutlineLoopNestsPassName, CreateOutlineLoopNestsPass},
+    {kMergeIdenticalFunctionsPassName, CreateMergeIdenticalFunctionsPass},
 };
 
 // The pipeline's top-level elements: split at commas outside (...) and {...}.

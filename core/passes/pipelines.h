@@ -39,7 +39,9 @@ inline constexpr const char *kBufferizePipeline =
 // 4. Lowering to the LLVM dialect. Beyond upstream's usual list: linalg to parallel loops,
 //    of which tm-parallelize-loops sends the large ones to the worker pool (see
 //    parallel_loops.h) and tm-outline-loop-nests makes each other one a function of its own
-//    (compile time linear in the program's size, see outline_loop_nests.h);
+//    (compile time linear in the program's size, see outline_loop_nests.h), and
+//    tm-merge-identical-functions keeps one of each set of identical functions (a model's
+//    repeated blocks compiled once, see merge_identical_functions.h);
 //    tm-approximate-math (f32 tanh/exp/erf as vectorisable polynomials, see
 //    approximate_math.h); convert-math-to-funcs, which expands math.ipowi (integer pow); and
 //    convert-math-to-llvm before convert-math-to-libm, so that the fma/floor/abs the
@@ -47,6 +49,7 @@ inline constexpr const char *kBufferizePipeline =
 //    tanh in f64) calls libm.
 inline constexpr const char *kLowerToLLVMPipeline =
     "convert-linalg-to-parallel-loops,tm-parallelize-loops,tm-outline-loop-nests,"
+    "tm-merge-identical-functions,"
     "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
     "tm-approximate-math,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
     "convert-arith-to-llvm,"
@@ -70,9 +73,12 @@ inline constexpr const char *kGpuMapPipeline =
 //      ops convert-gpu-to-nvvm has no pattern for (integer powers) become calls of functions
 //      of their own, which outlining copies into each kernel's module (made later, at the
 //      top level, a kernel's call would reference a function outside its module); the host's
-//      copies, now unused, go (symbol-dce).
+//      copies, now unused, go (symbol-dce). Identical kernels then share one module
+//      (merge_identical_functions.h): a model's repeated blocks compiled to PTX once, and
+//      JIT-compiled by the driver once.
 inline constexpr const char *kGpuOutlinePipeline =
-    "convert-math-to-funcs,gpu-kernel-outlining,symbol-dce,canonicalize,cse";
+    "convert-math-to-funcs,gpu-kernel-outlining,symbol-dce,canonicalize,cse,"
+    "tm-merge-identical-functions";
 
 // 4'. (GPU) Device code to NVVM with the chip attached, the host lowered as in 4 with
 //     gpu-to-llvm for the launches, then gpu-module-to-binary: PTX ("isa"), or cubin

@@ -203,7 +203,7 @@ Status CompileNative(const Trace &trace, const CompileOptions &options, CanLinkS
   if (!llvm_module) return CompileError("translation to LLVM IR failed: " + diagnostics.Take());
   llvm_module->setDataLayout(target->createDataLayout());
   llvm_module->setTargetTriple(target->getTargetTriple());
-  TM_RETURN_IF_ERROR(AddPackedEntry(*llvm_module, std::string("_mlir_ciface_") + kKernelName));
+  TM_RETURN_IF_ERROR(AddPackedEntry(*llvm_module, kKernelName));
   // A GPU program's host code is one long block of driver calls, each launch's arguments
   // stored into an array first: nothing there vectorises, and the SLP vectoriser's cost
   // grows with the square of a block's stores (24 layers of GPT-2 traced as one program:

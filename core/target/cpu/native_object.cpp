@@ -94,7 +94,10 @@ void OptimizeModule(llvm::Module &module, llvm::TargetMachine &target, int opt_l
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
   llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(&target, tuning);
+  llvm::PassInstrumentationCallbacks instrumentation;
+  instrumentation.registerShouldRunOptionalPassCallback(
+      [](llvm::StringRef pass, llvm::Any) { return pass != "CalledValuePropagationPass"; });
+  llvm::PassBuilder builder(&target, tuning, std::nullopt, &instrumentation);
   builder.registerModuleAnalyses(modules);
   builder.registerCGSCCAnalyses(cgscc);
   builder.registerFunctionAnalyses(functions);
@@ -106,10 +109,15 @@ void OptimizeModule(llvm::Module &module, llvm::TargetMachine &target, int opt_l
   passes.run(module, modules);
 }
 
-Status AddPackedEntry(llvm::Module &module, const std::string &function) {
-  llvm::Function *callee = module.getFunction(function);
+Status AddPackedEntry(llvm::Module &module, const std::string &kernel) {
+  const std::string wrapper = "_mlir_ciface_" + kernel;
+  llvm::Function *callee = module.getFunction(wrapper);
   if (!callee || callee->isDeclaration())
-    return CompileError("the lowered module has no function '" + function + "'");
+    return CompileError("the lowered module has no function '" + wrapper + "'");
+  llvm::Function *body = module.getFunction(kernel);
+  if (!body || body->isDeclaration())
+    return CompileError("the lowered module has no function '" + kernel + "'");
+  body->setLinkage(llvm::GlobalValue::InternalLinkage);
   llvm::LLVMContext &ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto *type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy()}, /*isVarArg=*/false);

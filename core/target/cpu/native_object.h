@@ -21,11 +21,16 @@ namespace tinymlir {
 // A target machine for this host (its CPU and features), at LLVM codegen level 0..3.
 std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::string *error);
 
-// Adds `kPackedEntryName` to `module`, calling `function` with its arguments unpacked.
-Status AddPackedEntry(llvm::Module &module, const std::string &function);
+// Adds `kPackedEntryName` to `module`, calling `kernel`'s C-interface wrapper
+// (`_mlir_ciface_<kernel>`) with its arguments unpacked. `kernel` itself becomes internal:
+// only the wrapper calls it, and LLVM may then drop the memref descriptor words it never
+// reads, which otherwise travel as scalar arguments (five per output of a 1-D program).
+Status AddPackedEntry(llvm::Module &module, const std::string &kernel);
 
 // LLVM's default -O<opt_level> pipeline on `module`, as `target` tunes it; the SLP
-// (straight-line) vectoriser only when `slp_vectorize`.
+// (straight-line) vectoriser only when `slp_vectorize`. CalledValuePropagation is skipped:
+// it annotates indirect calls, which lowered programs do not make, at a cost that grows with
+// the square of the number of functions.
 void OptimizeModule(llvm::Module &module, llvm::TargetMachine &target, int opt_level,
                     bool slp_vectorize);
 
