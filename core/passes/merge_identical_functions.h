@@ -2,20 +2,20 @@
 //
 // Why: compile time. The loop nests a program's function leaves (outline_loop_nests.h) and
 // the parallel loops' bodies (parallel_loops.h) are outlined one function per nest, and a
-// model repeats itself: the 12 blocks of GPT-2 traced as one program left 429 nest
+// model repeats itself: GPT-2 kjv-tiny's block traced 12 times as one program left 429 nest
 // functions, of which 34 were different. Everything the buffers' addresses could tell them
 // apart by is an argument, so identical nests have identical bodies, and LLVM optimised and
 // compiled each copy again: its loop vectoriser and unroller and instruction selection are
-// most of a large program's compile time.
+// most of a large program's compile time (48 blocks: 33.5 s, 2.7 s merged).
 //
 // The same holds for the GPU target's kernels, each outlined into a gpu.module of its own:
 // identical modules merge, and a launch of the one erased launches the one kept.
 //
-// Two functions (or modules) merge when their types, their attributes (the name aside) and their bodies
-// are the same, operation for operation, attributes (constants) included; locations are
-// ignored. The callers of the one erased call the one kept: every reference by name (func.call,
-// func.constant) is rewritten in a single walk of the module. Public functions and
-// declarations are left alone.
+// Two functions (or modules) merge when their types, their attributes (the name aside) and
+// their bodies are the same, operation for operation, attributes (constants) included;
+// locations are ignored. The callers of the one erased call the one kept: every reference
+// by name (func.call, func.constant, gpu.launch_func) is rewritten in a single walk of the
+// module. Public functions and declarations are left alone.
 #pragma once
 
 #include <memory>
