@@ -8,7 +8,7 @@
 //     is an address of this process's memory points into managed or device memory (a host
 //     pointer handed to a kernel reads garbage or faults on a GPU).
 // Its device has 80 GiB of memory, or FAKE_CUDA_DEVICE_BYTES; an allocation beyond that is
-// CUDA_ERROR_OUT_OF_MEMORY.
+// CUDA_ERROR_OUT_OF_MEMORY. An allocation takes FAKE_CUDA_ALLOC_DELAY_MS, when set.
 // Kernels do not run: a launch only checks its arguments (allocations are zeroed, so their
 // outputs read as zeros). But launches are queued as a GPU queues them: until its stream (or
 // the context) is synchronized, every block a queued kernel was given is inaccessible
@@ -20,6 +20,7 @@
 // cuMemFree that had to wait for a queued kernel ("free waits"), so a test can count them.
 #include <sys/mman.h>
 
+#include <chrono>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -31,6 +32,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -154,6 +156,10 @@ size_t UsedBytes(const State &s) {
 
 CUresult Allocate(unsigned long long *ptr, size_t bytes) {
   if (!ptr || bytes == 0) return kInvalidValue;
+  // A real driver's allocation takes time; FAKE_CUDA_ALLOC_DELAY_MS makes this one take as
+  // long (outside the driver's lock: allocations on several threads overlap).
+  if (const char *ms = std::getenv("FAKE_CUDA_ALLOC_DELAY_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
   // Pages of its own (mprotect works on pages), zeroed: what no kernel wrote reads as zeros,
   // never as a NaN that stops a generation.
   void *block =

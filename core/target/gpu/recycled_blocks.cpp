@@ -26,46 +26,55 @@ Blocks &All() {
   return *blocks.Get([] { return new Blocks; });
 }
 
-// Frees every idle block (the caller holds the lock).
-void FreeIdleLocked(Blocks &all) {
-  for (const auto &[bytes, block] : all.idle) {
-    all.sizes.erase(block);
-    ManagedFree(block);
-  }
-  all.idle.clear();
+// Takes every idle block out of the pool (the caller holds the lock); the caller frees them
+// once it has let go of the lock.
+std::multimap<uint64_t, void *> TakeIdleLocked(Blocks &all) {
+  std::multimap<uint64_t, void *> taken;
+  taken.swap(all.idle);
+  for (const auto &[bytes, block] : taken) all.sizes.erase(block);
   all.idle_bytes = 0;
+  return taken;
 }
 
-Status ManagedAllocMakingRoomLocked(Blocks &all, uint64_t bytes, void **out) {
-  Status status = ManagedAlloc(bytes, out);
-  if (status.code() == StatusCode::kOutOfMemory && !all.idle.empty()) {
-    FreeIdleLocked(all);
-    status = ManagedAlloc(bytes, out);
-  }
-  return status;
+void FreeAll(const std::multimap<uint64_t, void *> &blocks) {
+  for (const auto &[bytes, block] : blocks) ManagedFree(block);
 }
 
 }  // namespace
 
+// The driver is called without the lock held, here and below: an allocation or a free can
+// take milliseconds (cuMemFree waits for the device), and other threads' calls must not
+// queue behind it.
 Status ManagedAllocMakingRoom(uint64_t bytes, void **out) {
+  Status status = ManagedAlloc(bytes, out);
+  if (status.code() != StatusCode::kOutOfMemory) return status;
   Blocks &all = All();
-  std::lock_guard<ForkSafeMutex> lock(all.mutex);
-  return ManagedAllocMakingRoomLocked(all, bytes, out);
+  std::multimap<uint64_t, void *> idle;
+  {
+    std::lock_guard<ForkSafeMutex> lock(all.mutex);
+    idle = TakeIdleLocked(all);
+  }
+  if (idle.empty()) return status;
+  FreeAll(idle);
+  return ManagedAlloc(bytes, out);
 }
 
 Status AllocateRecycled(uint64_t bytes, void **out) {
   *out = nullptr;
   if (bytes == 0) return Status::Ok();
   Blocks &all = All();
-  std::lock_guard<ForkSafeMutex> lock(all.mutex);
-  if (auto found = all.idle.find(bytes); found != all.idle.end()) {
-    *out = found->second;
-    all.idle_bytes -= bytes;
-    all.idle.erase(found);
-    return Status::Ok();
+  {
+    std::lock_guard<ForkSafeMutex> lock(all.mutex);
+    if (auto found = all.idle.find(bytes); found != all.idle.end()) {
+      *out = found->second;
+      all.idle_bytes -= bytes;
+      all.idle.erase(found);
+      return Status::Ok();
+    }
   }
-  TM_RETURN_IF_ERROR(ManagedAllocMakingRoomLocked(all, bytes, out));
+  TM_RETURN_IF_ERROR(ManagedAllocMakingRoom(bytes, out));
   try {
+    std::lock_guard<ForkSafeMutex> lock(all.mutex);
     all.sizes.emplace(*out, bytes);
   } catch (const std::bad_alloc &) {
     ManagedFree(*out);
@@ -79,17 +88,19 @@ Status AllocateRecycled(uint64_t bytes, void **out) {
 void Recycle(void *block) {
   if (!block) return;
   Blocks &all = All();
-  std::lock_guard<ForkSafeMutex> lock(all.mutex);
-  auto size = all.sizes.find(block);
-  if (size != all.sizes.end() && all.idle_bytes + size->second <= kMaxIdleBytes) {
-    try {
-      all.idle.emplace(size->second, block);
-      all.idle_bytes += size->second;
-      return;
-    } catch (const std::bad_alloc &) {
+  {
+    std::lock_guard<ForkSafeMutex> lock(all.mutex);
+    auto size = all.sizes.find(block);
+    if (size != all.sizes.end() && all.idle_bytes + size->second <= kMaxIdleBytes) {
+      try {
+        all.idle.emplace(size->second, block);
+        all.idle_bytes += size->second;
+        return;
+      } catch (const std::bad_alloc &) {
+      }
     }
+    if (size != all.sizes.end()) all.sizes.erase(size);
   }
-  if (size != all.sizes.end()) all.sizes.erase(size);
   ManagedFree(block);
 }
 
@@ -105,8 +116,12 @@ void FreeRecycled(void *block) {
 
 void FreeIdle() {
   Blocks &all = All();
-  std::lock_guard<ForkSafeMutex> lock(all.mutex);
-  FreeIdleLocked(all);
+  std::multimap<uint64_t, void *> idle;
+  {
+    std::lock_guard<ForkSafeMutex> lock(all.mutex);
+    idle = TakeIdleLocked(all);
+  }
+  FreeAll(idle);
 }
 
 uint64_t IdleBytes() {
