@@ -8,6 +8,10 @@
 // compiled each copy again: its loop vectoriser and unroller and instruction selection are
 // most of a large program's compile time (48 blocks: 33.5 s, 2.7 s merged).
 //
+// Why here and not LLVM's MergeFunctions: by LLVM IR, MLIR has already lowered every copy
+// (scf-to-cf and the rest), and each GPU kernel is a module of its own, compiled to PTX
+// before the host's LLVM IR exists.
+//
 // The same holds for the GPU target's kernels, each outlined into a gpu.module of its own:
 // identical modules merge, and a launch of the one erased launches the one kept.
 //

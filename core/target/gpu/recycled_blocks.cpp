@@ -26,36 +26,27 @@ Blocks &All() {
   return *blocks.Get([] { return new Blocks; });
 }
 
-// Takes every idle block out of the pool (the caller holds the lock); the caller frees them
-// once it has let go of the lock.
-std::multimap<uint64_t, void *> TakeIdleLocked(Blocks &all) {
-  std::multimap<uint64_t, void *> taken;
-  taken.swap(all.idle);
-  for (const auto &[bytes, block] : taken) all.sizes.erase(block);
-  all.idle_bytes = 0;
-  return taken;
-}
-
-void FreeAll(const std::multimap<uint64_t, void *> &blocks) {
-  for (const auto &[bytes, block] : blocks) ManagedFree(block);
+// Gives every idle block back to the driver; false when there was none. The blocks are
+// taken out of the pool under the lock and freed after it: the driver is never called with
+// the lock held (an allocation or a free can take milliseconds, cuMemFree waits for the
+// device, and other threads' calls must not queue behind it).
+bool FreeIdleBlocks(Blocks &all) {
+  std::multimap<uint64_t, void *> idle;
+  {
+    std::lock_guard<ForkSafeMutex> lock(all.mutex);
+    idle.swap(all.idle);
+    for (const auto &[bytes, block] : idle) all.sizes.erase(block);
+    all.idle_bytes = 0;
+  }
+  for (const auto &[bytes, block] : idle) ManagedFree(block);
+  return !idle.empty();
 }
 
 }  // namespace
 
-// The driver is called without the lock held, here and below: an allocation or a free can
-// take milliseconds (cuMemFree waits for the device), and other threads' calls must not
-// queue behind it.
 Status ManagedAllocMakingRoom(uint64_t bytes, void **out) {
   Status status = ManagedAlloc(bytes, out);
-  if (status.code() != StatusCode::kOutOfMemory) return status;
-  Blocks &all = All();
-  std::multimap<uint64_t, void *> idle;
-  {
-    std::lock_guard<ForkSafeMutex> lock(all.mutex);
-    idle = TakeIdleLocked(all);
-  }
-  if (idle.empty()) return status;
-  FreeAll(idle);
+  if (status.code() != StatusCode::kOutOfMemory || !FreeIdleBlocks(All())) return status;
   return ManagedAlloc(bytes, out);
 }
 
@@ -114,15 +105,7 @@ void FreeRecycled(void *block) {
   ManagedFree(block);
 }
 
-void FreeIdle() {
-  Blocks &all = All();
-  std::multimap<uint64_t, void *> idle;
-  {
-    std::lock_guard<ForkSafeMutex> lock(all.mutex);
-    idle = TakeIdleLocked(all);
-  }
-  FreeAll(idle);
-}
+void FreeIdle() { FreeIdleBlocks(All()); }
 
 uint64_t IdleBytes() {
   Blocks &all = All();
