@@ -1,5 +1,7 @@
 #include "core/passes/gpu_matmul.h"
 
+#include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -8,17 +10,60 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace tinymlir {
 namespace {
 
 using mlir::Value;
 
+// An elementwise linalg.generic after a matmul that reads C element by element (a bias, a
+// residual, GELU, the attention's scale and mask; EpilogueAfter finds it): its body runs in
+// the kernel, on the sum each thread has, instead of in a kernel of its own after it, and
+// its result goes to its own output. `store_c` when C is read by anything else too, so the
+// kernel still stores the plain sum there.
+struct Epilogue {
+  mlir::linalg::GenericOp op;
+  bool store_c = true;
+};
+
+// Stores C's element at `at` (its indices): `sum`, or the epilogue's value of it.
+void StoreResult(mlir::OpBuilder &b, mlir::Location loc, const Epilogue *epilogue, Value c,
+                 Value sum, const std::vector<Value> &at) {
+  if (!epilogue || epilogue->store_c) mlir::memref::StoreOp::create(b, loc, sum, c, at);
+  if (!epilogue) return;
+  mlir::linalg::GenericOp op = epilogue->op;
+  mlir::Block &body = op.getRegion().front();
+  mlir::IRMapping values;
+  for (mlir::OpOperand &operand : op->getOpOperands()) {
+    Value arg = body.getArgument(operand.getOperandNumber());
+    if (operand.get() == c) {  // C itself (its map is the identity): the sum
+      values.map(arg, sum);
+      continue;
+    }
+    if (arg.use_empty()) continue;  // an output the body does not read
+    std::vector<Value> indices;
+    for (mlir::AffineExpr e : op.getMatchingIndexingMap(&operand).getResults()) {
+      if (auto dim = mlir::dyn_cast<mlir::AffineDimExpr>(e))
+        indices.push_back(at[dim.getPosition()]);
+      else
+        indices.push_back(mlir::arith::ConstantIndexOp::create(
+            b, loc, mlir::cast<mlir::AffineConstantExpr>(e).getValue()));
+    }
+    values.map(arg, mlir::memref::LoadOp::create(b, loc, operand.get(), indices));
+  }
+  for (mlir::Operation &inner : body.without_terminator()) b.clone(inner, values);
+  Value result = values.lookup(body.getTerminator()->getOperand(0));
+  mlir::memref::StoreOp::create(b, loc, result, op.getDpsInits()[0], at);
+}
+
 // C (+)= A @ B for one matmul (batch = false: 2-D operands) or batch matmul (3-D).
 // `initial`, when set, is the value every element of C holds (a fill just before): the kernel
 // adds its sum to that instead of reading C.
 void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
-                     Value initial, bool batch, int64_t tile) {
+                     Value initial, const Epilogue *epilogue, bool batch, int64_t tile) {
   auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
   auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
   mlir::Type elem = c_type.getElementType();
@@ -104,7 +149,7 @@ void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, 
     b.setInsertionPointToStart(&store.getThenRegion().front());
     Value old = initial ? initial : mlir::memref::LoadOp::create(b, loc, c, indices(row, col));
     Value sum = mlir::arith::AddFOp::create(b, loc, old, steps.getResult(0));
-    mlir::memref::StoreOp::create(b, loc, sum, c, indices(row, col));
+    StoreResult(b, loc, epilogue, c, sum, indices(row, col));
   }
   mlir::gpu::TerminatorOp::create(b, loc);
 }
@@ -119,7 +164,7 @@ void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, 
 constexpr int64_t kMatvecColumns = 32, kMatvecSlices = 8;
 
 void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
-                      Value initial, bool batch) {
+                      Value initial, const Epilogue *epilogue, bool batch) {
   auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
   auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
   mlir::Type elem = c_type.getElementType();
@@ -197,18 +242,132 @@ void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm,
     Value old =
         initial ? initial : mlir::memref::LoadOp::create(b, loc, c, indices(zero_index, col));
     Value sum = mlir::arith::AddFOp::create(b, loc, old, total.getResult(0));
-    mlir::memref::StoreOp::create(b, loc, sum, c, indices(zero_index, col));
+    StoreResult(b, loc, epilogue, c, sum, indices(zero_index, col));
   }
   mlir::gpu::TerminatorOp::create(b, loc);
 }
 
-// The linalg.fill of all of C just before `matmul`, if there is one: the kernel starts from
-// its value instead of reading C, so the fill (a launch of its own) can go. Nothing runs
-// between the two, and the kernel writes every element of C.
-mlir::linalg::FillOp FillJustBefore(mlir::Operation *matmul, Value c) {
-  auto fill = mlir::dyn_cast_or_null<mlir::linalg::FillOp>(matmul->getPrevNode());
-  if (!fill || !fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != c) return {};
-  return fill;
+// The buffer a memref is a view of.
+Value Root(Value memref) {
+  while (auto view = memref.getDefiningOp<mlir::ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
+// The buffers `op` (and what it holds) uses, as Root gives them.
+std::vector<Value> BuffersUsed(mlir::Operation *op) {
+  std::vector<Value> buffers;
+  op->walk([&](mlir::Operation *inner) {
+    for (Value operand : inner->getOperands())
+      if (mlir::isa<mlir::MemRefType>(operand.getType())) buffers.push_back(Root(operand));
+  });
+  return buffers;
+}
+
+bool Uses(const std::vector<Value> &buffers, Value root) {
+  return std::find(buffers.begin(), buffers.end(), root) != buffers.end();
+}
+
+// How far from a product its fill and its epilogue are looked for, in ops: a bound that
+// keeps the rewrite linear in the program.
+constexpr int kSearchedOps = 64;
+
+// The linalg.fill of all of C before `matmul` with nothing between them that touches C's
+// buffer, if there is one: the kernel starts from its value instead of reading C, so the
+// fill (a launch of its own) can go; the kernel writes every element of C. Bufferization
+// often puts the zeroing of one product's C before another product (CSE hoists the fills).
+mlir::linalg::FillOp FillBefore(mlir::Operation *matmul, Value c) {
+  const Value root = Root(c);
+  int searched = 0;
+  for (mlir::Operation *op = matmul->getPrevNode(); op && searched < kSearchedOps;
+       op = op->getPrevNode(), ++searched) {
+    if (auto fill = mlir::dyn_cast<mlir::linalg::FillOp>(op);
+        fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == c)
+      return fill;
+    if (Uses(BuffersUsed(op), root)) return {};
+  }
+  return {};
+}
+
+// Whether `op`, the first op after `matmul` to use C, can be its epilogue: it is
+// elementwise over C's elements (all loops parallel, its output C's shape, identity maps on
+// C and on the output), reads C, and its body computes values only. Each thread reads the
+// other inputs at its own element (through their maps: a broadcast bias, the mask) and
+// writes the output's element, while other threads still read A and B and, without a fill,
+// their own element of C: so the output is C itself or a buffer the product does not read,
+// and no input is read through another element of a buffer the kernel writes.
+std::optional<Epilogue> AsEpilogue(mlir::linalg::GenericOp op, mlir::Operation *matmul,
+                                   mlir::linalg::FillOp fill, Value a, Value bm, Value c) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1) return std::nullopt;
+  auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
+  const Value out = op.getDpsInits()[0];
+  auto out_type = mlir::dyn_cast<mlir::MemRefType>(out.getType());
+  if (op.getNumLoops() != static_cast<unsigned>(c_type.getRank()) ||
+      op.getNumParallelLoops() != op.getNumLoops() || !out_type ||
+      out_type.getShape() != c_type.getShape() ||
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity())
+    return std::nullopt;
+  for (mlir::Operation &inner : op.getRegion().front().without_terminator())
+    if (mlir::isa<mlir::linalg::IndexOp>(inner) || inner.getNumRegions() != 0 ||
+        !mlir::isMemoryEffectFree(&inner))
+      return std::nullopt;
+  const Value out_root = Root(out), c_root = Root(c);
+  if (out != c && (out_root == Root(a) || out_root == Root(bm) || out_root == c_root))
+    return std::nullopt;
+  bool reads_c = false;
+  for (mlir::OpOperand *input : op.getDpsInputOperands()) {
+    const mlir::AffineMap map = op.getMatchingIndexingMap(input);
+    if (input->get() == c) {
+      if (!map.isIdentity()) return std::nullopt;
+      reads_c = true;
+      continue;
+    }
+    for (mlir::AffineExpr e : map.getResults())
+      if (!mlir::isa<mlir::AffineDimExpr, mlir::AffineConstantExpr>(e)) return std::nullopt;
+    const Value root = Root(input->get());
+    const bool own_element = input->get() == out && map.isIdentity();
+    if (!own_element && (root == out_root || root == c_root)) return std::nullopt;
+  }
+  if (!reads_c) return std::nullopt;
+  // Into C itself, the result is all C holds. Elsewhere, C is still stored unless it is an
+  // allocation of its own that nothing but the fill, the product, this op and its
+  // deallocation uses.
+  bool c_dead_after = c.getDefiningOp<mlir::memref::AllocOp>() != nullptr;
+  for (mlir::Operation *user : c.getUsers())
+    if (user != matmul && user != op && user != fill.getOperation() &&
+        !mlir::isa<mlir::memref::DeallocOp>(user))
+      c_dead_after = false;
+  return Epilogue{op, out != c && !c_dead_after};
+}
+
+// The epilogue of `matmul`: the first op after it that uses C, if that can be one
+// (AsEpilogue), and runs as well at the product's place, before the ops between them. Those
+// touch none of its buffers, and its operands are defined before the product. Bufferization
+// keeps the trace's order, where a product's consumer need not come right after it. The
+// search stops after kSearchedOps ops.
+std::optional<Epilogue> EpilogueAfter(mlir::Operation *matmul, mlir::linalg::FillOp fill, Value a,
+                                      Value bm, Value c) {
+  const Value c_root = Root(c);
+  std::vector<Value> between;  // the buffers the ops between use
+  int searched = 0;
+  for (mlir::Operation *op = matmul->getNextNode(); op && searched < kSearchedOps;
+       op = op->getNextNode(), ++searched) {
+    std::vector<Value> used = BuffersUsed(op);
+    if (!Uses(used, c_root)) {
+      between.insert(between.end(), used.begin(), used.end());
+      continue;
+    }
+    auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+    if (!generic) return std::nullopt;
+    for (Value root : used)
+      if (Uses(between, root)) return std::nullopt;
+    for (Value operand : generic->getOperands())
+      if (mlir::Operation *def = operand.getDefiningOp();
+          def && def->getBlock() == matmul->getBlock() && !def->isBeforeInBlock(matmul))
+        return std::nullopt;
+    return AsEpilogue(generic, matmul, fill, a, bm, c);
+  }
+  return std::nullopt;
 }
 
 bool Supported(mlir::linalg::LinalgOp op) {
@@ -242,14 +401,17 @@ int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
     const Value c = linalg.getDpsInits()[0];
     const bool batch = mlir::isa<mlir::linalg::BatchMatmulOp>(op);
     const int64_t rows = mlir::cast<mlir::MemRefType>(c.getType()).getDimSize(batch ? 1 : 0);
-    mlir::linalg::FillOp fill = FillJustBefore(op, c);
+    mlir::linalg::FillOp fill = FillBefore(op, c);
     const Value initial = fill ? fill.getDpsInputs()[0] : Value();
+    const std::optional<Epilogue> epilogue = EpilogueAfter(op, fill, a, bm, c);
+    const Epilogue *after = epilogue ? &*epilogue : nullptr;
     if (rows == 1)
-      EmitMatvecKernel(b, op->getLoc(), a, bm, c, initial, batch);
+      EmitMatvecKernel(b, op->getLoc(), a, bm, c, initial, after, batch);
     else
-      EmitTiledKernel(b, op->getLoc(), a, bm, c, initial, batch, tile);
+      EmitTiledKernel(b, op->getLoc(), a, bm, c, initial, after, batch, tile);
     op->erase();
     if (fill) fill->erase();
+    if (epilogue) epilogue->op->erase();
   }
   return static_cast<int>(matmuls.size());
 }

@@ -9,8 +9,15 @@
 // memory, and meets again before the tiles are overwritten. Each element of A and B is
 // read from global memory K/tile times fewer than by the naive loop nest. A batch matmul
 // puts the batch on the grid's z dimension. linalg.matmul accumulates into C, so the kernel
-// adds its sum to C's element; or, when a linalg.fill of C comes just before (bufferization's
-// zeroing of a fresh C), to the fill's value, and the fill goes (one launch less).
+// adds its sum to C's element; or, when a linalg.fill of C comes before it with nothing
+// between them that touches C (bufferization's zeroing of a fresh C), to the fill's value,
+// and the fill goes (one launch less).
+//
+// An elementwise linalg.generic just after the product that reads C at its own element (a
+// bias, a residual, GELU, the attention's scale and mask) is the kernel's epilogue: the
+// thread that has an element's sum computes the generic's body on it and stores its result,
+// so the op is no launch of its own and C need not be stored and read back. GPT-2's decode
+// step: 31 launches per layer before, 26 after.
 //
 // A product with one row of A (a decode step's projections and attention) is a matrix-vector
 // kernel instead: the tiled one would leave all but one row of each block's threads idle.

@@ -65,6 +65,25 @@ inline std::vector<OpCase> OpCases() {
        [](tm_trace *t, const std::vector<tm_value> &v) {
          return std::vector<tm_value>{Op(tm_op_matmul, t, v[0], v[1])};
        }},
+      // Elementwise ops after a product, run as the product kernel's epilogue: a bias and
+      // GELU (tiled kernel), a residual beside the product kept as an output (matrix-vector
+      // kernel), a decode step's scaled and masked attention scores (batch).
+      {"matmul_bias_gelu", {{37, 19}, {19, 23}, {23}}, {TM_F32, TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         return std::vector<tm_value>{
+             Op(tm_op_gelu_tanh, t, Op(tm_op_add, t, Op(tm_op_matmul, t, v[0], v[1]), v[2]))};
+       }},
+      {"matvec_residual", {{1, 300}, {300, 77}, {1, 77}}, {TM_F32, TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         tm_value y = Op(tm_op_matmul, t, v[0], v[1]);
+         return std::vector<tm_value>{y, Op(tm_op_add, t, v[2], y)};
+       }},
+      {"batch_matvec_masked", {{12, 1, 64}, {12, 64, 19}, {1, 19}}, {TM_F32, TM_F32, TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         tm_value scale = Op(tm_op_scalar, t, TM_F32, 0.125);
+         return std::vector<tm_value>{
+             Op(tm_op_add, t, Op(tm_op_mul, t, Op(tm_op_matmul, t, v[0], v[1]), scale), v[2])};
+       }},
       // An integer power: a math op with no NVVM lowering, made a function in the kernel's
       // module (found by the C API fuzzer against the fake driver: it did not compile).
       {"integer_pow", {{5, 7}, {5, 7}}, {TM_I32, TM_I32},

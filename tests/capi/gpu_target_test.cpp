@@ -97,30 +97,72 @@ TEST(GpuTarget, MatmulKernelsStageTilesInSharedMemoryWithBarriers) {
   }
 }
 
+// Kernel launches in a program's host code.
+int Launches(tm_context *ctx, tm_trace *t) {
+  Program p;
+  const tm_compile_options o = GpuOptions();
+  EXPECT_EQ(tm_compile(ctx, t, &o, p.out()), TM_OK) << tm_last_error();
+  return p.get() ? CountSubstr(StageText(p, TM_STAGE_LOWERED), "gpu.launch_func") : -1;
+}
+
 // The zeroing of a matmul's fresh output (a linalg.fill) is the kernel's starting value, not
-// a kernel of its own: tanh(a @ b) is two launches. Adjacent parallel loops over the same
-// elements are one kernel (scf-parallel-loop-fusion): a row sum (zeroing, reduction, copy
-// into the caller's output) is two launches, not three.
+// a kernel of its own: a @ b is one launch, and two products whose zeroings bufferization put
+// together before the first are two. Adjacent parallel loops over the same elements are one
+// kernel (scf-parallel-loop-fusion): a row sum (zeroing, reduction, copy into the caller's
+// output) is two launches, not three.
 TEST(GpuTarget, ZeroingAnOutputIsNoLaunchOfItsOwn) {
   Context ctx = NewContext();
   for (int64_t rows : {1, 37}) {
     SCOPED_TRACE(rows);
     Trace t = NewTrace(ctx);
-    End(t, {Op(tm_op_tanh, t,
-               Op(tm_op_matmul, t, Input(t, TM_F32, {rows, 19}), Input(t, TM_F32, {19, 23})))});
-    Program p;
-    tm_compile_options o = GpuOptions();
-    TM_ASSERT_OK(tm_compile(ctx, t, &o, p.out()));
-    EXPECT_EQ(CountSubstr(StageText(p, TM_STAGE_LOWERED), "gpu.launch_func"), 2)
-        << StageText(p, TM_STAGE_BUFFERIZED);
+    End(t, {Op(tm_op_matmul, t, Input(t, TM_F32, {rows, 19}), Input(t, TM_F32, {19, 23}))});
+    EXPECT_EQ(Launches(ctx, t), 1);
+    Trace two = NewTrace(ctx);
+    tm_value w = Input(two, TM_F32, {19, 23});
+    tm_value y1 = Op(tm_op_matmul, two, Input(two, TM_F32, {rows, 19}), w);
+    tm_value y2 = Op(tm_op_matmul, two, Input(two, TM_F32, {rows, 19}), w);
+    End(two, {Op(tm_op_tanh, two, y1), Op(tm_op_tanh, two, y2)});
+    EXPECT_EQ(Launches(ctx, two), 2);
   }
   Trace t = NewTrace(ctx);
   End(t, {Op(tm_op_reduce_sum, t, Input(t, TM_F32, {6, 33}), 1, 0)});
-  Program p;
-  tm_compile_options o = GpuOptions();
-  TM_ASSERT_OK(tm_compile(ctx, t, &o, p.out()));
-  EXPECT_EQ(CountSubstr(StageText(p, TM_STAGE_LOWERED), "gpu.launch_func"), 2)
-      << StageText(p, TM_STAGE_BUFFERIZED);
+  EXPECT_EQ(Launches(ctx, t), 2);
+}
+
+// The elementwise op after a product is the product's epilogue (core/passes/gpu_matmul.h),
+// no launch of its own: tanh(a @ b + bias), a decode step's scaled and masked attention
+// scores, and a product that is an output too beside its residual sum. An op that reads the
+// product at another element than its own (y + y^T) is not one. The emulated results are
+// checked in GpuEmulation.ProductsWithTheirElementwiseEpiloguesEqualADoubleLoop.
+TEST(GpuTarget, AnElementwiseOpAfterAProductIsPartOfItsKernel) {
+  Context ctx = NewContext();
+  for (int64_t rows : {1, 37}) {
+    SCOPED_TRACE(rows);
+    Trace t = NewTrace(ctx);
+    tm_value y = Op(tm_op_matmul, t, Input(t, TM_F32, {rows, 19}), Input(t, TM_F32, {19, 23}));
+    End(t, {Op(tm_op_tanh, t, Op(tm_op_add, t, y, Input(t, TM_F32, {23})))});
+    EXPECT_EQ(Launches(ctx, t), 1);
+
+    Trace kept = NewTrace(ctx);
+    tm_value p =
+        Op(tm_op_matmul, kept, Input(kept, TM_F32, {rows, 19}), Input(kept, TM_F32, {19, 23}));
+    End(kept, {p, Op(tm_op_add, kept, p, Input(kept, TM_F32, {rows, 23}))});
+    EXPECT_EQ(Launches(ctx, kept), 1);
+  }
+  Trace scores = NewTrace(ctx);
+  tm_value s = Op(tm_op_matmul, scores, Input(scores, TM_F32, {12, 1, 64}),
+                  Input(scores, TM_F32, {12, 64, 19}));
+  End(scores,
+      {Op(tm_op_add, scores, Op(tm_op_mul, scores, s, Op(tm_op_scalar, scores, TM_F32, 0.125)),
+          Input(scores, TM_F32, {1, 19}))});
+  EXPECT_EQ(Launches(ctx, scores), 1);
+
+  Trace symmetric = NewTrace(ctx);
+  tm_value y = Op(tm_op_matmul, symmetric, Input(symmetric, TM_F32, {23, 19}),
+                  Input(symmetric, TM_F32, {19, 23}));
+  const int32_t perm[2] = {1, 0};
+  End(symmetric, {Op(tm_op_add, symmetric, y, Op(tm_op_transpose, symmetric, y, perm, 2))});
+  EXPECT_EQ(Launches(ctx, symmetric), 2);
 }
 
 // A model repeats itself: identical kernels share one module, compiled to PTX once and
@@ -149,10 +191,10 @@ TEST(GpuTarget, IdenticalKernelsShareOneModule) {
   const auto [eight_modules, eight_launches] = modules_and_launches(8, true);
   EXPECT_GE(two_modules, 1);
   EXPECT_EQ(eight_modules, two_modules);
-  EXPECT_GE(eight_launches, 2 * 8);  // a matmul and an elementwise kernel per step, at least
+  EXPECT_GE(eight_launches, 8);  // a product (with its tanh and scaling) per step, at least
   const auto [distinct_modules, distinct_launches] = modules_and_launches(8, false);
-  EXPECT_EQ(distinct_modules, 4 * two_modules);
-  EXPECT_GE(distinct_launches, 2 * 8);
+  EXPECT_EQ(distinct_modules, 8 * two_modules);
+  EXPECT_GE(distinct_launches, 8);
 }
 
 TEST(GpuTarget, TheChipOptionChangesTheTarget) {

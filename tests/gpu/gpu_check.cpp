@@ -25,8 +25,9 @@ struct Case {
   std::vector<tm_dtype> dtypes;
 };
 
-// The op kinds of the seed chapter, and the products with one row of a decode step (the
-// matrix-vector kernel); the traces are in Trace() below.
+// The op kinds of the seed chapter, the products with one row of a decode step (the
+// matrix-vector kernel), and products with the elementwise ops that follow them in GPT-2
+// (each kernel's epilogue); the traces are in Trace() below.
 const Case kCases[] = {
     {"elementwise", {{300, 257}, {257}}, {TM_F32, TM_F32}},
     {"reductions", {{64, 1000}}, {TM_F32}},
@@ -39,6 +40,10 @@ const Case kCases[] = {
     {"constant_tensor", {{300, 4}}, {TM_F32}},
     {"matvec", {{1, 256}, {256, 2304}}, {TM_F32, TM_F32}},  // one row: a decode step's
     {"batch_matvec", {{12, 1, 64}, {12, 64, 200}}, {TM_F32, TM_F32}},
+    // Elementwise ops after a product: the product kernel's epilogue.
+    {"matmul_bias_gelu", {{129, 67}, {67, 301}, {301}}, {TM_F32, TM_F32, TM_F32}},
+    {"matvec_residual", {{1, 768}, {768, 768}, {1, 768}}, {TM_F32, TM_F32, TM_F32}},
+    {"batch_matvec_masked", {{12, 1, 64}, {12, 64, 200}, {1, 200}}, {TM_F32, TM_F32, TM_F32}},
 };
 
 size_t DtypeBytes(tm_dtype d) { return d == TM_F64 || d == TM_I64 ? 8 : d == TM_BOOL ? 1 : 4; }
@@ -122,10 +127,22 @@ tm_value Trace(tm_trace *t, const Case &c, const std::vector<tm_value> &v, tm_va
     const tm_tensor table = {const_cast<float *>(kTable), TM_F32, 1, kShape, nullptr};
     tm_op_constant(t, &table, &a);
     tm_op_mul(t, v[0], a, &r);
+  } else if (name == "matmul_bias_gelu") {
+    tm_op_matmul(t, v[0], v[1], &a);
+    tm_op_add(t, a, v[2], &b);
+    tm_op_gelu_tanh(t, b, &r);
+  } else if (name == "matvec_residual") {  // the product is an output too
+    tm_op_matmul(t, v[0], v[1], &r);
+    tm_op_add(t, v[2], r, second);
+  } else if (name == "batch_matvec_masked") {
+    tm_value scale = 0, scaled = 0;
+    tm_op_matmul(t, v[0], v[1], &a);
+    tm_op_scalar(t, TM_F32, 0.125, &scale);
+    tm_op_mul(t, a, scale, &scaled);
+    tm_op_add(t, scaled, v[2], &r);
   } else {
     tm_op_matmul(t, v[0], v[1], &r);
   }
-  (void)b;
   return r;
 }
 

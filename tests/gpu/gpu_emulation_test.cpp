@@ -8,6 +8,7 @@
 // tile order, the reference in index order.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -99,6 +100,90 @@ TEST(GpuEmulation, BatchMatmulsPutTheBatchOnTheGridsZ) {
   ExpectMatmul<float>(16, 3, 5, 17, 9, 1e-5, 1e-5);
   ExpectMatmul<float>(4, 12, 7, 64, 19, 1e-5, 1e-5);
   ExpectMatmul<double>(5, 2, 11, 13, 3, 1e-12, 1e-12);
+}
+
+// The elementwise op after a product runs in the product's kernel, on each element's sum
+// (core/passes/gpu_matmul.h): a bias and tanh, a scale and a broadcast mask (a decode step's
+// attention scores), a residual beside the product kept as an output too, and an op that
+// reads the product at other elements (the transpose), which stays a kernel of its own.
+// Each against double-precision loops, for the tiled kernel (tiles that divide the sizes
+// and tiles that do not) and the matrix-vector one.
+TEST(GpuEmulation, ProductsWithTheirElementwiseEpiloguesEqualADoubleLoop) {
+  const int64_t k = 19, n = 23;
+  for (int tile : {7, 16})
+    for (int64_t rows : {1, 37}) {
+      SCOPED_TRACE("tile " + std::to_string(tile) + ", " + std::to_string(rows) + " rows");
+      Context ctx = NewContext();
+      Trace t = NewTrace(ctx, "epilogues");
+      tm_value a = Input(t, TM_F32, {rows, k}), b = Input(t, TM_F32, {k, n});
+      tm_value b2 = Input(t, TM_F32, {k, n});
+      tm_value bias = Input(t, TM_F32, {n}), r = Input(t, TM_F32, {rows, n});
+      tm_value y = Op(tm_op_matmul, t, a, b2);
+      End(t, {Op(tm_op_tanh, t, Op(tm_op_add, t, Op(tm_op_matmul, t, a, b), bias)), y,
+              Op(tm_op_add, t, Op(tm_op_mul, t, y, Op(tm_op_scalar, t, TM_F32, 0.5)), r)});
+      Host<float> ha({rows, k}, Cast<float>(Pseudo(rows * k, -1, 1, 4)));
+      Host<float> hb({k, n}, Cast<float>(Pseudo(k * n, -1, 1, 5)));
+      Host<float> hb2({k, n}, Cast<float>(Pseudo(k * n, -1, 1, 13)));
+      Host<float> hbias({n}, Cast<float>(Pseudo(n, -1, 1, 6)));
+      Host<float> hr({rows, n}, Cast<float>(Pseudo(rows * n, -1, 1, 7)));
+      Host<float> h0({rows, n}, 0.0f), h1({rows, n}, 0.0f), h2({rows, n}, 0.0f);
+      const tm_compile_options o = GpuOptions(tile);
+      TM_ASSERT_OK(CompileInvoke(ctx, t,
+                                 {ha.view(), hb.view(), hb2.view(), hbias.view(), hr.view()},
+                                 {h0.view(), h1.view(), h2.view()}, &o));
+      const std::vector<double> c =
+          MatmulReference(ToDouble(ha.data), ToDouble(hb.data), 1, rows, k, n);
+      const std::vector<double> c2 =
+          MatmulReference(ToDouble(ha.data), ToDouble(hb2.data), 1, rows, k, n);
+      std::vector<double> want0(c.size()), want2(c.size());
+      for (size_t i = 0; i < c.size(); ++i) {
+        want0[i] = std::tanh(c[i] + double(hbias[i % n]));
+        want2[i] = c2[i] * 0.5 + double(hr[i]);
+      }
+      EXPECT_TRUE(AllClose(h0.data, want0, 1e-5, 1e-5));
+      EXPECT_TRUE(AllClose(h1.data, c2, 1e-5, 1e-5));
+      EXPECT_TRUE(AllClose(h2.data, want2, 1e-5, 1e-5));
+    }
+
+  // Attention scores of a decode step: 12 heads of one row, scaled, plus a (1, 19) mask.
+  {
+    Context ctx = NewContext();
+    Trace t = NewTrace(ctx, "scores");
+    tm_value q = Input(t, TM_F32, {12, 1, 64}), kt = Input(t, TM_F32, {12, 64, 19});
+    tm_value mask = Input(t, TM_F32, {1, 19});
+    End(t, {Op(tm_op_add, t,
+               Op(tm_op_mul, t, Op(tm_op_matmul, t, q, kt), Op(tm_op_scalar, t, TM_F32, 0.125)),
+               mask)});
+    Host<float> hq({12, 1, 64}, Cast<float>(Pseudo(12 * 64, -1, 1, 8)));
+    Host<float> hk({12, 64, 19}, Cast<float>(Pseudo(12 * 64 * 19, -1, 1, 9)));
+    Host<float> hm({1, 19}, Cast<float>(Pseudo(19, -3, 0, 10)));
+    Host<float> hs({12, 1, 19}, 0.0f);
+    const tm_compile_options o = GpuOptions(16);
+    TM_ASSERT_OK(CompileInvoke(ctx, t, {hq.view(), hk.view(), hm.view()}, {hs.view()}, &o));
+    std::vector<double> want = MatmulReference(ToDouble(hq.data), ToDouble(hk.data), 12, 1, 64, 19);
+    for (size_t i = 0; i < want.size(); ++i) want[i] = want[i] * 0.125 + double(hm[i % 19]);
+    EXPECT_TRUE(AllClose(hs.data, want, 1e-5, 1e-5));
+  }
+
+  // y + y^T reads the product at another element than its own: not an epilogue.
+  {
+    Context ctx = NewContext();
+    Trace t = NewTrace(ctx, "symmetric");
+    tm_value a = Input(t, TM_F32, {n, k}), b = Input(t, TM_F32, {k, n});
+    tm_value y = Op(tm_op_matmul, t, a, b);
+    const int32_t perm[2] = {1, 0};
+    End(t, {Op(tm_op_add, t, y, Op(tm_op_transpose, t, y, perm, 2))});
+    Host<float> ha({n, k}, Cast<float>(Pseudo(n * k, -1, 1, 11)));
+    Host<float> hb({k, n}, Cast<float>(Pseudo(k * n, -1, 1, 12)));
+    Host<float> hs({n, n}, 0.0f);
+    const tm_compile_options o = GpuOptions(16);
+    TM_ASSERT_OK(CompileInvoke(ctx, t, {ha.view(), hb.view()}, {hs.view()}, &o));
+    const std::vector<double> c = MatmulReference(ToDouble(ha.data), ToDouble(hb.data), 1, n, k, n);
+    std::vector<double> want(c.size());
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) want[i * n + j] = c[i * n + j] + c[j * n + i];
+    EXPECT_TRUE(AllClose(hs.data, want, 1e-5, 1e-5));
+  }
 }
 
 // The program is the GPU lowering's kernel run on the host: no GPU operation, runtime call or
