@@ -27,6 +27,7 @@ using mlir::Value;
 struct Epilogue {
   mlir::linalg::GenericOp op;
   bool store_c = true;
+  mlir::AffineMap c_map;  // how the op reads C: a permutation of its loops (a transpose)
 };
 
 // Stores C's element at `at` (its indices): `sum`, or the epilogue's value of it.
@@ -35,28 +36,35 @@ void StoreResult(mlir::OpBuilder &b, mlir::Location loc, const Epilogue *epilogu
   if (!epilogue || epilogue->store_c) mlir::memref::StoreOp::create(b, loc, sum, c, at);
   if (!epilogue) return;
   mlir::linalg::GenericOp op = epilogue->op;
-  mlir::Block &body = op.getRegion().front();
-  mlir::IRMapping values;
-  for (mlir::OpOperand &operand : op->getOpOperands()) {
-    Value arg = body.getArgument(operand.getOperandNumber());
-    if (operand.get() == c) {  // C itself (its map is the identity): the sum
-      values.map(arg, sum);
-      continue;
-    }
-    if (arg.use_empty()) continue;  // an output the body does not read
+  // The op's loop indices at C's element `at`, and an operand's indices there.
+  std::vector<Value> point(at.size());
+  for (size_t j = 0; j < at.size(); ++j) point[epilogue->c_map.getDimPosition(j)] = at[j];
+  auto indices_of = [&](mlir::OpOperand &operand) {
     std::vector<Value> indices;
     for (mlir::AffineExpr e : op.getMatchingIndexingMap(&operand).getResults()) {
       if (auto dim = mlir::dyn_cast<mlir::AffineDimExpr>(e))
-        indices.push_back(at[dim.getPosition()]);
+        indices.push_back(point[dim.getPosition()]);
       else
         indices.push_back(mlir::arith::ConstantIndexOp::create(
             b, loc, mlir::cast<mlir::AffineConstantExpr>(e).getValue()));
     }
-    values.map(arg, mlir::memref::LoadOp::create(b, loc, operand.get(), indices));
+    return indices;
+  };
+  mlir::Block &body = op.getRegion().front();
+  mlir::IRMapping values;
+  for (mlir::OpOperand &operand : op->getOpOperands()) {
+    Value arg = body.getArgument(operand.getOperandNumber());
+    if (operand.get() == c) {  // C itself: the sum
+      values.map(arg, sum);
+      continue;
+    }
+    if (arg.use_empty()) continue;  // an output the body does not read
+    values.map(arg, mlir::memref::LoadOp::create(b, loc, operand.get(), indices_of(operand)));
   }
   for (mlir::Operation &inner : body.without_terminator()) b.clone(inner, values);
   Value result = values.lookup(body.getTerminator()->getOperand(0));
-  mlir::memref::StoreOp::create(b, loc, result, op.getDpsInits()[0], at);
+  mlir::memref::StoreOp::create(b, loc, result, op.getDpsInits()[0],
+                                indices_of(*op.getDpsInitOperand(0)));
 }
 
 // C (+)= A @ B for one matmul (batch = false: 2-D operands) or batch matmul (3-D).
@@ -247,11 +255,16 @@ void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm,
   mlir::gpu::TerminatorOp::create(b, loc);
 }
 
-// The buffer a memref is a view of.
+// The buffer a memref is a view of (memref.transpose is not a ViewLikeOpInterface).
 Value Root(Value memref) {
-  while (auto view = memref.getDefiningOp<mlir::ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  return memref;
+  while (true) {
+    if (auto view = memref.getDefiningOp<mlir::ViewLikeOpInterface>())
+      memref = view.getViewSource();
+    else if (auto transpose = memref.getDefiningOp<mlir::memref::TransposeOp>())
+      memref = transpose.getIn();
+    else
+      return memref;
+  }
 }
 
 // The buffers `op` (and what it holds) uses, as Root gives them.
@@ -290,22 +303,23 @@ mlir::linalg::FillOp FillBefore(mlir::Operation *matmul, Value c) {
 }
 
 // Whether `op`, the first op after `matmul` to use C, can be its epilogue: it is
-// elementwise over C's elements (all loops parallel, its output C's shape, identity maps on
-// C and on the output), reads C, and its body computes values only. Each thread reads the
-// other inputs at its own element (through their maps: a broadcast bias, the mask) and
-// writes the output's element, while other threads still read A and B and, without a fill,
-// their own element of C: so the output is C itself or a buffer the product does not read,
-// and no input is read through another element of a buffer the kernel writes.
+// elementwise over C's elements (all loops parallel, as many as C has dimensions, C read and
+// the output written through permutations of them: a transpose, such as the attention's
+// heads merged back into rows, is an epilogue too), reads C, and its body computes values
+// only. Each thread reads the other inputs at its own element (through their maps: a
+// broadcast bias, the mask) and writes the output's element, while other threads still read
+// A and B and, without a fill, their own element of C: so the output is C itself (through
+// C's own indices) or a buffer the product does not read, and no input is read through
+// another element of a buffer the kernel writes.
 std::optional<Epilogue> AsEpilogue(mlir::linalg::GenericOp op, mlir::Operation *matmul,
                                    mlir::linalg::FillOp fill, Value a, Value bm, Value c) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1) return std::nullopt;
   auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
   const Value out = op.getDpsInits()[0];
-  auto out_type = mlir::dyn_cast<mlir::MemRefType>(out.getType());
+  const mlir::AffineMap out_map = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (op.getNumLoops() != static_cast<unsigned>(c_type.getRank()) ||
-      op.getNumParallelLoops() != op.getNumLoops() || !out_type ||
-      out_type.getShape() != c_type.getShape() ||
-      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity())
+      op.getNumParallelLoops() != op.getNumLoops() || !mlir::isa<mlir::MemRefType>(out.getType()) ||
+      !out_map.isPermutation())
     return std::nullopt;
   for (mlir::Operation &inner : op.getRegion().front().without_terminator())
     if (mlir::isa<mlir::linalg::IndexOp>(inner) || inner.getNumRegions() != 0 ||
@@ -314,21 +328,21 @@ std::optional<Epilogue> AsEpilogue(mlir::linalg::GenericOp op, mlir::Operation *
   const Value out_root = Root(out), c_root = Root(c);
   if (out != c && (out_root == Root(a) || out_root == Root(bm) || out_root == c_root))
     return std::nullopt;
-  bool reads_c = false;
+  mlir::AffineMap c_map;
   for (mlir::OpOperand *input : op.getDpsInputOperands()) {
     const mlir::AffineMap map = op.getMatchingIndexingMap(input);
     if (input->get() == c) {
-      if (!map.isIdentity()) return std::nullopt;
-      reads_c = true;
+      if (!map.isPermutation() || (c_map && map != c_map)) return std::nullopt;
+      c_map = map;
       continue;
     }
     for (mlir::AffineExpr e : map.getResults())
       if (!mlir::isa<mlir::AffineDimExpr, mlir::AffineConstantExpr>(e)) return std::nullopt;
     const Value root = Root(input->get());
-    const bool own_element = input->get() == out && map.isIdentity();
+    const bool own_element = input->get() == out && map == out_map;
     if (!own_element && (root == out_root || root == c_root)) return std::nullopt;
   }
-  if (!reads_c) return std::nullopt;
+  if (!c_map || (out == c && out_map != c_map)) return std::nullopt;
   // Into C itself, the result is all C holds. Elsewhere, C is still stored unless it is an
   // allocation of its own that nothing but the fill, the product, this op and its
   // deallocation uses.
@@ -337,12 +351,13 @@ std::optional<Epilogue> AsEpilogue(mlir::linalg::GenericOp op, mlir::Operation *
     if (user != matmul && user != op && user != fill.getOperation() &&
         !mlir::isa<mlir::memref::DeallocOp>(user))
       c_dead_after = false;
-  return Epilogue{op, out != c && !c_dead_after};
+  return Epilogue{op, out != c && !c_dead_after, c_map};
 }
 
 // The epilogue of `matmul`: the first op after it that uses C, if that can be one
 // (AsEpilogue), and runs as well at the product's place, before the ops between them. Those
-// touch none of its buffers, and its operands are defined before the product. Bufferization
+// touch none of its buffers, and its operands are defined before the product (or are new
+// buffers, allocated there instead). Bufferization
 // keeps the trace's order, where a product's consumer need not come right after it. The
 // search stops after kSearchedOps ops.
 std::optional<Epilogue> EpilogueAfter(mlir::Operation *matmul, mlir::linalg::FillOp fill, Value a,
@@ -361,13 +376,125 @@ std::optional<Epilogue> EpilogueAfter(mlir::Operation *matmul, mlir::linalg::Fil
     if (!generic) return std::nullopt;
     for (Value root : used)
       if (Uses(between, root)) return std::nullopt;
+    // Operands defined after the product: only new buffers (an allocation of a static
+    // shape), which move before it.
+    std::vector<mlir::Operation *> allocations;
     for (Value operand : generic->getOperands())
       if (mlir::Operation *def = operand.getDefiningOp();
-          def && def->getBlock() == matmul->getBlock() && !def->isBeforeInBlock(matmul))
-        return std::nullopt;
-    return AsEpilogue(generic, matmul, fill, a, bm, c);
+          def && def->getBlock() == matmul->getBlock() && !def->isBeforeInBlock(matmul)) {
+        if (!mlir::isa<mlir::memref::AllocOp>(def) || def->getNumOperands() != 0)
+          return std::nullopt;
+        allocations.push_back(def);
+      }
+    std::optional<Epilogue> epilogue = AsEpilogue(generic, matmul, fill, a, bm, c);
+    if (epilogue)
+      for (mlir::Operation *allocation : allocations) allocation->moveBefore(matmul);
+    return epilogue;
   }
   return std::nullopt;
+}
+
+// Whether `op` writes every element of `buffer` without reading it first: a fill, or an
+// elementwise op into it (identity map, every loop parallel) that reads neither the
+// buffer's old values nor any view of it.
+bool OverwritesWhole(mlir::Operation *op, Value buffer) {
+  if (auto fill = mlir::dyn_cast<mlir::linalg::FillOp>(op))
+    return fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == buffer;
+  auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+  if (!generic || !generic.hasPureBufferSemantics() || generic.getNumDpsInits() != 1 ||
+      generic.getDpsInits()[0] != buffer ||
+      !generic.getMatchingIndexingMap(generic.getDpsInitOperand(0)).isIdentity() ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      !generic.getMatchingBlockArgument(generic.getDpsInitOperand(0)).use_empty())
+    return false;
+  for (Value input : generic.getDpsInputs())
+    if (mlir::isa<mlir::MemRefType>(input.getType()) && Root(input) == Root(buffer)) return false;
+  return true;
+}
+
+// The ops that use `buffer`, directly or through views of it (the views left out), as the
+// ops of `block` they are in: the host op around a kernel that uses it, say.
+std::vector<mlir::Operation *> UsersInBlock(Value buffer, mlir::Block *block) {
+  std::vector<mlir::Operation *> users;
+  std::vector<Value> views = {buffer};
+  while (!views.empty()) {
+    const Value view = views.back();
+    views.pop_back();
+    for (mlir::Operation *user : view.getUsers()) {
+      if (auto like = mlir::dyn_cast<mlir::ViewLikeOpInterface>(user);
+          (like && like.getViewSource() == view) || mlir::isa<mlir::memref::TransposeOp>(user)) {
+        views.push_back(user->getResult(0));
+        continue;
+      }
+      users.push_back(block->findAncestorOpInBlock(*user));
+    }
+  }
+  return users;
+}
+
+// `operand` of `matmul`, or a view that reads its data in place: when the operand is a new
+// buffer that a permuted copy of another fills for this product (a linalg.generic whose body
+// yields its input, read through a permutation; the attention's heads split out of q and
+// v), the product reads the other buffer through a memref.transpose view and the copy goes
+// (a launch less, and its traffic). Only when the permutation keeps the last dimension
+// last: rows stay contiguous, so the kernels' reads stay coalesced (the keys, transposed,
+// keep their copy). The copy is the buffer's last use before the product, at most
+// kSearchedOps ops before it, and nothing between them touches the buffer copied.
+// Bufferization reuses dead buffers: uses before the copy are an earlier life of this one,
+// which the copy overwrote; a later life must begin by writing it whole.
+Value ReadInPlace(mlir::Operation *matmul, Value operand) {
+  auto allocation = operand.getDefiningOp<mlir::memref::AllocOp>();
+  if (!allocation) return operand;
+  mlir::linalg::GenericOp copy;
+  int searched = 0;
+  for (mlir::Operation *op = matmul->getPrevNode(); op && !copy; op = op->getPrevNode()) {
+    if (++searched > kSearchedOps) return operand;
+    if (!Uses(BuffersUsed(op), operand)) continue;
+    copy = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+    if (!copy) return operand;
+  }
+  if (!copy || !copy.hasPureBufferSemantics() || copy.getNumDpsInputs() != 1 ||
+      copy.getNumDpsInits() != 1 || copy.getDpsInits()[0] != operand ||
+      copy.getNumParallelLoops() != copy.getNumLoops())
+    return operand;
+  mlir::Block &body = copy.getRegion().front();
+  if (body.getOperations().size() != 1 ||
+      body.getTerminator()->getOperands() != mlir::ValueRange{body.getArgument(0)})
+    return operand;
+  const mlir::AffineMap in_map = copy.getMatchingIndexingMap(copy.getDpsInputOperand(0));
+  const unsigned rank = in_map.getNumResults();
+  if (!copy.getMatchingIndexingMap(copy.getDpsInitOperand(0)).isIdentity() ||
+      !in_map.isPermutation() || rank == 0 || in_map.getDimPosition(rank - 1) != rank - 1)
+    return operand;
+  const Value source = copy.getDpsInputs()[0], root = Root(source);
+  for (mlir::Operation *op = copy->getNextNode(); op != matmul; op = op->getNextNode())
+    if (Uses(BuffersUsed(op), root)) return operand;
+  mlir::Operation *next_use = nullptr;  // the buffer's first use after the product
+  for (mlir::Operation *user : UsersInBlock(operand, matmul->getBlock())) {
+    if (!user) return operand;
+    if (user == matmul || mlir::isa<mlir::memref::DeallocOp>(user) ||
+        !matmul->isBeforeInBlock(user))
+      continue;
+    if (!next_use || user->isBeforeInBlock(next_use)) next_use = user;
+  }
+  if (next_use && !OverwritesWhole(next_use, operand)) return operand;
+  // The copy's element [d] is source[in_map(d)]; a transpose's element [i] is
+  // source[j] with j's dimension perm(i) = i: perm is in_map's inverse.
+  mlir::OpBuilder b(matmul);
+  Value view = mlir::memref::TransposeOp::create(
+      b, copy.getLoc(), source, mlir::AffineMapAttr::get(mlir::inversePermutation(in_map)));
+  copy->erase();
+  return view;
+}
+
+// Erases `buffer`'s allocation and deallocations when nothing else uses it any more.
+void EraseIfUnused(Value buffer) {
+  auto allocation = buffer.getDefiningOp<mlir::memref::AllocOp>();
+  if (!allocation) return;
+  for (mlir::Operation *user : allocation->getUsers())
+    if (!mlir::isa<mlir::memref::DeallocOp>(user)) return;
+  for (mlir::Operation *user : llvm::make_early_inc_range(allocation->getUsers())) user->erase();
+  allocation->erase();
 }
 
 bool Supported(mlir::linalg::LinalgOp op) {
@@ -397,7 +524,8 @@ int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
   for (mlir::Operation *op : matmuls) {
     mlir::OpBuilder b(op);
     auto linalg = mlir::cast<mlir::linalg::LinalgOp>(op);
-    const Value a = linalg.getDpsInputs()[0], bm = linalg.getDpsInputs()[1];
+    const Value a_copy = linalg.getDpsInputs()[0], b_copy = linalg.getDpsInputs()[1];
+    const Value a = ReadInPlace(op, a_copy), bm = ReadInPlace(op, b_copy);
     const Value c = linalg.getDpsInits()[0];
     const bool batch = mlir::isa<mlir::linalg::BatchMatmulOp>(op);
     const int64_t rows = mlir::cast<mlir::MemRefType>(c.getType()).getDimSize(batch ? 1 : 0);
@@ -412,6 +540,8 @@ int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
     op->erase();
     if (fill) fill->erase();
     if (epilogue) epilogue->op->erase();
+    if (a != a_copy) EraseIfUnused(a_copy);
+    if (bm != b_copy) EraseIfUnused(b_copy);
   }
   return static_cast<int>(matmuls.size());
 }

@@ -93,6 +93,27 @@ inline std::vector<OpCase> OpCases() {
   };
 }
 
+// A step of attention as GPT-2 traces it, for `h` heads of `hd`, on inputs q: (rows, h * hd),
+// k and v: (keys, h * hd) and a mask: (rows, keys): the heads split out of the rows
+// (transposes), the scores scaled by 0.125 and masked, softmax, the weighted values, the
+// heads merged back into rows.
+inline std::vector<tm_value> AttentionStep(tm_trace *t, int64_t rows, int64_t keys, int64_t h,
+                                           int64_t hd) {
+  tm_value q = Input(t, TM_F32, {rows, h * hd}), k = Input(t, TM_F32, {keys, h * hd});
+  tm_value v = Input(t, TM_F32, {keys, h * hd}), mask = Input(t, TM_F32, {rows, keys});
+  auto heads = [&](tm_value x, int64_t n, std::vector<int32_t> perm) {
+    const int64_t split[3] = {n, h, hd};
+    return Op(tm_op_transpose, t, Op(tm_op_reshape, t, x, 3, split), perm.data(), 3);
+  };
+  tm_value scores = Op(tm_op_matmul, t, heads(q, rows, {1, 0, 2}), heads(k, keys, {1, 2, 0}));
+  tm_value scaled = Op(tm_op_mul, t, scores, Op(tm_op_scalar, t, TM_F32, 0.125));
+  tm_value probs = Op(tm_op_softmax, t, Op(tm_op_add, t, scaled, mask), -1);
+  tm_value out = Op(tm_op_matmul, t, probs, heads(v, keys, {1, 0, 2}));
+  const int32_t merge[3] = {1, 0, 2};
+  const int64_t merged[2] = {rows, h * hd};
+  return {Op(tm_op_reshape, t, Op(tm_op_transpose, t, out, merge, 3), 2, merged)};
+}
+
 inline Program CompileCase(tm_context *ctx, const OpCase &c, const tm_compile_options &o) {
   Trace t = NewTrace(ctx, c.name);
   std::vector<tm_value> in;

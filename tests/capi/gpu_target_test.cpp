@@ -157,12 +157,52 @@ TEST(GpuTarget, AnElementwiseOpAfterAProductIsPartOfItsKernel) {
           Input(scores, TM_F32, {1, 19}))});
   EXPECT_EQ(Launches(ctx, scores), 1);
 
+  // Heads merged back into rows (a transpose of a batch product) are an epilogue too.
+  Trace merged = NewTrace(ctx);
+  const int32_t swap[3] = {1, 0, 2};
+  End(merged, {Op(tm_op_transpose, merged,
+                  Op(tm_op_matmul, merged, Input(merged, TM_F32, {4, 3, 16}),
+                     Input(merged, TM_F32, {4, 16, 32})),
+                  swap, 3)});
+  EXPECT_EQ(Launches(ctx, merged), 1);
+
   Trace symmetric = NewTrace(ctx);
   tm_value y = Op(tm_op_matmul, symmetric, Input(symmetric, TM_F32, {23, 19}),
                   Input(symmetric, TM_F32, {19, 23}));
   const int32_t perm[2] = {1, 0};
   End(symmetric, {Op(tm_op_add, symmetric, y, Op(tm_op_transpose, symmetric, y, perm, 2))});
   EXPECT_EQ(Launches(ctx, symmetric), 2);
+}
+
+// A product's operand that is a transposed copy made for it alone is read in place through a
+// view when the transpose keeps rows contiguous (the attention's q and v heads): no copy
+// kernel. The keys' transpose, which moves the last dimension, keeps its copy.
+TEST(GpuTarget, HeadsSplitOutOfRowsAreReadInPlace) {
+  Context ctx = NewContext();
+  const int64_t split[3] = {5, 4, 32};
+  auto heads = [&](tm_trace *t, std::vector<int32_t> perm) {
+    return Op(tm_op_transpose, t, Op(tm_op_reshape, t, Input(t, TM_F32, {5, 128}), 3, split),
+              perm.data(), 3);
+  };
+  Trace rows_kept = NewTrace(ctx);  // (4, 5, 32) @ (4, 32, 7)
+  End(rows_kept, {Op(tm_op_matmul, rows_kept, heads(rows_kept, {1, 0, 2}),
+                     Input(rows_kept, TM_F32, {4, 32, 7}))});
+  EXPECT_EQ(Launches(ctx, rows_kept), 1);
+  Trace rows_moved = NewTrace(ctx);  // (4, 7, 32) @ (4, 32, 5): a copy, then the product
+  End(rows_moved, {Op(tm_op_matmul, rows_moved, Input(rows_moved, TM_F32, {4, 7, 32}),
+                      heads(rows_moved, {1, 2, 0}))});
+  EXPECT_EQ(Launches(ctx, rows_moved), 2);
+
+  // A decode step's attention: as many launches whatever the number of keys, also when the
+  // scores have the shape of q's heads (32 keys of heads of 32) and reuse their buffer.
+  std::vector<int> launches;
+  for (int64_t keys : {8, 32, 64}) {
+    Trace t = NewTrace(ctx);
+    End(t, AttentionStep(t, 1, keys, 4, 32));
+    launches.push_back(Launches(ctx, t));
+  }
+  EXPECT_EQ(launches[1], launches[0]);
+  EXPECT_EQ(launches[2], launches[0]);
 }
 
 // A model repeats itself: identical kernels share one module, compiled to PTX once and

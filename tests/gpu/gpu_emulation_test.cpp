@@ -2,18 +2,23 @@
 // target's kernels, run on the CPU thread by thread (core/passes/gpu_emulation.h). Here the
 // tiled shared-memory matmul kernel is checked against double-precision loops for every kind
 // of tile edge (1, smaller than, equal to and not dividing the sizes, the largest), and the
-// programs are checked to be that kernel on the host. The op cases (gpu_check_emulated_*)
-// and the GPT-2 goldens (gpu_emulated.*) run the rest of the GPU lowering the same way.
+// programs are checked to be that kernel on the host. The ops that join a product's kernel
+// (its elementwise epilogue, the transposed heads it reads in place) are checked against
+// double-precision loops too, alone and in an attention step. The op cases
+// (gpu_check_emulated_*) and the GPT-2 goldens (gpu_emulated.*) run the rest of the GPU
+// lowering the same way.
 // Tolerances: 1e-5 relative (+1e-5 absolute) for f32, 1e-12 for f64: the kernel sums K in
 // tile order, the reference in index order.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "gpu_op_cases.h"
 #include "test_util.h"
 
 namespace tmtest {
@@ -184,6 +189,83 @@ TEST(GpuEmulation, ProductsWithTheirElementwiseEpiloguesEqualADoubleLoop) {
       for (int64_t j = 0; j < n; ++j) want[i * n + j] = c[i * n + j] + c[j * n + i];
     EXPECT_TRUE(AllClose(hs.data, want, 1e-5, 1e-5));
   }
+}
+
+// A step of attention as GPT-2 traces it: the heads split out of q, k and v (transposes),
+// scores scaled and masked, softmax, the weighted values, the heads merged back into rows.
+// On the GPU the q and v heads are read in place (views, no copy), the scale and mask and
+// the merge are their products' epilogues (core/passes/gpu_matmul.h); when the scores have
+// the shape of q's heads (L = head size) bufferization reuses that buffer, which the view
+// of q must survive. Against double-precision loops, 1e-5 relative + 1e-5 absolute.
+TEST(GpuEmulation, AnAttentionStepEqualsADoubleLoop) {
+  const int64_t h = 4, hd = 32, d = h * hd;
+  for (int64_t t : {1, 3})
+    for (int64_t l : {int64_t{8}, hd}) {
+      SCOPED_TRACE(std::to_string(t) + " rows, " + std::to_string(l) + " keys");
+      Context ctx = NewContext();
+      Trace tr = NewTrace(ctx, "attention");
+      End(tr, AttentionStep(tr, t, l, h, hd));
+      Host<float> hq({t, d}, Cast<float>(Pseudo(t * d, -1, 1, 21)));
+      Host<float> hk({l, d}, Cast<float>(Pseudo(l * d, -1, 1, 22)));
+      Host<float> hv({l, d}, Cast<float>(Pseudo(l * d, -1, 1, 23)));
+      std::vector<double> m(t * l);
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t j = 0; j < l; ++j) m[i * l + j] = j > l - t + i ? -1e9 : 0.0;
+      Host<float> hm({t, l}, Cast<float>(m));
+      Host<float> ho({t, d}, 0.0f);
+      const tm_compile_options o = GpuOptions(16);
+      TM_ASSERT_OK(
+          CompileInvoke(ctx, tr, {hq.view(), hk.view(), hv.view(), hm.view()}, {ho.view()}, &o));
+      std::vector<double> want(t * d);
+      for (int64_t head = 0; head < h; ++head)
+        for (int64_t i = 0; i < t; ++i) {
+          std::vector<double> p(l);
+          double top = -1e300, sum = 0;
+          for (int64_t j = 0; j < l; ++j) {
+            double dot = 0;
+            for (int64_t e = 0; e < hd; ++e)
+              dot += double(hq[i * d + head * hd + e]) * double(hk[j * d + head * hd + e]);
+            p[j] = dot * 0.125 + double(hm[i * l + j]);
+            top = std::max(top, p[j]);
+          }
+          for (double &x : p) sum += (x = std::exp(x - top));
+          for (int64_t e = 0; e < hd; ++e) {
+            double acc = 0;
+            for (int64_t j = 0; j < l; ++j) acc += p[j] / sum * double(hv[j * d + head * hd + e]);
+            want[i * d + head * hd + e] = acc;
+          }
+        }
+      EXPECT_TRUE(AllClose(ho.data, want, 1e-5, 1e-5));
+    }
+}
+
+// Heads split out of rows that are read again after the product (here doubled, as a second
+// output) keep their copy: the product may still read them in place, but the copy's buffer
+// must hold them for the later reader.
+TEST(GpuEmulation, HeadsReadAgainAfterTheProductAreStillThere) {
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx, "heads");
+  const int64_t split[3] = {5, 4, 32};
+  const int32_t perm[3] = {1, 0, 2};
+  tm_value xh =
+      Op(tm_op_transpose, t, Op(tm_op_reshape, t, Input(t, TM_F32, {5, 128}), 3, split), perm, 3);
+  End(t, {Op(tm_op_matmul, t, xh, Input(t, TM_F32, {4, 32, 7})),
+          Op(tm_op_mul, t, xh, Op(tm_op_scalar, t, TM_F32, 2.0))});
+  Host<float> hx({5, 128}, Cast<float>(Pseudo(5 * 128, -1, 1, 31)));
+  Host<float> hy({4, 32, 7}, Cast<float>(Pseudo(4 * 32 * 7, -1, 1, 32)));
+  Host<float> hp({4, 5, 7}, 0.0f), hd({4, 5, 32}, 0.0f);
+  const tm_compile_options o = GpuOptions(16);
+  TM_ASSERT_OK(CompileInvoke(ctx, t, {hx.view(), hy.view()}, {hp.view(), hd.view()}, &o));
+  std::vector<double> heads(4 * 5 * 32), doubled(heads.size());
+  for (int64_t head = 0; head < 4; ++head)
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t e = 0; e < 32; ++e) {
+        heads[(head * 5 + i) * 32 + e] = hx[i * 128 + head * 32 + e];
+        doubled[(head * 5 + i) * 32 + e] = 2.0 * hx[i * 128 + head * 32 + e];
+      }
+  EXPECT_TRUE(
+      AllClose(hp.data, MatmulReference(heads, ToDouble(hy.data), 4, 5, 32, 7), 1e-5, 1e-5));
+  EXPECT_TRUE(AllClose(hd.data, doubled, 0, 0));
 }
 
 // The program is the GPU lowering's kernel run on the host: no GPU operation, runtime call or
