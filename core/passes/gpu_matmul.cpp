@@ -281,8 +281,8 @@ bool Uses(const std::vector<Value> &buffers, Value root) {
   return std::find(buffers.begin(), buffers.end(), root) != buffers.end();
 }
 
-// How far from a product its fill and its epilogue are looked for, in ops: a bound that
-// keeps the rewrite linear in the program.
+// How far from a product its fill, its epilogue and the copies it reads are looked for, in
+// ops: a bound that keeps the rewrite linear in the program.
 constexpr int kSearchedOps = 64;
 
 // The linalg.fill of all of C before `matmul` with nothing between them that touches C's
@@ -357,9 +357,8 @@ std::optional<Epilogue> AsEpilogue(mlir::linalg::GenericOp op, mlir::Operation *
 // The epilogue of `matmul`: the first op after it that uses C, if that can be one
 // (AsEpilogue), and runs as well at the product's place, before the ops between them. Those
 // touch none of its buffers, and its operands are defined before the product (or are new
-// buffers, allocated there instead). Bufferization
-// keeps the trace's order, where a product's consumer need not come right after it. The
-// search stops after kSearchedOps ops.
+// buffers, allocated there instead). Bufferization keeps the trace's order, where a
+// product's consumer need not come right after it. The search stops after kSearchedOps ops.
 std::optional<Epilogue> EpilogueAfter(mlir::Operation *matmul, mlir::linalg::FillOp fill, Value a,
                                       Value bm, Value c) {
   const Value c_root = Root(c);
@@ -525,7 +524,8 @@ int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
     mlir::OpBuilder b(op);
     auto linalg = mlir::cast<mlir::linalg::LinalgOp>(op);
     const Value a_copy = linalg.getDpsInputs()[0], b_copy = linalg.getDpsInputs()[1];
-    const Value a = ReadInPlace(op, a_copy), bm = ReadInPlace(op, b_copy);
+    const Value a = ReadInPlace(op, a_copy);
+    const Value bm = b_copy == a_copy ? a : ReadInPlace(op, b_copy);
     const Value c = linalg.getDpsInits()[0];
     const bool batch = mlir::isa<mlir::linalg::BatchMatmulOp>(op);
     const int64_t rows = mlir::cast<mlir::MemRefType>(c.getType()).getDimSize(batch ? 1 : 0);
@@ -541,7 +541,7 @@ int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
     if (fill) fill->erase();
     if (epilogue) epilogue->op->erase();
     if (a != a_copy) EraseIfUnused(a_copy);
-    if (bm != b_copy) EraseIfUnused(b_copy);
+    if (bm != b_copy && b_copy != a_copy) EraseIfUnused(b_copy);
   }
   return static_cast<int>(matmuls.size());
 }

@@ -241,7 +241,7 @@ TEST(GpuEmulation, AnAttentionStepEqualsADoubleLoop) {
 
 // Heads split out of rows that are read again after the product (here doubled, as a second
 // output) keep their copy: the product may still read them in place, but the copy's buffer
-// must hold them for the later reader.
+// must hold them for the later reader. And heads that are both operands of a product.
 TEST(GpuEmulation, HeadsReadAgainAfterTheProductAreStillThere) {
   Context ctx = NewContext();
   Trace t = NewTrace(ctx, "heads");
@@ -266,6 +266,23 @@ TEST(GpuEmulation, HeadsReadAgainAfterTheProductAreStillThere) {
   EXPECT_TRUE(
       AllClose(hp.data, MatmulReference(heads, ToDouble(hy.data), 4, 5, 32, 7), 1e-5, 1e-5));
   EXPECT_TRUE(AllClose(hd.data, doubled, 0, 0));
+
+  // The same heads as both operands of the product: (4, 32, 32) @ itself.
+  Trace square = NewTrace(ctx, "square");
+  const int64_t square_split[3] = {32, 4, 32};
+  tm_value sh =
+      Op(tm_op_transpose, square,
+         Op(tm_op_reshape, square, Input(square, TM_F32, {32, 128}), 3, square_split), perm, 3);
+  End(square, {Op(tm_op_matmul, square, sh, sh)});
+  Host<float> hs({32, 128}, Cast<float>(Pseudo(32 * 128, -1, 1, 33)));
+  Host<float> hss({4, 32, 32}, 0.0f);
+  TM_ASSERT_OK(CompileInvoke(ctx, square, {hs.view()}, {hss.view()}, &o));
+  std::vector<double> sheads(4 * 32 * 32);
+  for (int64_t head = 0; head < 4; ++head)
+    for (int64_t i = 0; i < 32; ++i)
+      for (int64_t e = 0; e < 32; ++e)
+        sheads[(head * 32 + i) * 32 + e] = hs[i * 128 + head * 32 + e];
+  EXPECT_TRUE(AllClose(hss.data, MatmulReference(sheads, sheads, 4, 32, 32, 32), 1e-5, 1e-5));
 }
 
 // The program is the GPU lowering's kernel run on the host: no GPU operation, runtime call or
