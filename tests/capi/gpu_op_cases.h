@@ -1,7 +1,8 @@
 // The op kinds of the seed chapter, as traces for the GPU target's tests (gpu_target_test:
 // IR and PTX; gpu_host_path_test: the host side against the fake CUDA driver): elementwise,
 // reductions, softmax, layer norm, gelu, matmul with sizes that are not multiples of the
-// tile, batch matmul, a constant tensor, gather, and products with one row (decode).
+// tile, batch matmul, a constant tensor, gather, products with one row (decode) and
+// products with the elementwise ops that join their kernels; and a step of attention.
 #pragma once
 
 #include <functional>
