@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/passes/buffer_root.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
@@ -167,13 +168,6 @@ class LaunchEmulator {
     return add(ids[0], mul(sizes[0], add(ids[1], mul(sizes[1], ids[2]))));
   }
 
-  // The memref a view (subview, cast, reshape) was made from, through every view.
-  static Value ViewRoot(Value memref) {
-    while (auto view = memref.getDefiningOp<mlir::ViewLikeOpInterface>())
-      memref = view.getViewSource();
-    return memref;
-  }
-
   // Bytes of one element, 0 for types the race check leaves alone.
   static int64_t ElementBytes(mlir::Type type) {
     if (type.isIndex()) return 8;
@@ -198,7 +192,7 @@ class LaunchEmulator {
       } else {
         return;
       }
-      Value root = ViewRoot(memref);
+      Value root = BufferRoot(memref);
       // The emulation's own per-thread buffers, and memory the kernel allocates itself
       // (private to a thread), are not shared.
       if (own_buffers_.contains(root) ||

@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/passes/buffer_root.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -255,24 +256,12 @@ void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm,
   mlir::gpu::TerminatorOp::create(b, loc);
 }
 
-// The buffer a memref is a view of (memref.transpose is not a ViewLikeOpInterface).
-Value Root(Value memref) {
-  while (true) {
-    if (auto view = memref.getDefiningOp<mlir::ViewLikeOpInterface>())
-      memref = view.getViewSource();
-    else if (auto transpose = memref.getDefiningOp<mlir::memref::TransposeOp>())
-      memref = transpose.getIn();
-    else
-      return memref;
-  }
-}
-
-// The buffers `op` (and what it holds) uses, as Root gives them.
+// The buffers `op` (and what it holds) uses, as BufferRoot gives them.
 std::vector<Value> BuffersUsed(mlir::Operation *op) {
   std::vector<Value> buffers;
   op->walk([&](mlir::Operation *inner) {
     for (Value operand : inner->getOperands())
-      if (mlir::isa<mlir::MemRefType>(operand.getType())) buffers.push_back(Root(operand));
+      if (mlir::isa<mlir::MemRefType>(operand.getType())) buffers.push_back(BufferRoot(operand));
   });
   return buffers;
 }
@@ -290,7 +279,7 @@ constexpr int kSearchedOps = 64;
 // fill (a launch of its own) can go; the kernel writes every element of C. Bufferization
 // often puts the zeroing of one product's C before another product (CSE hoists the fills).
 mlir::linalg::FillOp FillBefore(mlir::Operation *matmul, Value c) {
-  const Value root = Root(c);
+  const Value root = BufferRoot(c);
   int searched = 0;
   for (mlir::Operation *op = matmul->getPrevNode(); op && searched < kSearchedOps;
        op = op->getPrevNode(), ++searched) {
@@ -325,8 +314,8 @@ std::optional<Epilogue> AsEpilogue(mlir::linalg::GenericOp op, mlir::Operation *
     if (mlir::isa<mlir::linalg::IndexOp>(inner) || inner.getNumRegions() != 0 ||
         !mlir::isMemoryEffectFree(&inner))
       return std::nullopt;
-  const Value out_root = Root(out), c_root = Root(c);
-  if (out != c && (out_root == Root(a) || out_root == Root(bm) || out_root == c_root))
+  const Value out_root = BufferRoot(out), c_root = BufferRoot(c);
+  if (out != c && (out_root == BufferRoot(a) || out_root == BufferRoot(bm) || out_root == c_root))
     return std::nullopt;
   mlir::AffineMap c_map;
   for (mlir::OpOperand *input : op.getDpsInputOperands()) {
@@ -338,7 +327,7 @@ std::optional<Epilogue> AsEpilogue(mlir::linalg::GenericOp op, mlir::Operation *
     }
     for (mlir::AffineExpr e : map.getResults())
       if (!mlir::isa<mlir::AffineDimExpr, mlir::AffineConstantExpr>(e)) return std::nullopt;
-    const Value root = Root(input->get());
+    const Value root = BufferRoot(input->get());
     const bool own_element = input->get() == out && map == out_map;
     if (!own_element && (root == out_root || root == c_root)) return std::nullopt;
   }
@@ -361,7 +350,7 @@ std::optional<Epilogue> AsEpilogue(mlir::linalg::GenericOp op, mlir::Operation *
 // product's consumer need not come right after it. The search stops after kSearchedOps ops.
 std::optional<Epilogue> EpilogueAfter(mlir::Operation *matmul, mlir::linalg::FillOp fill, Value a,
                                       Value bm, Value c) {
-  const Value c_root = Root(c);
+  const Value c_root = BufferRoot(c);
   std::vector<Value> between;  // the buffers the ops between use
   int searched = 0;
   for (mlir::Operation *op = matmul->getNextNode(); op && searched < kSearchedOps;
@@ -407,7 +396,7 @@ bool OverwritesWhole(mlir::Operation *op, Value buffer) {
       !generic.getMatchingBlockArgument(generic.getDpsInitOperand(0)).use_empty())
     return false;
   for (Value input : generic.getDpsInputs())
-    if (mlir::isa<mlir::MemRefType>(input.getType()) && Root(input) == Root(buffer)) return false;
+    if (mlir::isa<mlir::MemRefType>(input.getType()) && BufferRoot(input) == BufferRoot(buffer)) return false;
   return true;
 }
 
@@ -465,7 +454,7 @@ Value ReadInPlace(mlir::Operation *matmul, Value operand) {
   if (!copy.getMatchingIndexingMap(copy.getDpsInitOperand(0)).isIdentity() ||
       !in_map.isPermutation() || rank == 0 || in_map.getDimPosition(rank - 1) != rank - 1)
     return operand;
-  const Value source = copy.getDpsInputs()[0], root = Root(source);
+  const Value source = copy.getDpsInputs()[0], root = BufferRoot(source);
   for (mlir::Operation *op = copy->getNextNode(); op != matmul; op = op->getNextNode())
     if (Uses(BuffersUsed(op), root)) return operand;
   mlir::Operation *next_use = nullptr;  // the buffer's first use after the product
