@@ -107,9 +107,8 @@ int Launches(tm_context *ctx, tm_trace *t) {
 
 // The zeroing of a matmul's fresh output (a linalg.fill) is the kernel's starting value, not
 // a kernel of its own: a @ b is one launch, and two products whose zeroings bufferization put
-// together before the first are two. Adjacent parallel loops over the same elements are one
-// kernel (scf-parallel-loop-fusion): a row sum (zeroing, reduction, copy into the caller's
-// output) is two launches, not three.
+// together before the first are two. (A reduction's zeroing joins the row kernel:
+// ARowsReductionAndTheOpsAroundItAreOneKernel.)
 TEST(GpuTarget, ZeroingAnOutputIsNoLaunchOfItsOwn) {
   Context ctx = NewContext();
   for (int64_t rows : {1, 37}) {
@@ -124,9 +123,38 @@ TEST(GpuTarget, ZeroingAnOutputIsNoLaunchOfItsOwn) {
     End(two, {Op(tm_op_tanh, two, y1), Op(tm_op_tanh, two, y2)});
     EXPECT_EQ(Launches(ctx, two), 2);
   }
-  Trace t = NewTrace(ctx);
-  End(t, {Op(tm_op_reduce_sum, t, Input(t, TM_F32, {6, 33}), 1, 0)});
-  EXPECT_EQ(Launches(ctx, t), 2);
+}
+
+// A reduction along rows and the ops around it that work row by row are one kernel, a block
+// per row (core/passes/gpu_row_kernels.h): a row sum with its zeroing and the copy into the
+// caller's output, a column sum (its loops interchanged), softmax, and layer norm with GELU
+// after it, over one row (decode) and several. Before, each op was a launch of its own: a
+// row sum two, softmax four, layer norm five. An op that reads the kernel's results at
+// another row (p + p^T) is a kernel of its own. The emulated results are checked in
+// GpuEmulation.RowKernelsEqualADoubleLoop.
+TEST(GpuTarget, ARowsReductionAndTheOpsAroundItAreOneKernel) {
+  Context ctx = NewContext();
+  for (int32_t axis : {0, 1}) {
+    Trace t = NewTrace(ctx);
+    End(t, {Op(tm_op_reduce_sum, t, Input(t, TM_F32, {6, 33}), axis, 0)});
+    EXPECT_EQ(Launches(ctx, t), 1) << "axis " << axis;
+  }
+  for (int64_t rows : {1, 5}) {
+    SCOPED_TRACE(rows);
+    Trace s = NewTrace(ctx);
+    End(s, {Op(tm_op_softmax, s, Input(s, TM_F32, {rows, 50}), -1)});
+    EXPECT_EQ(Launches(ctx, s), 1);
+    Trace n = NewTrace(ctx);
+    End(n, {Op(tm_op_gelu_tanh, n,
+               Op(tm_op_layer_norm, n, Input(n, TM_F32, {rows, 768}), Input(n, TM_F32, {768}),
+                  Input(n, TM_F32, {768}), 1e-5))});
+    EXPECT_EQ(Launches(ctx, n), 1);
+  }
+  Trace both = NewTrace(ctx);
+  tm_value p = Op(tm_op_softmax, both, Input(both, TM_F32, {8, 8}), -1);
+  const int32_t swap[2] = {1, 0};
+  End(both, {Op(tm_op_add, both, p, Op(tm_op_transpose, both, p, swap, 2))});
+  EXPECT_EQ(Launches(ctx, both), 2);
 }
 
 // The elementwise op after a product is the product's epilogue (core/passes/gpu_matmul.h),
@@ -201,6 +229,9 @@ TEST(GpuTarget, HeadsSplitOutOfRowsAreReadInPlace) {
     End(t, AttentionStep(t, 1, keys, 4, 32));
     launches.push_back(Launches(ctx, t));
   }
+  // The keys' copy, the scores' product, softmax, the weighted values' product, the copy
+  // into the caller's output.
+  EXPECT_EQ(launches[0], 5);
   EXPECT_EQ(launches[1], launches[0]);
   EXPECT_EQ(launches[2], launches[0]);
 }

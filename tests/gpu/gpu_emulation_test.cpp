@@ -285,6 +285,78 @@ TEST(GpuEmulation, HeadsReadAgainAfterTheProductAreStillThere) {
   EXPECT_TRUE(AllClose(hss.data, MatmulReference(sheads, sheads, 4, 32, 32, 32), 1e-5, 1e-5));
 }
 
+// Row kernels (core/passes/gpu_row_kernels.h) against double loops: layer norm then GELU,
+// softmax, a row max and a column sum, over rows of 3 columns (fewer than a warp), 37, 256
+// (the block's threads exactly), 300 and 1000 (several per thread), for 1 row and 7. And
+// softmax read transposed after its kernel (p + p^T: two kernels). Tolerance 1e-5 relative
+// + 1e-5 absolute: the kernel combines a row as a tree, the reference in order.
+TEST(GpuEmulation, RowKernelsEqualADoubleLoop) {
+  for (int64_t rows : {1, 7})
+    for (int64_t cols : {3, 37, 256, 300, 1000}) {
+      SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+      Context ctx = NewContext();
+      Trace t = NewTrace(ctx, "rows");
+      tm_value x = Input(t, TM_F32, {rows, cols});
+      tm_value g = Input(t, TM_F32, {cols}), b = Input(t, TM_F32, {cols});
+      End(t, {Op(tm_op_gelu_tanh, t, Op(tm_op_layer_norm, t, x, g, b, 1e-5)),
+              Op(tm_op_softmax, t, x, -1), Op(tm_op_reduce_max, t, x, 1, 0),
+              Op(tm_op_reduce_sum, t, x, 0, 0)});
+      Host<float> hx({rows, cols}, Cast<float>(Pseudo(rows * cols, -3, 3, 41)));
+      Host<float> hg({cols}, Cast<float>(Pseudo(cols, 0.5, 1.5, 42)));
+      Host<float> hb({cols}, Cast<float>(Pseudo(cols, -1, 1, 43)));
+      Host<float> norm({rows, cols}, 0.0f), soft({rows, cols}, 0.0f), top({rows}, 0.0f),
+          sum({cols}, 0.0f);
+      const tm_compile_options o = GpuOptions(16);
+      TM_ASSERT_OK(CompileInvoke(ctx, t, {hx.view(), hg.view(), hb.view()},
+                                 {norm.view(), soft.view(), top.view(), sum.view()}, &o));
+      std::vector<double> want_norm(rows * cols), want_soft(rows * cols), want_top(rows),
+          want_sum(cols, 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *row = &hx.data[r * cols];
+        double mean = 0, var = 0, high = -1e300, total = 0;
+        for (int64_t c = 0; c < cols; ++c) mean += row[c];
+        mean /= cols;
+        for (int64_t c = 0; c < cols; ++c) var += (row[c] - mean) * (row[c] - mean);
+        var /= cols;
+        for (int64_t c = 0; c < cols; ++c) {
+          const double y = (row[c] - mean) / std::sqrt(var + 1e-5) * hg[c] + hb[c];
+          want_norm[r * cols + c] =
+              0.5 * y * (1 + std::tanh(std::sqrt(2 / M_PI) * (y + 0.044715 * y * y * y)));
+          high = std::max(high, double(row[c]));
+          want_sum[c] += row[c];
+        }
+        for (int64_t c = 0; c < cols; ++c) total += std::exp(row[c] - high);
+        for (int64_t c = 0; c < cols; ++c)
+          want_soft[r * cols + c] = std::exp(row[c] - high) / total;
+        want_top[r] = high;
+      }
+      EXPECT_TRUE(AllClose(norm.data, want_norm, 1e-5, 1e-5));
+      EXPECT_TRUE(AllClose(soft.data, want_soft, 1e-5, 1e-5));
+      EXPECT_TRUE(AllClose(top.data, want_top, 0, 0));
+      EXPECT_TRUE(AllClose(sum.data, want_sum, 1e-5, 1e-5));
+    }
+
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx, "both");
+  tm_value p = Op(tm_op_softmax, t, Input(t, TM_F32, {8, 8}), -1);
+  const int32_t swap[2] = {1, 0};
+  End(t, {Op(tm_op_add, t, p, Op(tm_op_transpose, t, p, swap, 2))});
+  Host<float> hx({8, 8}, Cast<float>(Pseudo(64, -3, 3, 44)));
+  Host<float> out({8, 8}, 0.0f);
+  const tm_compile_options o = GpuOptions(16);
+  TM_ASSERT_OK(CompileInvoke(ctx, t, {hx.view()}, {out.view()}, &o));
+  std::vector<double> soft(64), want(64);
+  for (int64_t r = 0; r < 8; ++r) {
+    double high = -1e300, total = 0;
+    for (int64_t c = 0; c < 8; ++c) high = std::max(high, double(hx[r * 8 + c]));
+    for (int64_t c = 0; c < 8; ++c) total += std::exp(hx[r * 8 + c] - high);
+    for (int64_t c = 0; c < 8; ++c) soft[r * 8 + c] = std::exp(hx[r * 8 + c] - high) / total;
+  }
+  for (int64_t r = 0; r < 8; ++r)
+    for (int64_t c = 0; c < 8; ++c) want[r * 8 + c] = soft[r * 8 + c] + soft[c * 8 + r];
+  EXPECT_TRUE(AllClose(out.data, want, 1e-5, 1e-5));
+}
+
 // The program is the GPU lowering's kernel run on the host: no GPU operation, runtime call or
 // device code is left, and the CPU target's BLAS call is not there either.
 TEST(GpuEmulation, ProgramsAreTheKernelsOnTheHost) {

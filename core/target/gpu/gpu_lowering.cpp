@@ -6,6 +6,7 @@
 
 #include "core/passes/gpu_emulation.h"
 #include "core/passes/gpu_matmul.h"
+#include "core/passes/gpu_row_kernels.h"
 #include "core/passes/pipelines.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -154,6 +155,7 @@ Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::st
   RewriteMatmulsToGpuKernels(module, options.gpu_matmul_tile);
   ParallelLoopsFirst(module);
   CopiesToLinalg(module);
+  RewriteRowsToGpuKernels(module);  // after CopiesToLinalg: a copy of a row may join
   GlobalsToDeviceMemory(module);  // after CopiesToLinalg: these copies run on the host
   TM_RETURN_IF_ERROR(VerifyModule(module, "gpu matmul kernels"));
   TM_RETURN_IF_ERROR(RunPipeline(module, "map to the GPU", kGpuMapPipeline));
