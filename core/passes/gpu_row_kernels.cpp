@@ -261,12 +261,18 @@ class KernelEmitter {
   void Emit(const RowKernel &kernel) {
     const int64_t threads =
         std::clamp<int64_t>(llvm::PowerOf2Ceil(kernel.cols), kMinThreads, kMaxThreads);
+    // One workgroup buffer of partials per element type, which the reductions take in turn:
+    // a barrier stands between one's last read and the next one's first write. (One per
+    // reduction could outgrow the 48 KB of static shared memory: 32 f64 reductions.)
     std::vector<mlir::Type> partials;
-    for (const Phase &phase : kernel.phases)
-      if (phase.kind == Kind::kReduction)
-        partials.push_back(mlir::MemRefType::get(
-            {threads}, phase.combine->getResult(0).getType(), mlir::MemRefLayoutAttrInterface(),
-            mlir::gpu::AddressSpaceAttr::get(b_.getContext(), mlir::gpu::AddressSpace::Workgroup)));
+    for (const Phase &phase : kernel.phases) {
+      if (phase.kind != Kind::kReduction) continue;
+      const mlir::Type type = mlir::MemRefType::get(
+          {threads}, phase.combine->getResult(0).getType(), mlir::MemRefLayoutAttrInterface(),
+          mlir::gpu::AddressSpaceAttr::get(b_.getContext(), mlir::gpu::AddressSpace::Workgroup));
+      if (std::find(partials.begin(), partials.end(), type) == partials.end())
+        partials.push_back(type);
+    }
     const Value one = Index(1);
     auto launch = mlir::gpu::LaunchOp::create(
         b_, loc_, Index(kernel.rows), one, one, Index(threads), one, one,
@@ -278,12 +284,11 @@ class KernelEmitter {
     thread_ = launch.getThreadIds().x;
     threads_ = threads;
     cols_ = kernel.cols;
-    size_t next_partials = 0;
     for (size_t i = 0; i < kernel.phases.size(); ++i) {
       if (i > 0) mlir::gpu::BarrierOp::create(b_, loc_);
       const Phase &phase = kernel.phases[i];
       if (phase.kind == Kind::kReduction)
-        EmitReduction(phase, launch.getWorkgroupAttributions()[next_partials++]);
+        EmitReduction(phase, PartialsFor(launch, phase));
       else if (phase.kind == Kind::kColumns)
         EmitColumns(phase);
       else
@@ -294,6 +299,14 @@ class KernelEmitter {
 
  private:
   Value Index(int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v); }
+
+  // The launch's workgroup buffer for the partials of `phase`'s element type.
+  static Value PartialsFor(mlir::gpu::LaunchOp launch, const Phase &phase) {
+    const mlir::Type elem = phase.combine->getResult(0).getType();
+    for (mlir::BlockArgument buffer : launch.getWorkgroupAttributions())
+      if (mlir::cast<mlir::MemRefType>(buffer.getType()).getElementType() == elem) return buffer;
+    return {};  // unreachable: Emit makes one for each reduction's type
+  }
 
   // The block's row as indices of `phase`'s row loops (row-major).
   std::vector<Value> RowIndices(const Phase &phase) {

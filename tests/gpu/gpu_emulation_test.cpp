@@ -287,9 +287,10 @@ TEST(GpuEmulation, HeadsReadAgainAfterTheProductAreStillThere) {
 
 // Row kernels (core/passes/gpu_row_kernels.h) against double loops: layer norm then GELU,
 // softmax, a row max and a column sum, over rows of 3 columns (fewer than a warp), 37, 256
-// (the block's threads exactly), 300 and 1000 (several per thread), for 1 row and 7. And
-// softmax read transposed after its kernel (p + p^T: two kernels). Tolerance 1e-5 relative
-// + 1e-5 absolute: the kernel combines a row as a tree, the reference in order.
+// (the block's threads exactly), 300 and 1000 (several per thread), for 1 row and 7; f64
+// softmax and sums; and softmax read transposed after its kernel (p + p^T: two kernels).
+// Tolerance 1e-5 relative + 1e-5 absolute for f32, 1e-12 for f64: the kernel combines a row
+// as a tree, the reference in order.
 TEST(GpuEmulation, RowKernelsEqualADoubleLoop) {
   for (int64_t rows : {1, 7})
     for (int64_t cols : {3, 37, 256, 300, 1000}) {
@@ -335,6 +336,30 @@ TEST(GpuEmulation, RowKernelsEqualADoubleLoop) {
       EXPECT_TRUE(AllClose(top.data, want_top, 0, 0));
       EXPECT_TRUE(AllClose(sum.data, want_sum, 1e-5, 1e-5));
     }
+
+  // f64: softmax and a row sum (partials in f64 workgroup memory). Tolerance 1e-12.
+  {
+    Context ctx = NewContext();
+    Trace t = NewTrace(ctx, "f64");
+    tm_value x = Input(t, TM_F64, {3, 300});
+    End(t, {Op(tm_op_softmax, t, x, -1), Op(tm_op_reduce_sum, t, x, 1, 0)});
+    Host<double> hx({3, 300}, Pseudo(900, -3, 3, 45));
+    Host<double> soft({3, 300}, 0.0), sum({3}, 0.0);
+    const tm_compile_options o = GpuOptions(16);
+    TM_ASSERT_OK(CompileInvoke(ctx, t, {hx.view()}, {soft.view(), sum.view()}, &o));
+    std::vector<double> want_soft(900), want_sum(3, 0.0);
+    for (int64_t r = 0; r < 3; ++r) {
+      double high = -1e300, total = 0;
+      for (int64_t c = 0; c < 300; ++c) {
+        high = std::max(high, hx[r * 300 + c]);
+        want_sum[r] += hx[r * 300 + c];
+      }
+      for (int64_t c = 0; c < 300; ++c) total += std::exp(hx[r * 300 + c] - high);
+      for (int64_t c = 0; c < 300; ++c) want_soft[r * 300 + c] = std::exp(hx[r * 300 + c] - high) / total;
+    }
+    EXPECT_TRUE(AllClose(soft.data, want_soft, 1e-12, 1e-12));
+    EXPECT_TRUE(AllClose(sum.data, want_sum, 1e-12, 1e-12));
+  }
 
   Context ctx = NewContext();
   Trace t = NewTrace(ctx, "both");

@@ -3,10 +3,12 @@
 //
 //   1. matmuls become tiled shared-memory kernels (core/passes/gpu_matmul.h), and
 //      memref.copy becomes linalg.copy, so that copies between device buffers run on the
-//      device too; constant tensors (host read-only data) are copied to managed memory;
-//   2. every other linalg op becomes parallel loops (reductions stay sequential inside one
-//      thread, so no two threads write one element; an op's parallel loops are put first, so
-//      that a reduction over a leading axis is one kernel, not a host loop of launches),
+//      device too; a reduction along rows and the ops around it that work row by row (layer
+//      norm, softmax) become one kernel with a block per row (core/passes/gpu_row_kernels.h);
+//      constant tensors (host read-only data) are copied to managed memory;
+//   2. every other linalg op becomes parallel loops (a reduction left stays sequential inside
+//      one thread, so no two threads write one element; an op's parallel loops are put first,
+//      so that a reduction over a leading axis is one kernel, not a host loop of launches),
 //      tiled and mapped to blocks and threads, then to gpu.launch, and every launch is
 //      outlined into a gpu.module; a function's launches are chained on one stream, with one
 //      wait before it returns;
