@@ -25,14 +25,16 @@ struct Case {
   std::vector<tm_dtype> dtypes;
 };
 
-// The op kinds of the seed chapter, the products with one row of a decode step (the
-// matrix-vector kernel), and products with the elementwise ops that follow them in GPT-2
+// The op kinds of the seed chapter (rows reduced by the row kernels), the products with one
+// row of a decode step (the matrix-vector kernel), and products with the elementwise ops that follow them in GPT-2
 // (each kernel's epilogue); the traces are in Trace() below.
 const Case kCases[] = {
     {"elementwise", {{300, 257}, {257}}, {TM_F32, TM_F32}},
     {"reductions", {{64, 1000}}, {TM_F32}},
     {"softmax", {{12, 5, 77}}, {TM_F32}},
     {"layer_norm_gelu", {{33, 768}, {768}, {768}}, {TM_F32, TM_F32, TM_F32}},
+    // A decode step's rows: layer norm over one row, softmax over a vocabulary's logits.
+    {"decode_rows", {{1, 768}, {768}, {768}, {1, 50257}}, {TM_F32, TM_F32, TM_F32, TM_F32}},
     {"matmul_odd_sizes", {{129, 67}, {67, 301}}, {TM_F32, TM_F32}},
     {"matmul_f64", {{45, 33}, {33, 17}}, {TM_F64, TM_F64}},
     {"batch_matmul", {{12, 7, 64}, {12, 64, 19}}, {TM_F32, TM_F32}},
@@ -119,6 +121,9 @@ tm_value Trace(tm_trace *t, const Case &c, const std::vector<tm_value> &v, tm_va
   } else if (name == "layer_norm_gelu") {
     tm_op_layer_norm(t, v[0], v[1], v[2], 1e-5, &a);
     tm_op_gelu_tanh(t, a, &r);
+  } else if (name == "decode_rows") {
+    tm_op_layer_norm(t, v[0], v[1], v[2], 1e-5, &r);
+    tm_op_softmax(t, v[3], -1, second);
   } else if (name == "gather") {
     tm_op_gather(t, v[0], v[1], &r);
   } else if (name == "constant_tensor") {  // read from the program's own data
