@@ -158,7 +158,11 @@ bool TouchesItsRowOnly(const Phase &phase, mlir::OpOperand &operand) {
   const auto ranges = phase.op.getStaticLoopRanges();
   const mlir::AffineMap map = phase.op.getMatchingIndexingMap(&operand);
   const size_t loops = ranges.size();
-  const size_t row_loops = phase.kind == Kind::kRow ? loops : loops - 1;
+  // An elementwise op's output through its row loops alone would be one element written by
+  // every thread of the row: at its own elements only.
+  const bool at_own_elements = phase.kind == Kind::kRow ||
+                               (phase.kind == Kind::kColumns && phase.op.isDpsInit(&operand));
+  const size_t row_loops = at_own_elements ? loops : loops - 1;
   for (size_t used : {loops, row_loops}) {
     if (map.getNumResults() != used || shape.size() != used) continue;
     bool in_order = true;
