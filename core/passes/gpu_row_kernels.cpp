@@ -206,9 +206,9 @@ bool MayStandBetween(mlir::Operation &op) {
 // each op on, the longest stretch over the rows x columns of the next reduction whose rows
 // stay independent, when it holds a reduction.
 void KernelsOfRun(std::vector<Phase> run, std::vector<RowKernel> *kernels) {
-  size_t i = 0;
+  size_t i = 0, first_reduction = 0;  // the first reduction at or after i (it only moves on)
   while (i < run.size()) {
-    size_t first_reduction = i;
+    first_reduction = std::max(first_reduction, i);
     while (first_reduction < run.size() && run[first_reduction].kind != Kind::kReduction)
       ++first_reduction;
     if (first_reduction == run.size()) return;
