@@ -51,12 +51,8 @@ std::optional<mlir::TypedAttr> Identity(mlir::Operation *combine, mlir::Type typ
   const llvm::fltSemantics &semantics = f.getFloatSemantics();
   if (mlir::isa<mlir::arith::AddFOp>(combine))  // -0 + x is x for every x, -0 too
     return mlir::FloatAttr::get(f, llvm::APFloat::getZero(semantics, /*Negative=*/true));
-  if (mlir::isa<mlir::arith::MulFOp>(combine))
-    return mlir::FloatAttr::get(f, llvm::APFloat::getOne(semantics));
-  if (mlir::isa<mlir::arith::MaximumFOp, mlir::arith::MaxNumFOp>(combine))
+  if (mlir::isa<mlir::arith::MaximumFOp>(combine))  // NaN-propagating: in any order
     return mlir::FloatAttr::get(f, llvm::APFloat::getInf(semantics, /*Negative=*/true));
-  if (mlir::isa<mlir::arith::MinimumFOp, mlir::arith::MinNumFOp>(combine))
-    return mlir::FloatAttr::get(f, llvm::APFloat::getInf(semantics, /*Negative=*/false));
   return std::nullopt;
 }
 

@@ -14,8 +14,9 @@
 // each thread's elements into a partial (starting from the combiner's identity), the
 // partials meet in workgroup memory as a tree (threads / 2, threads / 4, ... adding, a barrier
 // after each step), and thread 0 combines the total with the output's old value. The
-// combiner must be associative and commutative: addition, multiplication, maximum, minimum
-// (f32, f64). The sum's order changes: within 1e-5 relative of a double loop in the tests.
+// combiner must be associative and commutative: the sums and maxima tinymlir traces
+// (arith.addf, arith.maximumf; f32, f64). The sum's order changes: within 1e-5 relative of a
+// double loop in the tests.
 //
 // Which ops join: consecutive linalg ops of one block (only views, allocations and pure
 // operations between them) over the same rows x columns, with at least one reduction.
