@@ -48,6 +48,11 @@ constexpr int64_t kMinThreads = 32, kMaxThreads = 256;
 std::optional<mlir::TypedAttr> Identity(mlir::Operation *combine, mlir::Type type) {
   auto f = mlir::dyn_cast<mlir::FloatType>(type);
   if (!f || !(f.isF32() || f.isF64())) return std::nullopt;
+  // Fast-math flags could make the identity poison (-inf under ninf).
+  if (auto flags = mlir::dyn_cast<mlir::arith::ArithFastMathInterface>(combine);
+      flags && flags.getFastMathFlagsAttr() &&
+      flags.getFastMathFlagsAttr().getValue() != mlir::arith::FastMathFlags::none)
+    return std::nullopt;
   const llvm::fltSemantics &semantics = f.getFloatSemantics();
   if (mlir::isa<mlir::arith::AddFOp>(combine))  // -0 + x is x for every x, -0 too
     return mlir::FloatAttr::get(f, llvm::APFloat::getZero(semantics, /*Negative=*/true));
@@ -154,12 +159,15 @@ bool TouchesItsRowOnly(const Phase &phase, mlir::OpOperand &operand) {
   const auto ranges = phase.op.getStaticLoopRanges();
   const mlir::AffineMap map = phase.op.getMatchingIndexingMap(&operand);
   const size_t loops = ranges.size();
-  // An elementwise op's output through its row loops alone would be one element written by
-  // every thread of the row: at its own elements only.
-  const bool at_own_elements = phase.kind == Kind::kRow ||
-                               (phase.kind == Kind::kColumns && phase.op.isDpsInit(&operand));
-  const size_t row_loops = at_own_elements ? loops : loops - 1;
-  for (size_t used : {loops, row_loops}) {
+  // Which of the two an operand may be: an elementwise op's output through its row loops
+  // alone would be one element written by every thread of the row, and a reduction's output
+  // is one element per row (linalg would allow its map to use the reduction loop too).
+  const bool output = phase.op.isDpsInit(&operand);
+  const size_t row_loops = phase.kind == Kind::kRow ? loops : loops - 1;
+  std::vector<size_t> allowed = {loops, row_loops};
+  if (output && phase.kind == Kind::kColumns) allowed = {loops};
+  if (output && phase.kind == Kind::kReduction) allowed = {row_loops};
+  for (size_t used : allowed) {
     if (map.getNumResults() != used || shape.size() != used) continue;
     bool in_order = true;
     for (size_t i = 0; i < used && in_order; ++i)
@@ -175,14 +183,20 @@ bool TouchesItsRowOnly(const Phase &phase, mlir::OpOperand &operand) {
 bool RowsIndependent(const std::vector<Phase> &phases) {
   std::vector<Value> written;
   for (const Phase &phase : phases) written.push_back(BufferRoot(phase.op.getDpsInits()[0]));
-  for (const Phase &phase : phases)
+  for (const Phase &phase : phases) {
+    const Value own_output = BufferRoot(phase.op.getDpsInits()[0]);
     for (mlir::OpOperand &operand : phase.op->getOpOperands()) {
       if (!mlir::isa<mlir::MemRefType>(operand.get().getType())) continue;
       const Value root = BufferRoot(operand.get());
       if (std::find(written.begin(), written.end(), root) != written.end() &&
           !TouchesItsRowOnly(phase, operand))
         return false;
+      // A reduction that reads its own output as an input reads the running value at every
+      // column, which the kernel only has at the end.
+      if (phase.kind == Kind::kReduction && phase.op.isDpsInput(&operand) && root == own_output)
+        return false;
     }
+  }
   return true;
 }
 
