@@ -157,7 +157,7 @@ Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::st
   CopiesToLinalg(module);
   RewriteRowsToGpuKernels(module);  // after CopiesToLinalg: a copy of a row may join
   GlobalsToDeviceMemory(module);  // after CopiesToLinalg: these copies run on the host
-  TM_RETURN_IF_ERROR(VerifyModule(module, "gpu matmul kernels"));
+  TM_RETURN_IF_ERROR(VerifyModule(module, "gpu matmul and row kernels"));
   TM_RETURN_IF_ERROR(RunPipeline(module, "map to the GPU", kGpuMapPipeline));
   device_code->clear();
   if (options.gpu_emulate != GpuEmulation::kOff) {
