@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/passes/buffer_root.h"
+#include "core/passes/linalg_point.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -37,35 +38,17 @@ void StoreResult(mlir::OpBuilder &b, mlir::Location loc, const Epilogue *epilogu
   if (!epilogue || epilogue->store_c) mlir::memref::StoreOp::create(b, loc, sum, c, at);
   if (!epilogue) return;
   mlir::linalg::GenericOp op = epilogue->op;
-  // The op's loop indices at C's element `at`, and an operand's indices there.
+  // The op's loop indices at C's element `at`; C itself is the sum.
   std::vector<Value> point(at.size());
   for (size_t j = 0; j < at.size(); ++j) point[epilogue->c_map.getDimPosition(j)] = at[j];
-  auto indices_of = [&](mlir::OpOperand &operand) {
-    std::vector<Value> indices;
-    for (mlir::AffineExpr e : op.getMatchingIndexingMap(&operand).getResults()) {
-      if (auto dim = mlir::dyn_cast<mlir::AffineDimExpr>(e))
-        indices.push_back(point[dim.getPosition()]);
-      else
-        indices.push_back(mlir::arith::ConstantIndexOp::create(
-            b, loc, mlir::cast<mlir::AffineConstantExpr>(e).getValue()));
-    }
-    return indices;
-  };
-  mlir::Block &body = op.getRegion().front();
-  mlir::IRMapping values;
-  for (mlir::OpOperand &operand : op->getOpOperands()) {
-    Value arg = body.getArgument(operand.getOperandNumber());
-    if (operand.get() == c) {  // C itself: the sum
-      values.map(arg, sum);
-      continue;
-    }
-    if (arg.use_empty()) continue;  // an output the body does not read
-    values.map(arg, mlir::memref::LoadOp::create(b, loc, operand.get(), indices_of(operand)));
-  }
-  for (mlir::Operation &inner : body.without_terminator()) b.clone(inner, values);
-  Value result = values.lookup(body.getTerminator()->getOperand(0));
-  mlir::memref::StoreOp::create(b, loc, result, op.getDpsInits()[0],
-                                indices_of(*op.getDpsInitOperand(0)));
+  mlir::IRMapping given;
+  for (mlir::OpOperand &operand : op->getOpOperands())
+    if (operand.get() == c) given.map(op.getMatchingBlockArgument(&operand), sum);
+  const mlir::IRMapping values = BodyAt(b, loc, op, point, given);
+  mlir::OpOperand &out = *op.getDpsInitOperand(0);
+  mlir::memref::StoreOp::create(
+      b, loc, values.lookupOrDefault(op.getBlock()->getTerminator()->getOperand(0)), out.get(),
+      IndicesAt(b, loc, op, out, point));
 }
 
 // C (+)= A @ B for one matmul (batch = false: 2-D operands) or batch matmul (3-D).

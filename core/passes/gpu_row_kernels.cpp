@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/passes/buffer_root.h"
+#include "core/passes/linalg_point.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/Support/MathExtras.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -340,49 +341,13 @@ class KernelEmitter {
     return indices;
   }
 
-  // `operand`'s indices at the point `loops` of the op's loops.
-  std::vector<Value> IndicesAt(const Phase &phase, mlir::OpOperand &operand,
-                               const std::vector<Value> &loops) {
-    std::vector<Value> indices;
-    for (mlir::AffineExpr e : phase.op.getMatchingIndexingMap(&operand).getResults()) {
-      if (auto dim = mlir::dyn_cast<mlir::AffineDimExpr>(e))
-        indices.push_back(loops[dim.getPosition()]);
-      else
-        indices.push_back(Index(mlir::cast<mlir::AffineConstantExpr>(e).getValue()));
-    }
-    return indices;
-  }
-
-  // The op's body at the point `loops`: its inputs (and output, when the body reads it)
-  // loaded, its operations cloned (but `skip`, a reduction's combiner); returns the values.
-  mlir::IRMapping Body(const Phase &phase, const std::vector<Value> &loops, mlir::Operation *skip) {
-    mlir::IRMapping values;
-    mlir::Block *body = phase.op.getBlock();
-    for (mlir::OpOperand &operand : phase.op->getOpOperands()) {
-      const Value arg = phase.op.getMatchingBlockArgument(&operand);
-      if (arg.use_empty() || (skip && phase.op.isDpsInit(&operand))) continue;
-      if (!mlir::isa<mlir::MemRefType>(operand.get().getType()))
-        values.map(arg, operand.get());
-      else
-        values.map(arg, mlir::memref::LoadOp::create(b_, loc_, operand.get(),
-                                                     IndicesAt(phase, operand, loops)));
-    }
-    for (mlir::Operation &inner : body->without_terminator()) {
-      if (&inner == skip) continue;
-      if (auto index = mlir::dyn_cast<mlir::linalg::IndexOp>(inner))
-        values.map(index.getResult(), loops[index.getDim()]);
-      else
-        b_.clone(inner, values);
-    }
-    return values;
-  }
-
   void StoreYield(const Phase &phase, const std::vector<Value> &loops) {
-    mlir::IRMapping values = Body(phase, loops, nullptr);
+    const mlir::IRMapping values = BodyAt(b_, loc_, phase.op, loops, {});
     const Value result =
         values.lookupOrDefault(phase.op.getBlock()->getTerminator()->getOperand(0));
     mlir::OpOperand &out = *phase.op.getDpsInitOperand(0);
-    mlir::memref::StoreOp::create(b_, loc_, result, out.get(), IndicesAt(phase, out, loops));
+    mlir::memref::StoreOp::create(b_, loc_, result, out.get(),
+                                  IndicesAt(b_, loc_, phase.op, out, loops));
   }
 
   // Every element of the row: thread t takes columns t, t + threads, ...
@@ -419,24 +384,23 @@ class KernelEmitter {
   // The row combined: each thread's partial over its columns, the partials combined as a
   // tree in workgroup memory, the total combined by thread 0 with the output's old value.
   void EmitReduction(const Phase &phase, Value partials) {
-    const Value own_accumulator = phase.op.getMatchingBlockArgument(phase.op.getDpsInitOperand(0));
-    const Value computed = phase.combine->getOperand(0) == own_accumulator
-                               ? phase.combine->getOperand(1)
-                               : phase.combine->getOperand(0);
-    const Value identity = mlir::arith::ConstantOp::create(
-        b_, loc_, *Identity(phase.combine, own_accumulator.getType()));
+    const Value accumulator = phase.op.getMatchingBlockArgument(phase.op.getDpsInitOperand(0));
+    const Value identity =
+        mlir::arith::ConstantOp::create(b_, loc_, *Identity(phase.combine, accumulator.getType()));
     std::vector<Value> rows = RowIndices(phase);
     auto columns = mlir::scf::ForOp::create(b_, loc_, thread_, Index(cols_), Index(threads_),
                                             mlir::ValueRange{identity});
     {
+      // The body itself, with this thread's partial as its accumulator.
       mlir::OpBuilder::InsertionGuard guard(b_);
       b_.setInsertionPointToStart(columns.getBody());
       std::vector<Value> loops = rows;
       loops.push_back(columns.getInductionVar());
-      mlir::IRMapping values = Body(phase, loops, phase.combine);
-      const Value partial =
-          Combine(phase, values.lookupOrDefault(computed), columns.getRegionIterArgs()[0]);
-      mlir::scf::YieldOp::create(b_, loc_, partial);
+      mlir::IRMapping given;
+      given.map(accumulator, columns.getRegionIterArgs()[0]);
+      const mlir::IRMapping values = BodyAt(b_, loc_, phase.op, loops, given);
+      mlir::scf::YieldOp::create(
+          b_, loc_, values.lookup(phase.op.getBlock()->getTerminator()->getOperand(0)));
     }
     mlir::memref::StoreOp::create(b_, loc_, columns.getResult(0), partials,
                                   mlir::ValueRange{thread_});
@@ -464,7 +428,7 @@ class KernelEmitter {
     mlir::OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPoint(first.getThenRegion().front().getTerminator());
     mlir::OpOperand &out = *phase.op.getDpsInitOperand(0);
-    const std::vector<Value> at = IndicesAt(phase, out, rows);
+    const std::vector<Value> at = IndicesAt(b_, loc_, phase.op, out, rows);
     const Value total =
         mlir::memref::LoadOp::create(b_, loc_, partials, mlir::ValueRange{Index(0)});
     const Value old = mlir::memref::LoadOp::create(b_, loc_, out.get(), at);
