@@ -1,36 +1,11 @@
 // The context's program cache: equal traces and options share one program; anything that
 // changes the generated code (shape, dtype, constant, option) is a new program.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <thread>
 
-#include "test_util.h"
+#include "cache_test_util.h"
 
 namespace tmtest {
 namespace {
-
-struct Stats {
-  uint64_t hits = 0, misses = 0, entries = 0;
-};
-
-Stats CacheStats(tm_context *ctx) {
-  Stats s;
-  EXPECT_EQ(tm_cache_stats(ctx, &s.hits, &s.misses, &s.entries), TM_OK) << tm_last_error();
-  return s;
-}
-
-// y = x * w + 1, with the weight w a program input (never baked in).
-Trace TraceScaled(tm_context *ctx, std::vector<int64_t> x_shape, const char *name = "scaled",
-                  tm_dtype dtype = TM_F32) {
-  Trace t = NewTrace(ctx, name);
-  tm_value x = Input(t, dtype, x_shape);
-  tm_value w = Input(t, dtype, {x_shape.back()});
-  tm_value one = Op(tm_op_scalar, t, TM_F64, 1.0);
-  End(t, {Op(tm_op_add, t, Op(tm_op_mul, t, x, w), one)});
-  return t;
-}
 
 TEST(Cache, EqualTraceIsAHit) {
   Context ctx = NewContext();
@@ -241,102 +216,6 @@ TEST(Cache, ConcurrentCompilesOfEqualTracesShareOneProgram) {
   EXPECT_EQ(s.hits + s.misses, static_cast<uint64_t>(kThreads));
   EXPECT_EQ(hits, s.hits);  // each reference knows how its own lookup went
   for (tm_program *p : got) tm_program_release(p);
-}
-
-// In a child forked from this process: alarm `seconds` (a hang ends as SIGALRM), run
-// `body`, and _exit with 0 if it returned true (only the forking thread is copied: a
-// normal exit would run destructors over other threads' state).
-template <typename Body>
-pid_t ForkChild(unsigned seconds, Body body) {
-  const pid_t child = fork();
-  if (child == 0) {
-    alarm(seconds);
-    _exit(body() ? 0 : 1);
-  }
-  return child;
-}
-
-// How a child ended: "exit 0", "exit 1", "signal 14".
-std::string Ending(pid_t child) {
-  int status = 0;
-  if (waitpid(child, &status, 0) != child) return "not waited for";
-  if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status));
-  return "exit " + std::to_string(WEXITSTATUS(status));
-}
-
-// A child forked while another thread compiles a program compiles it itself: the parent's
-// compile never finishes there (its thread was not copied), so waiting for it, as a second
-// caller in the parent does, would wait forever.
-TEST(Cache, AForkedChildCompilesWhatTheParentHadInFlight) {
-  Context ctx = NewContext();
-  TM_ASSERT_OK(tm_cache_set_dir(ctx, nullptr, 0));  // a compile, not a quick disk read
-  // A first compile, so that the library's one-time set-up (function statics, which a
-  // fork during their first use would also leave half-done) is over.
-  Trace first = TraceScaled(ctx, {1, 2}, "first");
-  Program p;
-  TM_ASSERT_OK(tm_compile(ctx, first, nullptr, p.out()));
-  // Two equal traces of 80 ops: a compile long enough for the fork to fall inside it.
-  auto slow = [&] {
-    Trace t = NewTrace(ctx, "in_flight");
-    tm_value v = Input(t, TM_F32, {3, 4});
-    tm_value w = Input(t, TM_F32, {4, 4});
-    for (int i = 0; i < 40; ++i) v = Op(tm_op_tanh, t, Op(tm_op_matmul, t, v, w));
-    End(t, {v});
-    return t;
-  };
-  Trace parents = slow(), childs = slow();
-  std::thread compiling([&] {
-    Program p;
-    EXPECT_EQ(tm_compile(ctx, parents, nullptr, p.out()), TM_OK) << tm_last_error();
-  });
-  while (CacheStats(ctx).misses == 1) std::this_thread::yield();  // in flight now
-  if (CacheStats(ctx).entries != 1) {
-    compiling.join();
-    GTEST_SKIP() << "the compile ended before the fork: nothing to test";
-  }
-  const pid_t child = ForkChild(30, [&] {
-    Host<float> x({3, 4}, 0.5f), w({4, 4}, 0.5f), y({3, 4}, 0.0f);
-    double want = 0.5;  // every element: tanh(4 * 0.5 * previous), 40 times
-    for (int i = 0; i < 40; ++i) want = std::tanh(2.0 * want);
-    Program p;
-    return CompileInvoke(ctx, childs, {x.view(), w.view()}, {y.view()}, nullptr, &p) == TM_OK &&
-           tm_program_cache_hit(p) == 0 && std::fabs(y[11] - want) <= 1e-5;
-  });
-  compiling.join();
-  EXPECT_EQ(Ending(child), "exit 0");
-}
-
-// Children forked while other threads use the cache (each lookup takes its lock) find it
-// unlocked: a lock held by another thread at the fork would stay locked in the child.
-TEST(Cache, ForkedChildrenNeverInheritALockedCache) {
-  Context ctx = NewContext();
-  Trace warm = TraceScaled(ctx, {2, 2}, "warm");
-  Program first;
-  TM_ASSERT_OK(tm_compile(ctx, warm, nullptr, first.out()));
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> lookups;
-  for (int i = 0; i < 3; ++i)
-    lookups.emplace_back([&] {
-      Trace mine = TraceScaled(ctx, {2, 2}, "warm");
-      while (!stop.load()) {
-        Program p;
-        EXPECT_EQ(tm_compile(ctx, mine, nullptr, p.out()), TM_OK) << tm_last_error();
-      }
-    });
-  int hung = 0, failed = 0;
-  for (int i = 0; i < 200; ++i) {
-    const pid_t child = ForkChild(10, [&] {
-      Program p;
-      return tm_compile(ctx, warm, nullptr, p.out()) == TM_OK;
-    });
-    const std::string ending = Ending(child);
-    hung += ending == "signal 14";
-    failed += ending != "exit 0" && ending != "signal 14";
-  }
-  stop = true;
-  for (std::thread &t : lookups) t.join();
-  EXPECT_EQ(hung, 0) << "children that waited for a lock held at the fork";
-  EXPECT_EQ(failed, 0);
 }
 
 }  // namespace
