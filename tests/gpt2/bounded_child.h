@@ -27,9 +27,13 @@
 namespace tinymlir::gpt2::testing {
 
 // Runs `body` in a child process; *result receives the string it returns. Fails when the
-// child does not finish normally within `seconds` (blocked, killed for memory, crashed).
+// child does not finish normally within `seconds` (three times that under AddressSanitizer):
+// blocked, killed for memory, crashed.
 inline ::testing::AssertionResult RunBounded(const std::function<std::string()> &body,
                                              std::string *result, unsigned seconds = 10) {
+#ifdef TM_TEST_UNDER_ASAN
+  seconds *= 3;  // the limit is for readers that hang or go quadratic, not for ASan's cost
+#endif
   int fds[2];
   if (pipe(fds) != 0) return ::testing::AssertionFailure() << "pipe: " << std::strerror(errno);
   const pid_t pid = fork();

@@ -8,7 +8,8 @@
 //     is an address of this process's memory points into managed or device memory (a host
 //     pointer handed to a kernel reads garbage or faults on a GPU).
 // Its device has 80 GiB of memory, or FAKE_CUDA_DEVICE_BYTES; an allocation beyond that is
-// CUDA_ERROR_OUT_OF_MEMORY. An allocation takes FAKE_CUDA_ALLOC_DELAY_MS, when set.
+// CUDA_ERROR_OUT_OF_MEMORY. With FAKE_CUDA_ALLOC_MEETS=n, an allocation first waits until n
+// are in the driver at once (MeetOtherAllocations).
 // Kernels do not run: a launch only checks its arguments (allocations are zeroed, so their
 // outputs read as zeros). But launches are queued as a GPU queues them: until its stream (or
 // the context) is synchronized, every block a queued kernel was given is inaccessible
@@ -21,6 +22,7 @@
 #include <sys/mman.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -154,12 +156,33 @@ size_t UsedBytes(const State &s) {
   return used;
 }
 
+// FAKE_CUDA_ALLOC_MEETS=n: an allocation waits, outside the driver's lock, until n
+// allocations are in the driver at once, or 60 s have passed. A test sees that allocations on
+// n threads overlap without timing them: the log says "allocs met" when they did, "alloc
+// waited alone" when one gave up (its caller held a lock the others needed).
+void MeetOtherAllocations() {
+  const char *meets = std::getenv("FAKE_CUDA_ALLOC_MEETS");
+  if (!meets) return;
+  static std::mutex mutex;
+  static std::condition_variable met;
+  static int arrived = 0, meetings = 0;
+  std::unique_lock<std::mutex> lock(mutex);
+  const int meeting = meetings;
+  if (++arrived == std::atoi(meets)) {
+    arrived = 0;
+    ++meetings;
+    Log("allocs met");
+    met.notify_all();
+    return;
+  }
+  if (met.wait_for(lock, std::chrono::seconds(60), [&] { return meetings != meeting; })) return;
+  --arrived;
+  Log("alloc waited alone");
+}
+
 CUresult Allocate(unsigned long long *ptr, size_t bytes) {
   if (!ptr || bytes == 0) return kInvalidValue;
-  // A real driver's allocation takes time; FAKE_CUDA_ALLOC_DELAY_MS makes this one take as
-  // long (outside the driver's lock: allocations on several threads overlap).
-  if (const char *ms = std::getenv("FAKE_CUDA_ALLOC_DELAY_MS"))
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+  MeetOtherAllocations();
   // Pages of its own (mprotect works on pages), zeroed: what no kernel wrote reads as zeros,
   // never as a NaN that stops a generation.
   void *block =

@@ -2,9 +2,10 @@
 // the call scope that hands them back once the device is done (gpu::DeferredFrees), against
 // the fake CUDA driver (tests/gpu/fake_cuda_driver.cpp) with a device of 400 MiB: CTest runs
 // them as gpu_shim_fake_driver; elsewhere they skip.
+#include "core/target/gpu/recycled_blocks.h"
+
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -14,7 +15,6 @@
 
 #include "core/target/gpu/cuda_driver.h"
 #include "core/target/gpu/gpu_runtime.h"
-#include "core/target/gpu/recycled_blocks.h"
 
 namespace tinymlir {
 namespace {
@@ -63,20 +63,20 @@ TEST_F(FakeDriver, ABlockOfTheSameSizeComesBackAndAnotherSizeIsNew) {
 }
 
 // The pool's lock is not held across the driver's calls: a new block on one thread does
-// not wait for another thread's allocation. Two allocations of 400 ms each, on two threads,
-// take about 400 ms; one after the other, at least 800 (slack for a loaded machine: 350 ms).
+// not wait for another thread's allocation. The fake driver holds each allocation until two
+// are inside it at once; were the second kept out by the pool's lock, the first would give
+// up waiting ("alloc waited alone") after 60 s.
 TEST_F(FakeDriver, AllocationsOnTwoThreadsDoNotWaitForEachOther) {
   void *a = nullptr, *b = nullptr;
-  ASSERT_EQ(setenv("FAKE_CUDA_ALLOC_DELAY_MS", "400", 1), 0);
-  const auto start = std::chrono::steady_clock::now();
+  const size_t before = DriverLog().size();
+  ASSERT_EQ(setenv("FAKE_CUDA_ALLOC_MEETS", "2", 1), 0);
   std::thread other([&] { EXPECT_TRUE(gpu::AllocateRecycled(2 * kMiB, &b).ok()); });
   EXPECT_TRUE(gpu::AllocateRecycled(1 * kMiB, &a).ok());
   other.join();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  unsetenv("FAKE_CUDA_ALLOC_DELAY_MS");
-  EXPECT_GE(seconds, 0.4);
-  EXPECT_LT(seconds, 0.75) << "the allocations ran one after the other";
+  unsetenv("FAKE_CUDA_ALLOC_MEETS");
+  const std::string log = DriverLog().substr(before);
+  EXPECT_EQ(Count(log, "allocs met"), 1) << log;
+  EXPECT_EQ(Count(log, "alloc waited alone"), 0) << "the allocations ran one after the other";
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   gpu::Recycle(a);

@@ -3,10 +3,17 @@ threads, and the decode kernels must not wait for them (multiprocessing's fork s
 import os
 
 import numpy as np
+import pytest
 
 import tinymlir as tm
 
 
+# Not under AddressSanitizer (the sanitizer suite preloads it): GCC 12's ASan allocator takes
+# no lock across fork(), and the call's helper thread may still be freeing its state when
+# the main thread forks, which leaves the child waiting inside ASan (tests/CMakeLists.txt
+# leaves the C++ fork tests out of that suite for the same reason).
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="GCC 12's ASan allocator is not fork-safe")
 def test_child_process_runs_programs_after_fork():
     @tm.jit
     def row_times_matrix(x, w):  # 1 x 512 @ 512 x 512: the threaded GEMV path
