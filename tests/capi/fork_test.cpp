@@ -65,8 +65,9 @@ TEST(Cache, AForkedChildCompilesWhatTheParentHadInFlight) {
   while (CacheStats(ctx).misses == 1) std::this_thread::yield();  // in flight now
   constexpr int kEndedBeforeTheFork = 77;
   const pid_t child = ForkChild(30, [&] {
-    // The child's cache is the parent's at the fork: one entry means the second compile was
-    // still in flight then (asked in the parent, the answer could change before the fork).
+    // The child's cache is the parent's at the fork: holding only `first` means the second
+    // compile was still in flight then (asked in the parent, the answer could change
+    // before the fork).
     uint64_t entries = 0;
     if (tm_cache_stats(ctx, nullptr, nullptr, &entries) != TM_OK) return 2;
     if (entries != 1) return kEndedBeforeTheFork;

@@ -157,16 +157,22 @@ size_t UsedBytes(const State &s) {
 }
 
 // FAKE_CUDA_ALLOC_MEETS=n: an allocation waits, outside the driver's lock, until n
-// allocations are in the driver at once, or 60 s have passed. A test sees that allocations on
+// allocations are in the driver at once, or 20 s have passed. A test sees that allocations on
 // n threads overlap without timing them: the log says "allocs met" when they did, "alloc
-// waited alone" when one gave up (its caller held a lock the others needed).
+// waited alone" when one gave up (its caller held a lock the others needed). Once one gave
+// up, the others do not wait: they would only wait alone in turn.
 void MeetOtherAllocations() {
   const char *meets = std::getenv("FAKE_CUDA_ALLOC_MEETS");
   if (!meets) return;
   static std::mutex mutex;
   static std::condition_variable met;
   static int arrived = 0, meetings = 0;
+  static bool gave_up = false;
   std::unique_lock<std::mutex> lock(mutex);
+  if (gave_up) {
+    Log("alloc waited alone");
+    return;
+  }
   const int meeting = meetings;
   if (++arrived == std::atoi(meets)) {
     arrived = 0;
@@ -175,8 +181,9 @@ void MeetOtherAllocations() {
     met.notify_all();
     return;
   }
-  if (met.wait_for(lock, std::chrono::seconds(60), [&] { return meetings != meeting; })) return;
+  if (met.wait_for(lock, std::chrono::seconds(20), [&] { return meetings != meeting; })) return;
   --arrived;
+  gave_up = true;
   Log("alloc waited alone");
 }
 

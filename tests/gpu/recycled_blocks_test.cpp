@@ -65,7 +65,7 @@ TEST_F(FakeDriver, ABlockOfTheSameSizeComesBackAndAnotherSizeIsNew) {
 // The pool's lock is not held across the driver's calls: a new block on one thread does
 // not wait for another thread's allocation. The fake driver holds each allocation until two
 // are inside it at once; were the second kept out by the pool's lock, the first would give
-// up waiting ("alloc waited alone") after 60 s.
+// up waiting ("alloc waited alone") after 20 s.
 TEST_F(FakeDriver, AllocationsOnTwoThreadsDoNotWaitForEachOther) {
   void *a = nullptr, *b = nullptr;
   const size_t before = DriverLog().size();

@@ -33,6 +33,9 @@ def raising_alarm():
         raise Interrupted()
     previous = signal.signal(signal.SIGALRM, raise_interrupted)
     yield
+    # A handler that neither raises nor re-arms first: a signal already on its way would
+    # otherwise re-arm the timer for after the default action (the process's end) is back.
+    signal.signal(signal.SIGALRM, lambda *_: None)
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, previous)
 
@@ -66,24 +69,28 @@ def test_a_signal_stops_a_generation_after_its_token(raising_alarm):
     full = model.generate(prompt, max_new_tokens=250)   # compiles every program it needs
     assert model.stats["decode_tokens"] == 249   # the first token is the prefill's
 
-    # The signal is sent from the generation's own callback at its 50th token: where it lands
-    # does not depend on how fast this machine generates.
+    # The signal is sent from the generation's own callback at its 50th token, which then
+    # waits until this thread has caught it: where it lands depends neither on how fast this
+    # machine generates nor on when this thread is scheduled.
     main = threading.main_thread().ident
+    caught = threading.Event()
     tokens = []
 
     def signal_at_the_50th_token(token):
         tokens.append(token)
         if len(tokens) == 50:
             signal.pthread_kill(main, signal.SIGALRM)
+            caught.wait(60)
     with pytest.raises(Interrupted):
         model.generate(prompt, max_new_tokens=250, callback=signal_at_the_50th_token)
+    caught.set()
     deadline = time.monotonic() + 60
     while helper_threads() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not helper_threads()
-    assert 50 <= len(tokens) < 250, "the generation went on to the end"
-    assert model.stats["decode_tokens"] < 249
-    np.testing.assert_array_equal(tokens, full[:len(tokens)])
+    assert len(tokens) == 50, "the generation did not stop after the token it was interrupted at"
+    assert model.stats["decode_tokens"] == 49   # the first of the 50 is the prefill's
+    np.testing.assert_array_equal(tokens, full[:50])
     np.testing.assert_array_equal(model.generate(prompt, max_new_tokens=5), full[:5])
 
 
