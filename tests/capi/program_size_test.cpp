@@ -216,7 +216,8 @@ TEST(ProgramSize, TheProgramsFunctionIsInternalToItsWrapper) {
 // Seconds to compile TraceRowSteps(steps) with `options` in a new context with no disk
 // cache (so no compile finds another's program): the whole call, or one phase of it
 // (tm_compile_phase).
-double CompileSeconds(int steps, const tm_compile_options &options, int phase, int32_t axis) {
+double CompileSeconds(int steps, const tm_compile_options &options, int phase = -1,
+                      int32_t axis = 1) {
   Context ctx = NewContext();
   EXPECT_EQ(tm_cache_set_dir(ctx, nullptr, 0), TM_OK);
   Trace t = NewTrace(ctx);
@@ -252,7 +253,7 @@ SmallAndLarge CompileSecondsOfTwoSizes(int small_steps, int large_steps,
 // shared (bufferization alone), 12 s with the loop nests in one function.
 TEST(ProgramSize, CompileTimeGrowsLinearlyWithTheProgram) {
   const tm_compile_options cpu = Options();
-  (void)CompileSeconds(1, cpu, -1, 1);  // the compiler process started, its libraries loaded
+  (void)CompileSeconds(1, cpu);  // the compiler process started, its libraries loaded
   const auto [small, large] = CompileSecondsOfTwoSizes(100, 400, cpu);
   RecordProperty("seconds_100_steps", std::to_string(small));
   RecordProperty("seconds_400_steps", std::to_string(large));
