@@ -69,7 +69,7 @@ inline constexpr const char *kPackedEntryName = "tm_packed_entry";
 
 class Program {
  public:
-  using Entry = void (*)(void **);  // the packed wrapper of _mlir_ciface_kernel
+  using Entry = void (*)(void **);  // see kPackedEntryName
 
   std::vector<TensorType> inputs;
   std::vector<TensorType> outputs;

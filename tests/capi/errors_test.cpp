@@ -421,8 +421,8 @@ TEST_F(Errors, EveryStageHasText) {
       {"linalg.matmul", "linalg.generic", "bufferization.materialize_in_destination"},
       {"memref.alloc", "memref.dealloc", "linalg.matmul"},
       {"llvm.func", "tm_rt_gemm", "_mlir_ciface_kernel"},
-      {"define", "@_mlir_ciface_kernel", "tm_rt_gemm"},
-      {"_mlir_ciface_kernel", ".globl"}};
+      {"define", "@tm_packed_entry", "tm_rt_gemm"},
+      {"tm_packed_entry", ".globl"}};
   for (int s = TM_STAGE_TRACED; s <= TM_STAGE_ASSEMBLY; ++s) {
     std::string text = StageText(p, static_cast<tm_stage>(s));
     for (const std::string &m : markers[s])

@@ -1,10 +1,11 @@
 #include "core/target/cpu/native_object.h"
 
 #include "core/support/host_cpu.h"
-
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -14,6 +15,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 namespace tinymlir {
 namespace {
@@ -29,6 +31,16 @@ void InitializeNativeTargetOnce() {
 }
 
 std::string ErrorText(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+// Inlines `call` (to `name`, which nothing else calls).
+Status InlineOnlyCall(llvm::CallInst &call, const std::string &name) {
+  llvm::InlineFunctionInfo info;
+  llvm::InlineResult inlined = llvm::InlineFunction(call, info);
+  if (!inlined.isSuccess())
+    return CompileError("cannot inline '" + name +
+                        "' into the entry: " + inlined.getFailureReason());
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -117,7 +129,6 @@ Status AddPackedEntry(llvm::Module &module, const std::string &kernel) {
   llvm::Function *body = module.getFunction(kernel);
   if (!body || body->isDeclaration())
     return CompileError("the lowered module has no function '" + kernel + "'");
-  body->setLinkage(llvm::GlobalValue::InternalLinkage);
   llvm::LLVMContext &ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto *type = llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy()}, /*isVarArg=*/false);
@@ -133,9 +144,21 @@ Status AddPackedEntry(llvm::Module &module, const std::string &kernel) {
   std::vector<llvm::Value *> values;
   for (llvm::Argument &arg : callee->args())
     values.push_back(b.CreateLoad(arg.getType(), slot(arg.getArgNo())));
-  llvm::Value *result = b.CreateCall(callee, values);
-  if (!result->getType()->isVoidTy()) b.CreateStore(result, slot(callee->arg_size()));
+  llvm::CallInst *call = b.CreateCall(callee, values);
+  if (!call->getType()->isVoidTy()) b.CreateStore(call, slot(callee->arg_size()));
   b.CreateRetVoid();
+  // The wrapper, then the kernel, inlined here before LLVM's pipeline sees them (see the
+  // header: their argument lists grow with the number of buffers).
+  TM_RETURN_IF_ERROR(InlineOnlyCall(*call, wrapper));
+  callee->eraseFromParent();
+  llvm::CallInst *inner = nullptr;
+  for (llvm::Instruction &inst : llvm::instructions(*entry))
+    if (auto *c = llvm::dyn_cast<llvm::CallInst>(&inst); c && c->getCalledFunction() == body)
+      inner = c;
+  if (inner) TM_RETURN_IF_ERROR(InlineOnlyCall(*inner, kernel));
+  if (!inner || !body->use_empty())
+    return CompileError("'" + wrapper + "' does not call '" + kernel + "' once, directly");
+  body->eraseFromParent();
   return Status::Ok();
 }
 

@@ -21,10 +21,15 @@ namespace tinymlir {
 // A target machine for this host (its CPU and features), at LLVM codegen level 0..3.
 std::unique_ptr<llvm::TargetMachine> HostTargetMachine(int opt_level, std::string *error);
 
-// Adds `kPackedEntryName` to `module`, calling `kernel`'s C-interface wrapper
-// (`_mlir_ciface_<kernel>`) with its arguments unpacked. `kernel` itself becomes internal:
-// only the wrapper calls it, and LLVM may then drop the memref descriptor words it never
-// reads, which otherwise travel as scalar arguments (five per output of a 1-D program).
+// Adds `kPackedEntryName` to `module`: one argument, an array with a pointer to each of
+// the program's arguments (memref descriptors). It holds the code of `kernel`'s C-interface
+// wrapper (`_mlir_ciface_<kernel>`) and of `kernel` itself, both inlined into it and then
+// removed, so that no function's argument list grows with the number of buffers: `kernel`
+// takes each descriptor as five to seven scalars, and LLVM does per-argument work on a
+// function at a cost that grows with its argument count (attribute inference copies the
+// whole attribute list for each argument it marks; a call's operands are one selection
+// DAG). 800 parameters updated by 4 elementwise ops each took 38 s and 2.0 GB to compile
+// through `kernel`, 10 s and 0.3 GB inlined.
 Status AddPackedEntry(llvm::Module &module, const std::string &kernel);
 
 // LLVM's default -O<opt_level> pipeline on `module`, as `target` tunes it; the SLP
