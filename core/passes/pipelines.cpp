@@ -4,19 +4,20 @@
 #include <vector>
 
 #include "core/passes/approximate_math.h"
+#include "core/passes/copies_to_linalg.h"
 #include "core/passes/fuse_elementwise.h"
 #include "core/passes/merge_identical_functions.h"
 #include "core/passes/outline_loop_nests.h"
 #include "core/passes/parallel_loops.h"
 #include "core/passes/unshare_destinations.h"
 #include "core/support/diagnostics.h"
+#include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/Support/raw_ostream.h"
 
 namespace tinymlir {
 namespace {
@@ -36,6 +37,7 @@ struct OwnPass {
 constexpr OwnPass kOwnPasses[] = {
     {kFuseElementwisePassName, CreateFuseElementwisePass},
     {kApproximateMathPassName, CreateApproximateMathPass},
+    {kCopiesToLinalgPassName, CreateCopiesToLinalgPass},
     {kParallelizeLoopsPassName, CreateParallelizeLoopsPass},
     {kUnshareDestinationsPassName, CreateUnshareDestinationsPass},
     {kOutlineLoopNestsPassName, CreateOutlineLoopNestsPass},

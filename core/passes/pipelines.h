@@ -36,7 +36,8 @@ inline constexpr const char *kBufferizePipeline =
 // 3. (CPU) The BLAS rewrite runs here, between bufferization and lowering; see
 //    blas_rewrite.h.
 
-// 4. Lowering to the LLVM dialect. Beyond upstream's usual list: linalg to parallel loops,
+// 4. Lowering to the LLVM dialect. Beyond upstream's usual list: copies between buffers as
+//    linalg.copy (see copies_to_linalg.h), then linalg to parallel loops,
 //    of which tm-parallelize-loops sends the large ones to the worker pool (see
 //    parallel_loops.h) and tm-outline-loop-nests makes each other one a function of its own
 //    (compile time linear in the program's size, see outline_loop_nests.h), and
@@ -48,8 +49,8 @@ inline constexpr const char *kBufferizePipeline =
 //    approximations use become LLVM intrinsics (vectorisable) and only what has none (erf,
 //    tanh in f64) calls libm.
 inline constexpr const char *kLowerToLLVMPipeline =
-    "convert-linalg-to-parallel-loops,tm-parallelize-loops,tm-outline-loop-nests,"
-    "tm-merge-identical-functions,"
+    "tm-copies-to-linalg,convert-linalg-to-parallel-loops,tm-parallelize-loops,"
+    "tm-outline-loop-nests,tm-merge-identical-functions,"
     "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
     "tm-approximate-math,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
     "convert-arith-to-llvm,"

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/passes/copies_to_linalg.h"
 #include "core/passes/gpu_emulation.h"
 #include "core/passes/gpu_matmul.h"
 #include "core/passes/gpu_row_kernels.h"
@@ -18,18 +19,6 @@
 
 namespace tinymlir {
 namespace {
-
-// Copies between buffers become linalg.copy, which step 2 maps to the device like any
-// other linalg op (on the host they would touch managed memory page by page).
-void CopiesToLinalg(mlir::ModuleOp module) {
-  std::vector<mlir::memref::CopyOp> copies;
-  module.walk([&](mlir::memref::CopyOp op) { copies.push_back(op); });
-  for (mlir::memref::CopyOp op : copies) {
-    mlir::OpBuilder b(op);
-    mlir::linalg::CopyOp::create(b, op.getLoc(), op.getSource(), op.getTarget());
-    op.erase();
-  }
-}
 
 // A reduction over a leading axis (a sum over the rows of a matrix, say) is a linalg op
 // whose reduction loop comes before a parallel one: convert-linalg-to-parallel-loops would
@@ -154,7 +143,8 @@ std::string CudaToolkit() {
 Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::string *device_code) {
   RewriteMatmulsToGpuKernels(module, options.gpu_matmul_tile);
   ParallelLoopsFirst(module);
-  CopiesToLinalg(module);
+  CopiesToLinalg(module);           // step 2 maps them to the device like any other linalg op (on
+                                    // the host they would touch managed memory page by page)
   RewriteRowsToGpuKernels(module);  // after CopiesToLinalg: a copy of a row may join
   GlobalsToDeviceMemory(module);  // after CopiesToLinalg: these copies run on the host
   TM_RETURN_IF_ERROR(VerifyModule(module, "gpu matmul and row kernels"));
