@@ -209,6 +209,7 @@ Status CompileNative(const Trace &trace, const CompileOptions &options, CanLinkS
   // grows with the square of a block's stores (24 layers of GPT-2 traced as one program:
   // 17 s of LLVM's optimisation, 21 times what 6 layers took).
   OptimizeModule(*llvm_module, *target, options.opt_level, /*slp_vectorize=*/!gpu);
+  SinkArgumentLoads(*llvm_module);
   std::string llvm_ir;
   if (ConstantBytes(trace) <= kMaxConstantBytesForIrText) llvm_ir = Print(*llvm_module);
   clock.Done(CompilePhase::kLlvmOptimize);

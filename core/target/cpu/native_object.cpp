@@ -1,6 +1,11 @@
 #include "core/target/cpu/native_object.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "core/support/host_cpu.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/IRBuilder.h"
@@ -40,6 +45,19 @@ Status InlineOnlyCall(llvm::CallInst &call, const std::string &name) {
     return CompileError("cannot inline '" + name +
                         "' into the entry: " + inlined.getFailureReason());
   return Status::Ok();
+}
+
+// Whether `load` reads the engine's memory: the entry's array of argument pointers, what
+// they point at (the C interface's pointer to each memref descriptor), or a descriptor.
+// The engine builds all three for the call, and nothing in a program writes them.
+bool ReadsTheArguments(const llvm::LoadInst &load, const llvm::Argument &args) {
+  const llvm::Value *base = llvm::getUnderlyingObject(load.getPointerOperand());
+  for (int level = 0; level < 2 && base != &args; ++level) {
+    const auto *pointer = llvm::dyn_cast<llvm::LoadInst>(base);
+    if (!pointer) return false;
+    base = llvm::getUnderlyingObject(pointer->getPointerOperand());
+  }
+  return base == &args;
 }
 
 }  // namespace
@@ -160,6 +178,45 @@ Status AddPackedEntry(llvm::Module &module, const std::string &kernel) {
     return CompileError("'" + wrapper + "' does not call '" + kernel + "' once, directly");
   body->eraseFromParent();
   return Status::Ok();
+}
+
+void SinkArgumentLoads(llvm::Module &module) {
+  llvm::Function *entry = module.getFunction(kPackedEntryName);
+  if (!entry || entry->isDeclaration() || entry->arg_size() != 1) return;
+  const llvm::Argument &args = *entry->getArg(0);
+  for (llvm::BasicBlock &block : *entry) {
+    // What may move: those loads and the address arithmetic feeding them, each before the
+    // first instruction that stays put and uses it (directly or through others that move).
+    std::vector<llvm::Instruction *> order;
+    llvm::DenseMap<llvm::Instruction *, size_t> index;
+    for (llvm::Instruction &inst : block) {
+      index[&inst] = order.size();
+      order.push_back(&inst);
+    }
+    auto movable = [&](llvm::Instruction *inst) {
+      if (auto *load = llvm::dyn_cast<llvm::LoadInst>(inst))
+        return load->isSimple() && ReadsTheArguments(*load, args);
+      return llvm::isa<llvm::GetElementPtrInst>(inst);
+    };
+    std::vector<size_t> anchor(order.size());
+    for (size_t i = order.size(); i-- > 0;) {
+      anchor[i] = i;
+      if (!movable(order[i])) continue;
+      size_t first = order.size();
+      for (llvm::User *user : order[i]->users()) {
+        auto *inst = llvm::dyn_cast<llvm::Instruction>(user);
+        auto found = inst ? index.find(inst) : index.end();
+        if (found == index.end() || llvm::isa<llvm::PHINode>(inst)) {
+          first = i;  // used in another block, or by a phi: stays
+          break;
+        }
+        first = std::min(first, anchor[found->second]);
+      }
+      if (first < order.size()) anchor[i] = first;
+    }
+    for (size_t i = 0; i < order.size(); ++i)
+      if (anchor[i] != i) order[i]->moveBefore(order[anchor[i]]->getIterator());
+  }
 }
 
 Status EmitObject(llvm::Module &module, llvm::TargetMachine &target, std::string *object) {

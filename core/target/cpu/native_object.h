@@ -39,6 +39,14 @@ Status AddPackedEntry(llvm::Module &module, const std::string &kernel);
 void OptimizeModule(llvm::Module &module, llvm::TargetMachine &target, int opt_level,
                     bool slp_vectorize);
 
+// Moves each load the packed entry makes of its arguments (the array of pointers, the
+// memref descriptors) down to just before its first use. The C-interface wrapper, inlined
+// there, reads every descriptor before the first call, so each buffer's pointer stayed live
+// across every loop nest's call: code generation of a program with thousands of buffers
+// grew faster than their number (instruction selection and register allocation). Call
+// after OptimizeModule; nothing in LLVM's pipeline moves them back up.
+void SinkArgumentLoads(llvm::Module &module);
+
 // Code generation: `module` (already optimised) as an ELF relocatable object.
 Status EmitObject(llvm::Module &module, llvm::TargetMachine &target, std::string *object);
 
