@@ -143,8 +143,9 @@ std::string CudaToolkit() {
 Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::string *device_code) {
   RewriteMatmulsToGpuKernels(module, options.gpu_matmul_tile);
   ParallelLoopsFirst(module);
-  CopiesToLinalg(module);           // step 2 maps them to the device like any other linalg op (on
-                                    // the host they would touch managed memory page by page)
+  // Copies as linalg.copy, which step 2 maps to the device like any other linalg op (on the
+  // host they would touch managed memory page by page).
+  CopiesToLinalg(module);
   RewriteRowsToGpuKernels(module);  // after CopiesToLinalg: a copy of a row may join
   GlobalsToDeviceMemory(module);  // after CopiesToLinalg: these copies run on the host
   TM_RETURN_IF_ERROR(VerifyModule(module, "gpu matmul and row kernels"));
