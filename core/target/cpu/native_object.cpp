@@ -9,7 +9,6 @@
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/IRBuilder.h"
-#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -169,13 +168,10 @@ Status AddPackedEntry(llvm::Module &module, const std::string &kernel) {
   // header: their argument lists grow with the number of buffers).
   TM_RETURN_IF_ERROR(InlineOnlyCall(*call, wrapper));
   callee->eraseFromParent();
-  llvm::CallInst *inner = nullptr;
-  for (llvm::Instruction &inst : llvm::instructions(*entry))
-    if (auto *c = llvm::dyn_cast<llvm::CallInst>(&inst); c && c->getCalledFunction() == body)
-      inner = c;
-  if (inner) TM_RETURN_IF_ERROR(InlineOnlyCall(*inner, kernel));
-  if (!inner || !body->use_empty())
+  auto *inner = body->hasOneUse() ? llvm::dyn_cast<llvm::CallInst>(body->user_back()) : nullptr;
+  if (!inner || inner->getCalledFunction() != body)
     return CompileError("'" + wrapper + "' does not call '" + kernel + "' once, directly");
+  TM_RETURN_IF_ERROR(InlineOnlyCall(*inner, kernel));
   body->eraseFromParent();
   return Status::Ok();
 }
