@@ -5,6 +5,7 @@
 
 #include "core/passes/approximate_math.h"
 #include "core/passes/copies_to_linalg.h"
+#include "core/passes/free_buffers.h"
 #include "core/passes/fuse_elementwise.h"
 #include "core/passes/merge_identical_functions.h"
 #include "core/passes/outline_loop_nests.h"
@@ -38,6 +39,7 @@ constexpr OwnPass kOwnPasses[] = {
     {kFuseElementwisePassName, CreateFuseElementwisePass},
     {kApproximateMathPassName, CreateApproximateMathPass},
     {kCopiesToLinalgPassName, CreateCopiesToLinalgPass},
+    {kFreeBuffersPassName, CreateFreeBuffersPass},
     {kParallelizeLoopsPassName, CreateParallelizeLoopsPass},
     {kUnshareDestinationsPassName, CreateUnshareDestinationsPass},
     {kOutlineLoopNestsPassName, CreateOutlineLoopNestsPass},

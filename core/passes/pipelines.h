@@ -27,11 +27,16 @@ inline constexpr const char *kOptimizePipeline =
 //    program's size. eliminate-empty-tensors makes a result that goes to an output
 //    (bufferization.materialize_in_destination) be computed in the caller's buffer instead
 //    of a buffer of its own copied there (the output is `restrict`: the engine copies the
-//    inputs that overlap it).
+//    inputs that overlap it). Then the frees, which differ by target: the CPU frees each
+//    buffer right after its last use (tm-free-buffers, see free_buffers.h); the GPU keeps
+//    upstream's buffer-deallocation-pipeline, which frees at the end of the function: its
+//    kernel passes look at neighbouring operations, and its frees wait for the end of the
+//    call anyway (gpu::DeferredFrees).
 inline constexpr const char *kBufferizePipeline =
     "tm-unshare-destinations,eliminate-empty-tensors,"
-    "one-shot-bufferize{bufferize-function-boundaries},"
-    "buffer-deallocation-pipeline";
+    "one-shot-bufferize{bufferize-function-boundaries}";
+inline constexpr const char *kCpuFreesPipeline = "tm-free-buffers,canonicalize,cse";
+inline constexpr const char *kGpuFreesPipeline = "buffer-deallocation-pipeline";
 
 // 3. (CPU) The BLAS rewrite runs here, between bufferization and lowering; see
 //    blas_rewrite.h.

@@ -10,10 +10,14 @@
 
 #include "core/builder/build_module.h"
 #include "core/passes/blas_rewrite.h"
+#include "core/passes/free_buffers.h"
 #include "core/passes/pipelines.h"
 #include "core/support/diagnostics.h"
 #include "core/target/cpu/native_object.h"
 #include "core/target/gpu/gpu_lowering.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -29,9 +33,6 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
-#include "llvm/Target/TargetMachine.h"
 
 namespace tinymlir {
 namespace {
@@ -67,26 +68,6 @@ std::string Print(mlir::ModuleOp module) {
   llvm::raw_string_ostream os(s);
   module.print(os, mlir::OpPrintingFlags().elideLargeElementsAttrs(16));
   return s;
-}
-
-// The sum of the sizes of every buffer the module allocates (saturating). Run after
-// bufferization, when every allocation is a memref.alloc/alloca of a static shape outside
-// any loop; an upper bound on the peak, since the deallocation pipeline frees some early.
-uint64_t TemporaryBytes(mlir::ModuleOp module) {
-  uint64_t total = 0;
-  module.walk([&](mlir::Operation *op) {
-    if (!mlir::isa<mlir::memref::AllocOp, mlir::memref::AllocaOp>(op)) return;
-    auto type = mlir::cast<mlir::MemRefType>(op->getResult(0).getType());
-    if (!type.hasStaticShape()) {
-      total = UINT64_MAX;
-      return;
-    }
-    const uint64_t elem = (type.getElementTypeBitWidth() + 7) / 8;
-    const uint64_t n = static_cast<uint64_t>(type.getNumElements());
-    const uint64_t bytes = n != 0 && elem > UINT64_MAX / n ? UINT64_MAX : n * elem;
-    total = bytes > UINT64_MAX - total ? UINT64_MAX : total + bytes;
-  });
-  return total;
 }
 
 // Constant bytes above which the LLVM IR text is not kept (it would print every element).
@@ -174,19 +155,23 @@ Status CompileNative(const Trace &trace, const CompileOptions &options, CanLinkS
   program->stage(Stage::kOptimized) = Print(module);
   clock.Done(CompilePhase::kOptimize);
 
-  TM_RETURN_IF_ERROR(RunPipeline(module, "bufferize", kBufferizePipeline));
+  // An emulated GPU program is bufferized as the GPU's: its kernels are made the same way.
+  const bool gpu_target = options.target == Target::kGpu;
+  TM_RETURN_IF_ERROR(RunPipeline(module, "bufferize",
+                                 std::string(kBufferizePipeline) + "," +
+                                     (gpu_target ? kGpuFreesPipeline : kCpuFreesPipeline)));
   program->stage(Stage::kBufferized) = Print(module);
   clock.Done(CompilePhase::kBufferize);
 
   std::string device_code;
   // Temporaries are counted once the buffers are final: on the CPU after the BLAS rewrite,
   // which reads some transposes in place instead of copying them.
-  if (options.target == Target::kGpu) {
-    program->temporary_bytes = TemporaryBytes(module);
+  if (gpu_target) {
+    program->temporary_bytes = PeakTemporaryBytes(module, /*frees_take_effect=*/false);
     TM_RETURN_IF_ERROR(LowerForGpu(module, options, &device_code));
   } else {
     if (options.use_blas) RewriteMatmulsToBlas(module);
-    program->temporary_bytes = TemporaryBytes(module);
+    program->temporary_bytes = PeakTemporaryBytes(module, /*frees_take_effect=*/true);
     TM_RETURN_IF_ERROR(VerifyModule(module, "blas rewrite"));
     TM_RETURN_IF_ERROR(RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline));
   }
