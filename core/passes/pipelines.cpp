@@ -10,7 +10,7 @@
 #include "core/passes/merge_identical_functions.h"
 #include "core/passes/outline_loop_nests.h"
 #include "core/passes/parallel_loops.h"
-#include "core/passes/unshare_destinations.h"
+#include "core/passes/unshare_tensors.h"
 #include "core/support/diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -41,7 +41,7 @@ constexpr OwnPass kOwnPasses[] = {
     {kCopiesToLinalgPassName, CreateCopiesToLinalgPass},
     {kFreeBuffersPassName, CreateFreeBuffersPass},
     {kParallelizeLoopsPassName, CreateParallelizeLoopsPass},
-    {kUnshareDestinationsPassName, CreateUnshareDestinationsPass},
+    {kUnshareTensorsPassName, CreateUnshareTensorsPass},
     {kOutlineLoopNestsPassName, CreateOutlineLoopNestsPass},
     {kMergeIdenticalFunctionsPassName, CreateMergeIdenticalFunctionsPass},
 };

@@ -20,11 +20,10 @@ inline constexpr const char *kOptimizePipeline =
     "canonicalize,cse,tm-fuse-elementwise-ops,canonicalize,cse";
 
 // 2. Bufferization, once for every target: tensors become memrefs, internal buffers are
-//    freed by the deallocation pipeline. Two steps first. tm-unshare-destinations (see
-//    unshare_destinations.h) gives each user of a shared zero fill its own, which removes a
-//    copy each (a pass over memory on the CPU, a kernel launch on the GPU), and bounds the
-//    users of one tensor.empty, which keeps one-shot bufferization's analysis linear in the
-//    program's size. eliminate-empty-tensors makes a result that goes to an output
+//    freed. Two steps first. tm-unshare-tensors (see unshare_tensors.h) gives each user
+//    of a shared zero fill its own, which removes a copy each (a pass over memory on the
+//    CPU, a kernel launch on the GPU), and bounds the users of one tensor.empty, input or
+//    constant, which keeps one-shot bufferization's analysis linear in the program's size. eliminate-empty-tensors makes a result that goes to an output
 //    (bufferization.materialize_in_destination) be computed in the caller's buffer instead
 //    of a buffer of its own copied there (the output is `restrict`: the engine copies the
 //    inputs that overlap it). Then the frees, which differ by target: the CPU frees each
@@ -33,7 +32,7 @@ inline constexpr const char *kOptimizePipeline =
 //    kernel passes look at neighbouring operations, and its frees wait for the end of the
 //    call anyway (gpu::DeferredFrees).
 inline constexpr const char *kBufferizePipeline =
-    "tm-unshare-destinations,eliminate-empty-tensors,"
+    "tm-unshare-tensors,eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries}";
 inline constexpr const char *kCpuFreesPipeline = "tm-free-buffers,canonicalize,cse";
 inline constexpr const char *kGpuFreesPipeline = "buffer-deallocation-pipeline";

@@ -1,13 +1,16 @@
 // Programs of any size compile in time that grows linearly with their size.
 //
-// A whole model traced as one program is thousands of ops. Seven steps of the compile cost
+// A whole model traced as one program is thousands of ops. Eight steps of the compile cost
 // the square of that or more, each through a mechanism of its own, and each has a test here
 // that fails without its remedy:
 //   - elementwise fusion clones both bodies at each step, so a chain of n ops fused into one
 //     costs n^2 / 2 clones: bodies are bounded (core/passes/fuse_elementwise.h);
 //   - one-shot bufferization checks every write against every value that may share its
 //     buffer, and a tensor.empty that CSE shared among many ops makes them all one set: an
-//     empty serves a bounded group of users (core/passes/unshare_destinations.h);
+//     empty serves a bounded group of users (core/passes/unshare_tensors.h);
+//   - the same analysis gathers, for each operand, every use of every value that may share
+//     its buffer, so many readers of one input or constant cost the square of their number:
+//     a read-only tensor serves bounded groups of readers too;
 //   - a function holding every loop nest makes scf-to-cf and LLVM's loop passes and
 //     instruction selection superlinear: each nest is a function of its own
 //     (core/passes/outline_loop_nests.h);
@@ -23,6 +26,7 @@
 //     launches: it does not run there (core/target/native_compiler.cpp).
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <sstream>
 
 #include "test_util.h"
@@ -321,15 +325,23 @@ TEST(ProgramSize, CopiesAreLoopNestsNotRuntimeCalls) {
             << i << ", " << r << ", " << c;
 }
 
-// Seconds to compile TraceRowSteps(steps) with `options` in a new context with no disk
-// cache (so no compile finds another's program): the whole call, or one phase of it
+// Traces a program of `steps` steps.
+using Tracer = std::function<void(tm_trace *, int steps)>;
+
+// TraceRowSteps with the mean along `axis`.
+Tracer RowStepsTracer(int32_t axis = 1) {
+  return [axis](tm_trace *t, int steps) { TraceRowSteps(t, steps, Scales::kSame, axis); };
+}
+
+// Seconds to compile `trace`(steps) with `options` in a new context with no disk cache (so
+// no compile finds another's program): the whole call, or one phase of it
 // (tm_compile_phase).
-double CompileSeconds(int steps, const tm_compile_options &options, int phase = -1,
-                      int32_t axis = 1) {
+double CompileSeconds(const Tracer &trace, int steps, const tm_compile_options &options,
+                      int phase = -1) {
   Context ctx = NewContext();
   EXPECT_EQ(tm_cache_set_dir(ctx, nullptr, 0), TM_OK);
   Trace t = NewTrace(ctx);
-  TraceRowSteps(t, steps, Scales::kSame, axis);
+  trace(t, steps);
   Program p;
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(tm_compile(ctx, t, &options, p.out()), TM_OK) << tm_last_error();
@@ -345,13 +357,12 @@ struct SmallAndLarge {
 // The least of three compiles of each size, the sizes taken in turn: seconds are wall
 // time, and a machine whose load changes between the sizes would otherwise move the ratio
 // the tests bound (other tests run beside these).
-SmallAndLarge CompileSecondsOfTwoSizes(int small_steps, int large_steps,
-                                       const tm_compile_options &options, int phase = -1,
-                                       int32_t axis = 1) {
+SmallAndLarge CompileSecondsOfTwoSizes(const Tracer &trace, int small_steps, int large_steps,
+                                       const tm_compile_options &options, int phase = -1) {
   SmallAndLarge best;
   for (int round = 0; round < 3; ++round) {
-    best.small = std::min(best.small, CompileSeconds(small_steps, options, phase, axis));
-    best.large = std::min(best.large, CompileSeconds(large_steps, options, phase, axis));
+    best.small = std::min(best.small, CompileSeconds(trace, small_steps, options, phase));
+    best.large = std::min(best.large, CompileSeconds(trace, large_steps, options, phase));
   }
   return best;
 }
@@ -361,11 +372,38 @@ SmallAndLarge CompileSecondsOfTwoSizes(int small_steps, int large_steps,
 // shared (bufferization alone), 12 s with the loop nests in one function.
 TEST(ProgramSize, CompileTimeGrowsLinearlyWithTheProgram) {
   const tm_compile_options cpu = Options();
-  (void)CompileSeconds(1, cpu);  // the compiler process started, its libraries loaded
-  const auto [small, large] = CompileSecondsOfTwoSizes(100, 400, cpu);
+  (void)CompileSeconds(RowStepsTracer(), 1, cpu);  // the compiler process started
+  const auto [small, large] = CompileSecondsOfTwoSizes(RowStepsTracer(), 100, 400, cpu);
   RecordProperty("seconds_100_steps", std::to_string(small));
   RecordProperty("seconds_400_steps", std::to_string(large));
   EXPECT_LT(large, 8 * small) << "100 steps: " << small << " s, 400 steps: " << large << " s";
+}
+
+// `steps` times h = (h @ w) * 0.5 + c, h (kRows x kCols): every step reads the input w and
+// the constant c.
+void TraceRecurrence(tm_trace *t, int steps) {
+  tm_value h = Input(t, TM_F32, {kRows, kCols}), w = Input(t, TM_F32, {kCols, kCols});
+  Host<float> c_data({kRows, kCols}, Cast<float>(Pseudo(kRows * kCols, -1, 1, 31)));
+  tm_tensor c_view = c_data.view();
+  tm_value c, half = Op(tm_op_scalar, t, TM_F32, 0.5);
+  ASSERT_EQ(tm_op_constant(t, &c_view, &c), TM_OK) << tm_last_error();
+  for (int i = 0; i < steps; ++i)
+    h = Op(tm_op_add, t, Op(tm_op_mul, t, Op(tm_op_matmul, t, h, w), half), c);
+  End(t, {h});
+}
+
+// One-shot bufferization gathers, for each operand it analyses, every use of every value
+// that may share the operand's buffer: n readers of one tensor cost it n^2 (an unrolled
+// recurrence of 1,000 steps reading three inputs: 4.4 s). Read-only tensors serve bounded
+// groups of readers (core/passes/unshare_tensors.h): four times the readers, at most eight
+// times the bufferization (3.6 times: 0.12 and 0.44 s). Before, 11.7 times (0.16 and 1.9 s).
+TEST(ProgramSize, ManyReadersOfOneTensorBufferizeInLinearTime) {
+  const tm_compile_options cpu = Options();
+  const auto [small, large] =
+      CompileSecondsOfTwoSizes(TraceRecurrence, 200, 800, cpu, TM_PHASE_BUFFERIZE);
+  RecordProperty("bufferize_seconds_200_steps", std::to_string(small));
+  RecordProperty("bufferize_seconds_800_steps", std::to_string(large));
+  EXPECT_LT(large, 8 * small) << "200 steps: " << small << " s, 800 steps: " << large << " s";
 }
 
 // The GPU target's host code (a launch per loop nest, each launch's arguments stored into an
@@ -385,7 +423,7 @@ TEST(ProgramSize, GpuHostCodeOptimisesInLinearTime) {
     EXPECT_EQ(CountSubstr(host, "store <"), 0);
   }
   const auto [small, large] =
-      CompileSecondsOfTwoSizes(25, 200, gpu, TM_PHASE_LLVM_OPTIMIZE, /*axis=*/0);
+      CompileSecondsOfTwoSizes(RowStepsTracer(/*axis=*/0), 25, 200, gpu, TM_PHASE_LLVM_OPTIMIZE);
   RecordProperty("llvm_seconds_25_steps", std::to_string(small));
   RecordProperty("llvm_seconds_200_steps", std::to_string(large));
   // Eight times the program; with the SLP vectoriser, 16.6 times the time.
