@@ -14,6 +14,16 @@
 namespace tinymlir {
 namespace {
 
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
+
+uint64_t BufferBytes(mlir::Value buffer) {
+  auto type = mlir::cast<mlir::MemRefType>(buffer.getType());
+  if (!type.hasStaticShape()) return UINT64_MAX;
+  const uint64_t elem = (type.getElementTypeBitWidth() + 7) / 8;
+  const uint64_t n = static_cast<uint64_t>(type.getNumElements());
+  return n != 0 && elem > UINT64_MAX / n ? UINT64_MAX : n * elem;
+}
+
 // The last operation of `block` (by `position`) that uses `buffer` or a value derived from
 // it, or `buffer`'s allocation when nothing uses it. Null, with an error emitted, when a use
 // is outside the block or is its terminator (the buffer escapes).
@@ -70,7 +80,10 @@ mlir::LogicalResult FreeBuffersIn(mlir::func::FuncOp function) {
     }
   for (auto [alloc, last] : frees) {
     mlir::OpBuilder b(last->getContext());
-    b.setInsertionPointAfter(last);
+    if (BufferBytes(alloc.getResult()) >= kLargeBufferBytes)
+      b.setInsertionPoint(block.getTerminator());
+    else
+      b.setInsertionPointAfter(last);
     mlir::memref::DeallocOp::create(b, alloc.getLoc(), alloc.getResult());
   }
   return mlir::success();
@@ -90,16 +103,6 @@ class FreeBuffersPass
       if (mlir::failed(FreeBuffersIn(function))) return signalPassFailure();
   }
 };
-
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
-
-uint64_t BufferBytes(mlir::Value buffer) {
-  auto type = mlir::cast<mlir::MemRefType>(buffer.getType());
-  if (!type.hasStaticShape()) return UINT64_MAX;
-  const uint64_t elem = (type.getElementTypeBitWidth() + 7) / 8;
-  const uint64_t n = static_cast<uint64_t>(type.getNumElements());
-  return n != 0 && elem > UINT64_MAX / n ? UINT64_MAX : n * elem;
-}
 
 }  // namespace
 

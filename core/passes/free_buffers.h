@@ -14,6 +14,13 @@
 //   pairs (1.5 s for the same recurrence, the square of the number of buffers);
 // - a block freed early is reused by the next allocation of its size, still in cache.
 //
+// Buffers of kLargeBufferBytes or more are still freed at the end of the function. Freed
+// early, glibc gives such a block back to the system (it unmaps it, or trims the heap's top),
+// and the next call's allocation of its size faults every page in again: GPT-2's 128-token
+// prefill spent 270 ms instead of 175 ms in its products, writing into fresh pages. A
+// program has few of them (a model's activations); the many small ones are what made the
+// function's code generation and peak grow.
+//
 // A traced program's function is one block whose buffers are all allocated at its top level
 // and never returned (outputs are the caller's buffers): that is all this pass handles, and
 // anything else is a compile error naming the operation, not a leak.
@@ -35,6 +42,10 @@ namespace tinymlir {
 
 // Its name in the pipeline strings of pipelines.h.
 inline constexpr const char *kFreeBuffersPassName = "tm-free-buffers";
+
+// The size from which a buffer is freed at the end of the function (glibc's smallest
+// threshold for unmapping a freed block or trimming the heap is 128 KiB).
+inline constexpr uint64_t kLargeBufferBytes = 64 << 10;
 
 // Not put in MLIR's global pass registry (see fuse_elementwise.h); pipelines.cpp adds it by
 // name.
