@@ -96,7 +96,7 @@ class FreeBuffersPass
 
   llvm::StringRef getArgument() const override { return kFreeBuffersPassName; }
   llvm::StringRef getDescription() const override {
-    return "Every buffer is freed right after its last use";
+    return "Every buffer is freed right after its last use (a large one at the end)";
   }
   void runOnOperation() override {
     for (auto function : getOperation().getOps<mlir::func::FuncOp>())

@@ -1,5 +1,6 @@
 // tm-free-buffers: on the CPU, every buffer one-shot bufferization allocates is freed right
-// after the last operation that uses it, or anything derived from it.
+// after the last operation that uses it, or anything derived from it (a large one at the
+// end of the function, below).
 //
 // Why not upstream's buffer-deallocation-pipeline (which the GPU keeps): its ownership-based
 // deallocation frees a block's buffers at the end of the block, and a traced program is one

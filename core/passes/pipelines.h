@@ -27,7 +27,7 @@ inline constexpr const char *kOptimizePipeline =
 //    (bufferization.materialize_in_destination) be computed in the caller's buffer instead
 //    of a buffer of its own copied there (the output is `restrict`: the engine copies the
 //    inputs that overlap it). Then the frees, which differ by target: the CPU frees each
-//    buffer right after its last use (tm-free-buffers, see free_buffers.h); the GPU keeps
+//    small buffer right after its last use (tm-free-buffers, see free_buffers.h); the GPU keeps
 //    upstream's buffer-deallocation-pipeline, which frees at the end of the function: its
 //    kernel passes look at neighbouring operations, and its frees wait for the end of the
 //    call anyway (gpu::DeferredFrees).
