@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "llvm/ADT/DenseMap.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -33,16 +34,20 @@ void OneFillPerUse(mlir::Operation *root) {
   }
 }
 
+// Program order, numbered once: each clone invalidates its block's own order, and asking
+// isBeforeInBlock again for the next shared tensor would cost the block's length each time.
+using Positions = llvm::DenseMap<mlir::Operation *, size_t>;
+
 // The users of `shared`'s one result, in program order, in groups of kUsersPerTensor: the
 // first group keeps it, each next one gets a clone placed before its first user.
-void UsersInBoundedGroups(mlir::Operation *shared) {
+void UsersInBoundedGroups(mlir::Operation *shared, const Positions &position) {
   // Each use with the op of the shared op's block that holds it, which orders them.
   mlir::Block *block = shared->getBlock();
   llvm::SmallVector<std::pair<mlir::Operation *, mlir::OpOperand *>> uses;
   for (mlir::OpOperand &use : shared->getResult(0).getUses())
     uses.push_back({block->findAncestorOpInBlock(*use.getOwner()), &use});
-  llvm::stable_sort(uses, [](const auto &a, const auto &b) {
-    return a.first != b.first && a.first->isBeforeInBlock(b.first);
+  llvm::stable_sort(uses, [&](const auto &a, const auto &b) {
+    return position.lookup(a.first) < position.lookup(b.first);
   });
   for (size_t first = kUsersPerTensor; first < uses.size(); first += kUsersPerTensor) {
     mlir::OpBuilder b(uses[first].first);
@@ -64,13 +69,15 @@ bool IsReadOnlyTensor(mlir::Operation *op) {
 // Shared tensor.empty ops and read-only tensors with more than a group of users.
 void SharedTensorsInBoundedGroups(mlir::Operation *root) {
   llvm::SmallVector<mlir::Operation *> shared;
-  root->walk([&](mlir::Operation *op) {
+  Positions position;
+  root->walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation *op) {
+    position.try_emplace(op, position.size());
     if (op->getNumResults() != 1) return;
     if ((mlir::isa<mlir::tensor::EmptyOp>(op) && !op->getResult(0).hasOneUse()) ||
         (IsReadOnlyTensor(op) && op->getResult(0).hasNUsesOrMore(kUsersPerTensor + 1)))
       shared.push_back(op);
   });
-  for (mlir::Operation *op : shared) UsersInBoundedGroups(op);
+  for (mlir::Operation *op : shared) UsersInBoundedGroups(op, position);
 }
 
 class UnshareTensorsPass : public mlir::PassWrapper<UnshareTensorsPass, mlir::OperationPass<>> {
