@@ -13,6 +13,7 @@
 #include "core/passes/free_buffers.h"
 #include "core/passes/pipelines.h"
 #include "core/support/diagnostics.h"
+#include "core/target/cpu/entry_parts.h"
 #include "core/target/cpu/native_object.h"
 #include "core/target/gpu/gpu_lowering.h"
 #include "llvm/IR/LLVMContext.h"
@@ -195,6 +196,7 @@ Status CompileNative(const Trace &trace, const CompileOptions &options, CanLinkS
   // 17 s of LLVM's optimisation, 21 times what 6 layers took).
   OptimizeModule(*llvm_module, *target, options.opt_level, /*slp_vectorize=*/!gpu);
   SinkArgumentLoads(*llvm_module);
+  SplitEntryIntoParts(*llvm_module);
   std::string llvm_ir;
   if (ConstantBytes(trace) <= kMaxConstantBytesForIrText) llvm_ir = Print(*llvm_module);
   clock.Done(CompilePhase::kLlvmOptimize);
