@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/passes/approximate_math.h"
+#include "core/passes/argument_block.h"
 #include "core/passes/copies_to_linalg.h"
 #include "core/passes/free_buffers.h"
 #include "core/passes/fuse_elementwise.h"
@@ -44,6 +45,7 @@ constexpr OwnPass kOwnPasses[] = {
     {kUnshareTensorsPassName, CreateUnshareTensorsPass},
     {kOutlineLoopNestsPassName, CreateOutlineLoopNestsPass},
     {kMergeIdenticalFunctionsPassName, CreateMergeIdenticalFunctionsPass},
+    {kArgumentBlockPassName, CreateArgumentBlockPass},
 };
 
 // The pipeline's top-level elements: split at commas outside (...) and {...}.
@@ -68,14 +70,15 @@ std::vector<llvm::StringRef> TopLevelElements(llvm::StringRef pipeline) {
 
 std::string GpuLowerPipeline(const std::string &chip, const std::string &cuda_toolkit,
                              bool cubin) {
-  return "nvvm-attach-target{chip=" + chip + "},"
+  return "nvvm-attach-target{chip=" + chip +
+         "},"
          "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm),"
          "expand-strided-metadata,lower-affine,gpu-to-llvm,convert-scf-to-cf,"
          "tm-approximate-math,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
          "convert-arith-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"
-         "convert-func-to-llvm,reconcile-unrealized-casts,"
-         "gpu-module-to-binary{format=" + std::string(cubin ? "bin" : "isa") +
-         " toolkit=" + cuda_toolkit + "}";
+         "tm-argument-block,convert-func-to-llvm,reconcile-unrealized-casts,"
+         "gpu-module-to-binary{format=" +
+         std::string(cubin ? "bin" : "isa") + " toolkit=" + cuda_toolkit + "}";
 }
 
 Status RunPipeline(mlir::ModuleOp module, const char *stage, const std::string &pipeline) {

@@ -51,14 +51,16 @@ inline constexpr const char *kGpuFreesPipeline = "buffer-deallocation-pipeline";
 //    approximate_math.h); convert-math-to-funcs, which expands math.ipowi (integer pow); and
 //    convert-math-to-llvm before convert-math-to-libm, so that the fma/floor/abs the
 //    approximations use become LLVM intrinsics (vectorisable) and only what has none (erf,
-//    tanh in f64) calls libm.
+//    tanh in f64) calls libm. tm-argument-block gives each function's arguments an entry
+//    block of their own, where convert-func-to-llvm rebuilds their descriptors (its cost
+//    linear in the arguments, see argument_block.h).
 inline constexpr const char *kLowerToLLVMPipeline =
     "tm-copies-to-linalg,convert-linalg-to-parallel-loops,tm-parallelize-loops,"
     "tm-outline-loop-nests,tm-merge-identical-functions,"
     "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
     "tm-approximate-math,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
     "convert-arith-to-llvm,"
-    "convert-func-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"
+    "tm-argument-block,convert-func-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"
     "reconcile-unrealized-casts";
 
 // 3'. (GPU) After core/passes/gpu_matmul.h's kernels: linalg to parallel loops, adjacent
