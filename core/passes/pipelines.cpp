@@ -6,6 +6,7 @@
 #include "core/passes/approximate_math.h"
 #include "core/passes/argument_block.h"
 #include "core/passes/copies_to_linalg.h"
+#include "core/passes/cse_with_regions.h"
 #include "core/passes/free_buffers.h"
 #include "core/passes/fuse_elementwise.h"
 #include "core/passes/merge_identical_functions.h"
@@ -46,6 +47,7 @@ constexpr OwnPass kOwnPasses[] = {
     {kOutlineLoopNestsPassName, CreateOutlineLoopNestsPass},
     {kMergeIdenticalFunctionsPassName, CreateMergeIdenticalFunctionsPass},
     {kArgumentBlockPassName, CreateArgumentBlockPass},
+    {kCseWithRegionsPassName, CreateCseWithRegionsPass},
 };
 
 // The pipeline's top-level elements: split at commas outside (...) and {...}.

@@ -15,9 +15,11 @@ namespace tinymlir {
 
 // 1. Target-independent clean-up and elementwise fusion (3 generics -> 1 for
 //    examples/c/affine.c). Upstream's linalg-fuse-elementwise-ops is replaced by
-//    tm-fuse-elementwise-ops, which keeps matmuls named (see fuse_elementwise.h).
+//    tm-fuse-elementwise-ops, which keeps matmuls named (see fuse_elementwise.h), and
+//    upstream's cse by tm-cse, which puts operations' bodies in its hash (ops that differ
+//    only in their bodies were compared pairwise, see cse_with_regions.h).
 inline constexpr const char *kOptimizePipeline =
-    "canonicalize,cse,tm-fuse-elementwise-ops,canonicalize,cse";
+    "canonicalize,tm-cse,tm-fuse-elementwise-ops,canonicalize,tm-cse";
 
 // 2. Bufferization, once for every target: tensors become memrefs, internal buffers are
 //    freed. Two steps first. tm-unshare-tensors (see unshare_tensors.h) gives each user
