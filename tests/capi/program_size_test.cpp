@@ -376,16 +376,32 @@ SmallAndLarge CompileSecondsOfTwoSizes(const Tracer &trace, int small_steps, int
   return best;
 }
 
+// Expects `trace` at `large_steps` to compile (the whole call, or one phase:
+// tm_compile_phase) in less than twice large_steps / small_steps times the seconds it takes at
+// `small_steps`: linear growth is that ratio, the square its square. Records both as test
+// properties, `phase_name`_seconds_<steps>_`unit`.
+void ExpectLinearGrowth(const Tracer &trace, int small_steps, int large_steps,
+                        const tm_compile_options &options, int phase, const std::string &phase_name,
+                        const std::string &unit) {
+  const auto [small, large] =
+      CompileSecondsOfTwoSizes(trace, small_steps, large_steps, options, phase);
+  const std::string prefix = phase_name.empty() ? "" : phase_name + "_";
+  ::testing::Test::RecordProperty(prefix + "seconds_" + std::to_string(small_steps) + "_" + unit,
+                                  std::to_string(small));
+  ::testing::Test::RecordProperty(prefix + "seconds_" + std::to_string(large_steps) + "_" + unit,
+                                  std::to_string(large));
+  const double bound = 2.0 * large_steps / small_steps;
+  EXPECT_LT(large, bound * small) << small_steps << " " << unit << ": " << small << " s, "
+                                  << large_steps << " " << unit << ": " << large << " s";
+}
+
 // Four times the program in at most eight times the time (linear is four, the square
 // sixteen). Before the remedies, 100 steps took 1.5 s and 400 steps 26 s with the empties
 // shared (bufferization alone), 12 s with the loop nests in one function.
 TEST(ProgramSize, CompileTimeGrowsLinearlyWithTheProgram) {
   const tm_compile_options cpu = Options();
   (void)CompileSeconds(RowStepsTracer(), 1, cpu);  // the compiler process started
-  const auto [small, large] = CompileSecondsOfTwoSizes(RowStepsTracer(), 100, 400, cpu);
-  RecordProperty("seconds_100_steps", std::to_string(small));
-  RecordProperty("seconds_400_steps", std::to_string(large));
-  EXPECT_LT(large, 8 * small) << "100 steps: " << small << " s, 400 steps: " << large << " s";
+  ExpectLinearGrowth(RowStepsTracer(), 100, 400, cpu, /*phase=*/-1, "", "steps");
 }
 
 // `steps` times h = (h @ w) * 0.5 + c, h (kRows x kCols): every step reads the input w and
@@ -407,12 +423,8 @@ void TraceRecurrence(tm_trace *t, int steps) {
 // groups of readers (core/passes/unshare_tensors.h): four times the readers, at most eight
 // times the bufferization (3.6 times: 0.12 and 0.44 s). Before, 11.7 times (0.16 and 1.9 s).
 TEST(ProgramSize, ManyReadersOfOneTensorBufferizeInLinearTime) {
-  const tm_compile_options cpu = Options();
-  const auto [small, large] =
-      CompileSecondsOfTwoSizes(TraceRecurrence, 200, 800, cpu, TM_PHASE_BUFFERIZE);
-  RecordProperty("bufferize_seconds_200_steps", std::to_string(small));
-  RecordProperty("bufferize_seconds_800_steps", std::to_string(large));
-  EXPECT_LT(large, 8 * small) << "200 steps: " << small << " s, 800 steps: " << large << " s";
+  ExpectLinearGrowth(TraceRecurrence, 200, 800, Options(), TM_PHASE_BUFFERIZE, "bufferize",
+                     "steps");
 }
 
 // TraceRecurrence in double precision.
@@ -486,12 +498,7 @@ TEST(ProgramSize, ALongEntryIsSplitIntoPartsOfBoundedCalls) {
 // times what 1,000 steps took). In parts of bounded calls, four times the steps take at most
 // eight times the code generation.
 TEST(ProgramSize, CodeGenerationGrowsLinearlyWithTheCalls) {
-  const tm_compile_options cpu = Options();
-  const auto [small, large] =
-      CompileSecondsOfTwoSizes(TraceRecurrence, 250, 1000, cpu, TM_PHASE_CODEGEN);
-  RecordProperty("codegen_seconds_250_steps", std::to_string(small));
-  RecordProperty("codegen_seconds_1000_steps", std::to_string(large));
-  EXPECT_LT(large, 8 * small) << "250 steps: " << small << " s, 1000 steps: " << large << " s";
+  ExpectLinearGrowth(TraceRecurrence, 250, 1000, Options(), TM_PHASE_CODEGEN, "codegen", "steps");
 }
 
 // `steps` times h = (x_i @ w) + h, with an input x_i (1 x kCols) for each step: a program's
@@ -581,12 +588,8 @@ TEST(ProgramSize, OpsDifferingOnlyInTheirBodiesOptimiseInLinearTime) {
         ASSERT_EQ(ys[i].data[k], x.data[k] * static_cast<float>(2 + i % (kOutputs / 2)))
             << i << ", " << k;
   }
-  const tm_compile_options cpu = Options();
-  const auto [small, large] =
-      CompileSecondsOfTwoSizes(TraceScaledCopies, 300, 1200, cpu, TM_PHASE_OPTIMIZE);
-  RecordProperty("optimize_seconds_300_outputs", std::to_string(small));
-  RecordProperty("optimize_seconds_1200_outputs", std::to_string(large));
-  EXPECT_LT(large, 8 * small) << "300 outputs: " << small << " s, 1200 outputs: " << large << " s";
+  ExpectLinearGrowth(TraceScaledCopies, 300, 1200, Options(), TM_PHASE_OPTIMIZE, "optimize",
+                     "outputs");
 }
 
 // The GPU target's host code (a launch per loop nest, each launch's arguments stored into an
@@ -605,12 +608,9 @@ TEST(ProgramSize, GpuHostCodeOptimisesInLinearTime) {
     EXPECT_GE(CountSubstr(host, "@mgpuLaunchKernel("), 40);
     EXPECT_EQ(CountSubstr(host, "store <"), 0);
   }
-  const auto [small, large] =
-      CompileSecondsOfTwoSizes(RowStepsTracer(/*axis=*/0), 25, 200, gpu, TM_PHASE_LLVM_OPTIMIZE);
-  RecordProperty("llvm_seconds_25_steps", std::to_string(small));
-  RecordProperty("llvm_seconds_200_steps", std::to_string(large));
   // Eight times the program; with the SLP vectoriser, 16.6 times the time.
-  EXPECT_LT(large, 16 * small) << "25 steps: " << small << " s, 200 steps: " << large << " s";
+  ExpectLinearGrowth(RowStepsTracer(/*axis=*/0), 25, 200, gpu, TM_PHASE_LLVM_OPTIMIZE, "llvm",
+                     "steps");
 }
 
 }  // namespace
