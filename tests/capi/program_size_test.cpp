@@ -57,6 +57,17 @@ std::vector<int> GenericBodySizes(const std::string &ir) {
   return sizes;
 }
 
+// Compiles trace(steps) in a new context with the default options (null if that failed:
+// the failure is reported).
+Program CompileTraced(void (*trace)(tm_trace *, int), int steps) {
+  Context ctx = NewContext();
+  Trace t = NewTrace(ctx);
+  trace(t, steps);
+  Program p;
+  EXPECT_EQ(tm_compile(ctx, t, nullptr, p.out()), TM_OK) << tm_last_error();
+  return p;
+}
+
 // `steps` times y = y * 1.001 - 0.5, on x (kRows x kCols).
 void TraceChain(tm_trace *t, int steps) {
   tm_value y = Input(t, TM_F32, {kRows, kCols});
@@ -116,11 +127,8 @@ Program CompileAndCheckRowSteps(int steps, Scales scales) {
 
 TEST(ProgramSize, ALongElementwiseChainIsFusedIntoBoundedBodies) {
   constexpr int kSteps = 400;  // 800 ops: more than three bodies' worth
-  Context ctx = NewContext();
-  Trace t = NewTrace(ctx);
-  TraceChain(t, kSteps);
-  Program p;
-  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+  Program p = CompileTraced(TraceChain, kSteps);
+  ASSERT_NE(p.get(), nullptr);
   const std::vector<int> sizes = GenericBodySizes(StageText(p, TM_STAGE_OPTIMIZED));
   // Fused (a few generics, not 800), but no body beyond the bound.
   EXPECT_GE(sizes.size(), 2u * kSteps / kMaxFusedBodyOps);
@@ -448,11 +456,8 @@ std::vector<double> Recurrence(std::vector<double> h, const std::vector<double> 
 // and the values are the recurrence's.
 TEST(ProgramSize, ALongEntryIsSplitIntoPartsOfBoundedCalls) {
   constexpr int kSteps = 300, kCallsPerPart = 64;
-  Context ctx = NewContext();
-  Trace t = NewTrace(ctx);
-  TraceRecurrence(t, kSteps);
-  Program p;
-  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+  Program p = CompileTraced(TraceRecurrence, kSteps);
+  ASSERT_NE(p.get(), nullptr);
   const std::string llvm_ir = StageText(p, TM_STAGE_LLVM_IR);
   EXPECT_GE(CountSubstr(llvm_ir, "@tm_packed_entry_part_"), 2 * kSteps / kCallsPerPart);
   std::istringstream lines(llvm_ir);
@@ -518,11 +523,8 @@ void TraceInputPerStep(tm_trace *t, int steps) {
 // starts with a block that rebuilds the descriptors and branches, before any call.
 TEST(ProgramSize, ArgumentsAreConvertedInABlockOfTheirOwn) {
   constexpr int kSteps = 300;
-  Context ctx = NewContext();
-  Trace t = NewTrace(ctx);
-  TraceInputPerStep(t, kSteps);
-  Program p;
-  TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+  Program p = CompileTraced(TraceInputPerStep, kSteps);
+  ASSERT_NE(p.get(), nullptr);
   const std::string lowered = StageText(p, TM_STAGE_LOWERED);
   const size_t kernel = lowered.find("llvm.func @kernel(");
   ASSERT_NE(kernel, std::string::npos) << lowered;
@@ -572,11 +574,8 @@ void TraceScaledCopies(tm_trace *t, int outputs) {
 TEST(ProgramSize, OpsDifferingOnlyInTheirBodiesOptimiseInLinearTime) {
   constexpr int kOutputs = 64;
   {
-    Context ctx = NewContext();
-    Trace t = NewTrace(ctx);
-    TraceScaledCopies(t, kOutputs);
-    Program p;
-    TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
+    Program p = CompileTraced(TraceScaledCopies, kOutputs);
+    ASSERT_NE(p.get(), nullptr);
     EXPECT_EQ(CountSubstr(StageText(p, TM_STAGE_OPTIMIZED), "linalg.generic"), kOutputs / 2);
     Host<float> x({kCols}, Cast<float>(Pseudo(kCols, -4, 4, 61)));
     std::vector<Host<float>> ys(kOutputs, Host<float>({kCols}, -99.0f));

@@ -23,15 +23,13 @@ bool IsCall(const llvm::Instruction &inst) {
 // holds its terminator). None when the block makes at most kCallsPerPart * 2 calls.
 std::vector<llvm::BasicBlock *> CutIntoRuns(llvm::BasicBlock &block) {
   int calls = 0;
-  for (const llvm::Instruction &inst : block) calls += IsCall(inst) ? 1 : 0;
-  if (calls <= kCallsPerPart * 2) return {};
   std::vector<llvm::Instruction *> cuts;
-  calls = 0;
   for (llvm::Instruction &inst : block) {
     if (!IsCall(inst) || ++calls % kCallsPerPart != 0) continue;
     llvm::Instruction *next = inst.getNextNode();
     if (next && !next->isTerminator()) cuts.push_back(next);
   }
+  if (calls <= kCallsPerPart * 2) return {};
   std::vector<llvm::BasicBlock *> runs;
   llvm::BasicBlock *run = &block;
   for (llvm::Instruction *cut : cuts) {
