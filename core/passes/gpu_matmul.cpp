@@ -146,14 +146,90 @@ void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, 
   mlir::gpu::TerminatorOp::create(b, loc);
 }
 
+// The sum of a(k) * b(k) over k = first, first + stride, ... below `k`, in that order (0
+// when there is none), for the dot products of the one-row and one-column kernels. The loop
+// is unrolled kDotUnroll times, the loads of each step emitted before its products: a GPU
+// issues a warp's instructions in order, so a product waiting for its load would otherwise
+// keep the next load from leaving, and a decode step's products would run at one memory
+// latency per step instead of at the memory's bandwidth (measured on an H200: the one-row
+// kernel took 146 us for GPT-2's 3072 x 768 weights, its time growing with K whatever N).
+constexpr int64_t kDotUnroll = 4;
+
+Value EmitStridedDot(mlir::OpBuilder &b, mlir::Location loc, Value first, int64_t stride, int64_t k,
+                     mlir::Type elem, llvm::function_ref<Value(Value)> load_a,
+                     llvm::function_ref<Value(Value)> load_b) {
+  auto index = [&](int64_t v) {
+    return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+  const int64_t step = stride * kDotUnroll, unrolled_end = k / step * step;
+  // The unrolled steps: every k they reach is below unrolled_end (first < stride).
+  auto unrolled = mlir::scf::ForOp::create(b, loc, index(0), index(unrolled_end), index(step),
+                                           mlir::ValueRange{zero});
+  {
+    mlir::OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(unrolled.getBody());
+    const Value base = mlir::arith::AddIOp::create(b, loc, unrolled.getInductionVar(), first);
+    std::vector<Value> xs, ys;
+    for (int64_t u = 0; u < kDotUnroll; ++u) {
+      const Value kk = mlir::arith::AddIOp::create(b, loc, base, index(u * stride));
+      xs.push_back(load_a(kk));
+      ys.push_back(load_b(kk));
+    }
+    Value sum = unrolled.getRegionIterArgs()[0];
+    for (int64_t u = 0; u < kDotUnroll; ++u)
+      sum = mlir::arith::AddFOp::create(b, loc, sum,
+                                        mlir::arith::MulFOp::create(b, loc, xs[u], ys[u]));
+    mlir::scf::YieldOp::create(b, loc, sum);
+  }
+  // The rest, one at a time.
+  auto rest = mlir::scf::ForOp::create(
+      b, loc, mlir::arith::AddIOp::create(b, loc, index(unrolled_end), first), index(k),
+      index(stride), mlir::ValueRange{unrolled.getResult(0)});
+  {
+    mlir::OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(rest.getBody());
+    const Value kk = rest.getInductionVar();
+    Value sum =
+        mlir::arith::AddFOp::create(b, loc, rest.getRegionIterArgs()[0],
+                                    mlir::arith::MulFOp::create(b, loc, load_a(kk), load_b(kk)));
+    mlir::scf::YieldOp::create(b, loc, sum);
+  }
+  return rest.getResult(0);
+}
+
+// Thread `lane`'s sum of the `lanes` partial sums of workgroup memory `partials` at
+// [0 .. lanes) x [lane] (`lane_major`: [lane] x [0 .. lanes)), in order.
+Value SumPartials(mlir::OpBuilder &b, mlir::Location loc, Value partials, Value lane, int64_t lanes,
+                  bool lane_major, mlir::Type elem) {
+  auto index = [&](int64_t v) {
+    return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+  auto total =
+      mlir::scf::ForOp::create(b, loc, index(0), index(lanes), index(1), mlir::ValueRange{zero});
+  mlir::OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(total.getBody());
+  const Value i = total.getInductionVar();
+  Value part = mlir::memref::LoadOp::create(
+      b, loc, partials, lane_major ? mlir::ValueRange{lane, i} : mlir::ValueRange{i, lane});
+  mlir::scf::YieldOp::create(
+      b, loc,
+      mlir::ValueRange{
+          mlir::arith::AddFOp::create(b, loc, total.getRegionIterArgs()[0], part).getResult()});
+  return total.getResult(0);
+}
+
 // C (+)= A @ B when A (and C) have one row, as in a decode step: the tiled kernel would
 // leave all but one row of each block's threads idle and meet at two barriers per step of
 // K. Here a block of kMatvecColumns x kMatvecSlices threads computes kMatvecColumns
-// outputs: thread (tx, ty) sums A[k] * B[k, col] for k = ty, ty + kMatvecSlices, ... in
-// order (a warp reads kMatvecColumns consecutive elements of a row of B: coalesced), the
-// partial sums meet in workgroup memory at one barrier, and thread (tx, 0) adds them in
-// slice order to C's element. A batch matmul puts the batch on the grid's z dimension.
-constexpr int64_t kMatvecColumns = 32, kMatvecSlices = 8;
+// outputs: thread (tx, ty) sums A[k] * B[k, col] for k = ty, ty + kMatvecSlices, ...
+// (EmitStridedDot; a warp reads kMatvecColumns consecutive elements of a row of B:
+// coalesced), the partial sums meet in workgroup memory at one barrier, and thread (tx, 0)
+// adds them in slice order to C's element. GPT-2's widths make few blocks (24 for 768
+// columns), so each has many slices of K: the loads in flight, not the blocks, keep the
+// memory busy. A batch matmul puts the batch on the grid's z dimension.
+constexpr int64_t kMatvecColumns = 32, kMatvecSlices = 32;
 
 void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
                       Value initial, const Epilogue *epilogue, bool batch) {
@@ -166,14 +242,14 @@ void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm,
   auto index = [&](int64_t v) {
     return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
   };
-  const Value zero_index = index(0), one = index(1), slices = index(kMatvecSlices);
+  const Value zero_index = index(0), one = index(1);
 
   auto partials_type = mlir::MemRefType::get(
       {kMatvecSlices, kMatvecColumns}, elem, mlir::MemRefLayoutAttrInterface(),
       mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup));
   auto launch = mlir::gpu::LaunchOp::create(
       b, loc, index((n + kMatvecColumns - 1) / kMatvecColumns), one, index(batches),
-      index(kMatvecColumns), slices, one, /*dynamicSharedMemorySize=*/nullptr,
+      index(kMatvecColumns), index(kMatvecSlices), one, /*dynamicSharedMemorySize=*/nullptr,
       /*asyncTokenType=*/nullptr, mlir::ValueRange{}, mlir::TypeRange{partials_type});
   mlir::OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&launch.getBody().front());
@@ -195,18 +271,11 @@ void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm,
   {
     mlir::OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&slice.getThenRegion().front());
-    auto steps = mlir::scf::ForOp::create(b, loc, ty, index(k), slices, mlir::ValueRange{zero});
-    {
-      mlir::OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(steps.getBody());
-      const Value kk = steps.getInductionVar();
-      Value x = mlir::memref::LoadOp::create(b, loc, a, indices(zero_index, kk));
-      Value y = mlir::memref::LoadOp::create(b, loc, bm, indices(kk, col));
-      Value sum = mlir::arith::AddFOp::create(b, loc, steps.getRegionIterArgs()[0],
-                                              mlir::arith::MulFOp::create(b, loc, x, y));
-      mlir::scf::YieldOp::create(b, loc, sum);
-    }
-    mlir::scf::YieldOp::create(b, loc, steps.getResult(0));
+    const Value sum = EmitStridedDot(
+        b, loc, ty, kMatvecSlices, k, elem,
+        [&](Value kk) { return mlir::memref::LoadOp::create(b, loc, a, indices(zero_index, kk)); },
+        [&](Value kk) { return mlir::memref::LoadOp::create(b, loc, bm, indices(kk, col)); });
+    mlir::scf::YieldOp::create(b, loc, sum);
     b.setInsertionPointToStart(&slice.getElseRegion().front());
     mlir::scf::YieldOp::create(b, loc, zero);
   }
@@ -220,21 +289,90 @@ void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm,
   {
     mlir::OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&store.getThenRegion().front());
-    auto total = mlir::scf::ForOp::create(b, loc, zero_index, slices, one, mlir::ValueRange{zero});
-    {
-      mlir::OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(total.getBody());
-      Value part = mlir::memref::LoadOp::create(b, loc, partials,
-                                                mlir::ValueRange{total.getInductionVar(), tx});
-      mlir::scf::YieldOp::create(
-          b, loc,
-          mlir::ValueRange{
-              mlir::arith::AddFOp::create(b, loc, total.getRegionIterArgs()[0], part).getResult()});
-    }
+    const Value total =
+        SumPartials(b, loc, partials, tx, kMatvecSlices, /*lane_major=*/false, elem);
     Value old =
         initial ? initial : mlir::memref::LoadOp::create(b, loc, c, indices(zero_index, col));
-    Value sum = mlir::arith::AddFOp::create(b, loc, old, total.getResult(0));
+    Value sum = mlir::arith::AddFOp::create(b, loc, old, total);
     StoreResult(b, loc, epilogue, c, sum, indices(zero_index, col));
+  }
+  mlir::gpu::TerminatorOp::create(b, loc);
+}
+
+// C (+)= A @ B when B (and C) have one column: GPT-2's logits, the embedding matrix times the
+// last hidden state, one dot product per row of A (50,257 of 768). The tiled kernel would
+// leave 15 of each 16 columns of threads idle and read A's rows 16 elements at a time (a
+// decode step's logits took 301 us on an H200). Here each warp of a block of kRowDotLanes x
+// kRowDotRows threads takes a row: lane tx sums A[row, k] * B[k, 0] for k = tx, tx +
+// kRowDotLanes, ... (EmitStridedDot; the warp reads consecutive elements of the row:
+// coalesced), and lane 0 adds the lanes' sums from workgroup memory, in lane order, to C's
+// element. A batch matmul puts the batch on the grid's z dimension.
+constexpr int64_t kRowDotLanes = 32, kRowDotRows = 8;
+
+void EmitRowDotKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
+                      Value initial, const Epilogue *epilogue, bool batch) {
+  auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
+  auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
+  mlir::Type elem = c_type.getElementType();
+  const int r = batch ? 1 : 0;  // index of the M dimension
+  const int64_t m = c_type.getDimSize(r), k = a_type.getDimSize(r + 1);
+  const int64_t batches = batch ? c_type.getDimSize(0) : 1;
+  auto index = [&](int64_t v) {
+    return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  const Value zero_index = index(0), one = index(1);
+
+  auto partials_type = mlir::MemRefType::get(
+      {kRowDotRows, kRowDotLanes}, elem, mlir::MemRefLayoutAttrInterface(),
+      mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup));
+  auto launch = mlir::gpu::LaunchOp::create(
+      b, loc, index((m + kRowDotRows - 1) / kRowDotRows), one, index(batches), index(kRowDotLanes),
+      index(kRowDotRows), one, /*dynamicSharedMemorySize=*/nullptr,
+      /*asyncTokenType=*/nullptr, mlir::ValueRange{}, mlir::TypeRange{partials_type});
+  mlir::OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Value partials = launch.getWorkgroupAttributions()[0];
+  const Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
+  const Value z = launch.getBlockIds().z;
+  const Value row = mlir::arith::AddIOp::create(
+      b, loc, mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().x, index(kRowDotRows)), ty);
+  const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+  const Value in_range =
+      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult, row, index(m));
+  auto indices = [&](Value i, Value j) {
+    return batch ? std::vector<Value>{z, i, j} : std::vector<Value>{i, j};
+  };
+
+  // This lane's part of the row's dot product (0 for a row past the end).
+  auto part = mlir::scf::IfOp::create(b, loc, elem, in_range, /*withElseRegion=*/true);
+  {
+    mlir::OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&part.getThenRegion().front());
+    const Value sum = EmitStridedDot(
+        b, loc, tx, kRowDotLanes, k, elem,
+        [&](Value kk) { return mlir::memref::LoadOp::create(b, loc, a, indices(row, kk)); },
+        [&](Value kk) {
+          return mlir::memref::LoadOp::create(b, loc, bm, indices(kk, zero_index));
+        });
+    mlir::scf::YieldOp::create(b, loc, sum);
+    b.setInsertionPointToStart(&part.getElseRegion().front());
+    mlir::scf::YieldOp::create(b, loc, zero);
+  }
+  mlir::memref::StoreOp::create(b, loc, part.getResult(0), partials, mlir::ValueRange{ty, tx});
+  mlir::gpu::BarrierOp::create(b, loc);
+
+  Value first_lane =
+      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::eq, tx, zero_index);
+  Value adds = mlir::arith::AndIOp::create(b, loc, first_lane, in_range);
+  auto store = mlir::scf::IfOp::create(b, loc, mlir::TypeRange{}, adds, /*withElseRegion=*/false);
+  {
+    mlir::OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&store.getThenRegion().front());
+    const Value total = SumPartials(b, loc, partials, ty, kRowDotLanes, /*lane_major=*/true, elem);
+    Value old =
+        initial ? initial : mlir::memref::LoadOp::create(b, loc, c, indices(row, zero_index));
+    Value sum = mlir::arith::AddFOp::create(b, loc, old, total);
+    StoreResult(b, loc, epilogue, c, sum, indices(row, zero_index));
   }
   mlir::gpu::TerminatorOp::create(b, loc);
 }
@@ -505,8 +643,11 @@ int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
     const Value initial = fill ? fill.getDpsInputs()[0] : Value();
     const std::optional<Epilogue> epilogue = EpilogueAfter(op, fill, a, bm, c);
     const Epilogue *after = epilogue ? &*epilogue : nullptr;
+    const int64_t columns = mlir::cast<mlir::MemRefType>(c.getType()).getDimSize(batch ? 2 : 1);
     if (rows == 1)
       EmitMatvecKernel(b, op->getLoc(), a, bm, c, initial, after, batch);
+    else if (columns == 1)
+      EmitRowDotKernel(b, op->getLoc(), a, bm, c, initial, after, batch);
     else
       EmitTiledKernel(b, op->getLoc(), a, bm, c, initial, after, batch, tile);
     op->erase();

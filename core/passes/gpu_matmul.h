@@ -27,9 +27,13 @@
 //
 // A product with one row of A (a decode step's projections and attention) is a matrix-vector
 // kernel instead: the tiled one would leave all but one row of each block's threads idle.
-// Blocks of 32 x 8 threads compute 32 outputs each, every thread an eighth of each dot
-// product (K strided by 8, coalesced reads of B's rows), the eight partial sums added in
-// order after one barrier.
+// Blocks of 32 x 32 threads compute 32 outputs each, every thread a 32nd of each dot product
+// (K strided by 32, coalesced reads of B's rows, four loads in flight), the partial sums
+// added in order after one barrier. A product with one column of B (GPT-2's logits: the
+// embedding matrix times the hidden state) is a row-dot kernel: a warp per row of A, its
+// lanes strided along the row (coalesced), the lanes' sums added in order after one barrier.
+// On an H200, a GPT-2 124M decode step's products took 3.4 ms of kernel time before these
+// (the K loop waited for each load; the logits used the tiled kernel).
 //
 // Matmuls with user-defined indexing maps or other element types are left alone and become
 // plain parallel loops like any other linalg op.

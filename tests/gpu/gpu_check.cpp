@@ -26,7 +26,8 @@ struct Case {
 };
 
 // The op kinds of the seed chapter (rows reduced by the row kernels), the products with one
-// row of a decode step (the matrix-vector kernel), and products with the elementwise ops that follow them in GPT-2
+// row of a decode step (the matrix-vector kernel) and with one column (the logits: the
+// row-dot kernel), and products with the elementwise ops that follow them in GPT-2
 // (each kernel's epilogue); the traces are in Trace() below.
 const Case kCases[] = {
     {"elementwise", {{300, 257}, {257}}, {TM_F32, TM_F32}},
@@ -42,6 +43,9 @@ const Case kCases[] = {
     {"constant_tensor", {{300, 4}}, {TM_F32}},
     {"matvec", {{1, 256}, {256, 2304}}, {TM_F32, TM_F32}},  // one row: a decode step's
     {"batch_matvec", {{12, 1, 64}, {12, 64, 200}}, {TM_F32, TM_F32}},
+    {"matvec_deep", {{1, 3072}, {3072, 96}}, {TM_F32, TM_F32}},  // the MLP projection's depth
+    {"row_dots", {{1001, 768}, {768, 1}}, {TM_F32, TM_F32}},     // one column: the logits
+    {"batch_row_dots", {{3, 50, 33}, {3, 33, 1}}, {TM_F32, TM_F32}},
     // Elementwise ops after a product: the product kernel's epilogue.
     {"matmul_bias_gelu", {{129, 67}, {67, 301}, {301}}, {TM_F32, TM_F32, TM_F32}},
     {"matvec_residual", {{1, 768}, {768, 768}, {1, 768}}, {TM_F32, TM_F32, TM_F32}},

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_op_cases.h"
@@ -91,14 +92,27 @@ TEST(GpuEmulation, MatmulsEqualADoubleLoopForEveryTileEdge) {
   }
 }
 
-// One row of A: the matrix-vector kernel (32 columns by 8 slices of K per block), for
-// widths around a block's 32 columns and depths shorter and longer than its 8 slices.
+// One row of A: the matrix-vector kernel (32 columns by 32 slices of K per block, each
+// slice's loop unrolled 4 times), for widths around a block's 32 columns and depths around
+// its slices and its unrolled steps (128).
 TEST(GpuEmulation, OneRowProductsEqualADoubleLoop) {
   for (int64_t n : {1, 31, 32, 33, 100})
-    for (int64_t k : {1, 7, 8, 9, 300}) ExpectMatmul<float>(16, 1, 1, k, n, 1e-5, 1e-5);
+    for (int64_t k : {1, 7, 32, 33, 127, 128, 129, 300})
+      ExpectMatmul<float>(16, 1, 1, k, n, 1e-5, 1e-5);
   ExpectMatmul<double>(16, 1, 1, 77, 45, 1e-12, 1e-12);
   ExpectMatmul<float>(16, 12, 1, 64, 19, 1e-5, 1e-5);  // a decode step's attention scores
   ExpectMatmul<float>(16, 12, 1, 19, 64, 1e-5, 1e-5);  // and its weighted values
+}
+
+// One column of B: the row-dot kernel (a warp of 32 lanes per row of A, 8 rows per block,
+// each lane's loop unrolled 4 times), for heights around a block's 8 rows and depths around
+// its lanes and its unrolled steps (128).
+TEST(GpuEmulation, OneColumnProductsEqualADoubleLoop) {
+  for (int64_t m : {2, 7, 8, 9, 100})
+    for (int64_t k : {1, 31, 32, 33, 127, 128, 129, 300})
+      ExpectMatmul<float>(16, 1, m, k, 1, 1e-5, 1e-5);
+  ExpectMatmul<double>(16, 1, 45, 77, 1, 1e-12, 1e-12);
+  ExpectMatmul<float>(16, 12, 19, 64, 1, 1e-5, 1e-5);
 }
 
 TEST(GpuEmulation, BatchMatmulsPutTheBatchOnTheGridsZ) {
@@ -112,12 +126,13 @@ TEST(GpuEmulation, BatchMatmulsPutTheBatchOnTheGridsZ) {
 // attention scores), a residual beside the product kept as an output too, and an op that
 // reads the product at other elements (the transpose), which stays a kernel of its own.
 // Each against double-precision loops, for the tiled kernel (tiles that divide the sizes
-// and tiles that do not) and the matrix-vector one.
+// and tiles that do not), the matrix-vector one and the row-dot one.
 TEST(GpuEmulation, ProductsWithTheirElementwiseEpiloguesEqualADoubleLoop) {
-  const int64_t k = 19, n = 23;
+  const int64_t k = 19;
   for (int tile : {7, 16})
-    for (int64_t rows : {1, 37}) {
-      SCOPED_TRACE("tile " + std::to_string(tile) + ", " + std::to_string(rows) + " rows");
+    for (auto [rows, n] : {std::pair<int64_t, int64_t>{1, 23}, {37, 23}, {37, 1}}) {
+      SCOPED_TRACE("tile " + std::to_string(tile) + ", " + std::to_string(rows) + " x " +
+                   std::to_string(n));
       Context ctx = NewContext();
       Trace t = NewTrace(ctx, "epilogues");
       tm_value a = Input(t, TM_F32, {rows, k}), b = Input(t, TM_F32, {k, n});
@@ -174,6 +189,7 @@ TEST(GpuEmulation, ProductsWithTheirElementwiseEpiloguesEqualADoubleLoop) {
   {
     Context ctx = NewContext();
     Trace t = NewTrace(ctx, "symmetric");
+    const int64_t n = 23;
     tm_value a = Input(t, TM_F32, {n, k}), b = Input(t, TM_F32, {k, n});
     tm_value y = Op(tm_op_matmul, t, a, b);
     const int32_t perm[2] = {1, 0};
