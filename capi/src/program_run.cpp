@@ -181,6 +181,14 @@ TM_API tm_status tm_managed_alloc(size_t bytes, void **out) {
 
 TM_API void tm_managed_free(void *block) { tinymlir::gpu::ManagedFree(block); }
 
+TM_API tm_status tm_managed_prefetch(const void *block, size_t bytes) {
+  if (!block && bytes > 0)
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                "tm_managed_prefetch: block is NULL but bytes is " + std::to_string(bytes));
+  return Guard("tm_managed_prefetch",
+               [&] { return tinymlir::gpu::PrefetchToDevice(block, bytes); });
+}
+
 TM_API void tm_kernel_timing(int32_t enable) { tinymlir::SetKernelTiming(enable != 0); }
 
 TM_API tm_status tm_kernel_times_get(tm_kernel_times *times) {

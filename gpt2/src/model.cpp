@@ -157,6 +157,9 @@ Status Gpt2Model::UploadWeights(bool *uploaded) {
     TM_RETURN_IF_ERROR(FromC(s));
     device_blocks_.push_back(static_cast<float *>(block));
     std::memcpy(block, w->data.data(), w->data.size() * sizeof(float));
+    // On the device before the first call reads it (a page fault at a time otherwise). A
+    // driver that cannot prefetch still moves the pages when they are read: not an error.
+    (void)tm_managed_prefetch(block, w->data.size() * sizeof(float));
     w->device = static_cast<float *>(block);
   }
   *uploaded = true;

@@ -329,6 +329,14 @@ TEST(GpuTarget, ManagedMemoryNeedsTheDriver) {
   }
   tm_managed_free(block);
   tm_managed_free(nullptr);
+  TM_EXPECT_STATUS(tm_managed_prefetch(nullptr, 16), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("block is NULL"), std::string::npos);
+  TM_ASSERT_OK(tm_managed_prefetch(nullptr, 0));
+  if (s != TM_OK) {  // no driver: prefetching says so, as allocating did
+    char host[16];
+    TM_EXPECT_STATUS(tm_managed_prefetch(host, sizeof host), TM_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(tm_last_error()).find("CUDA"), std::string::npos) << tm_last_error();
+  }
 }
 
 TEST(GpuTarget, ProgramFilesCarryTheDeviceCode) {

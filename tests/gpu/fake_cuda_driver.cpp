@@ -278,6 +278,21 @@ CUresult cuMemFree_v2(unsigned long long ptr) {
   return kSuccess;
 }
 
+// Moves nothing (host and "device" memory are one here); checks that the range is one
+// block of managed memory and the stream the default one or one that exists.
+CUresult cuMemPrefetchAsync(unsigned long long ptr, size_t bytes, int device, void *stream) {
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  const auto start = static_cast<uintptr_t>(ptr);
+  auto block = BlockOf(Driver(), start);
+  // What the driver answers for host memory, a range past the block or another device.
+  if (block == Driver().blocks.end() || start + bytes > block->first + block->second || device != 0)
+    return kInvalidValue;
+  if (stream && !Driver().streams.count(stream))
+    return Violation("cuMemPrefetchAsync on a stream that does not exist");
+  Log("prefetch " + std::to_string(bytes));
+  return kSuccess;
+}
+
 CUresult cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr) {
   if (attribute != 8) return kInvalidValue;  // CU_POINTER_ATTRIBUTE_IS_MANAGED only
   std::lock_guard<std::mutex> lock(Driver().mutex);

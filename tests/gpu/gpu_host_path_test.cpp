@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpu_op_cases.h"
@@ -38,6 +39,31 @@ TEST(GpuHostPath, TheFakeDriverIsTheOneLoaded) {
   ASSERT_NE(std::getenv("FAKE_CUDA_LOG"), nullptr) << "run under CTest";
   void *block = nullptr;
   TM_ASSERT_OK(tm_managed_alloc(4096, &block));
+  tm_managed_free(block);
+}
+
+// tm_managed_prefetch moves a managed block, or part of it; memory the driver did not
+// allocate, or a range past a block's end, is the driver's error, named.
+TEST(GpuHostPath, ManagedBlocksArePrefetchedAndOtherMemoryIsRefused) {
+  void *block = nullptr;
+  TM_ASSERT_OK(tm_managed_alloc(8192, &block));
+  const size_t before = DriverLog().size();
+  TM_ASSERT_OK(tm_managed_prefetch(block, 8192));
+  TM_ASSERT_OK(tm_managed_prefetch(static_cast<char *>(block) + 4096, 100));
+  TM_ASSERT_OK(tm_managed_prefetch(block, 0));
+  const LogSince log(before);
+  EXPECT_EQ(log.Count("prefetch 8192") + log.Count("prefetch 100"), 2) << log.text;
+  EXPECT_TRUE(log.Clean()) << log.text;
+  std::vector<char> host(64);
+  for (auto [what, p, bytes] :
+       {std::tuple<const char *, const void *, size_t>{"host memory", host.data(), host.size()},
+        {"past the end", block, 8193}}) {
+    SCOPED_TRACE(what);
+    TM_EXPECT_STATUS(tm_managed_prefetch(p, bytes), TM_ERROR_RUNTIME);
+    const std::string msg = tm_last_error();
+    EXPECT_EQ(msg.rfind("tm_managed_prefetch: cuMemPrefetchAsync(", 0), 0u) << msg;
+    EXPECT_NE(msg.find("CUDA_ERROR_INVALID_VALUE"), std::string::npos) << msg;
+  }
   tm_managed_free(block);
 }
 
@@ -98,6 +124,9 @@ TEST(GpuHostPath, Gpt2GeneratesWithEveryLaunchOnDeviceMemory) {
   EXPECT_GE(CountSubstr(LogSince(before_load).text,
                         "alloc " + std::to_string(int64_t{n_ctx} * n_embd * 4) + "\n"),
             2 * n_layer);
+  // Each weight tensor is moved to the device at load (tm_managed_prefetch), not a page
+  // fault at a time inside the first call: wte, wpe, ln_f's two and 12 per layer.
+  EXPECT_EQ(CountSubstr(LogSince(before_load).text, "prefetch "), 4 + 12 * n_layer);
   for (int kv_cache : {1, 0}) {
     const size_t before = DriverLog().size();
     tm_generate_options o;

@@ -91,6 +91,7 @@ Status ResolveAll(void *library, CudaDriver *d) {
       !Resolve(library, "cuMemAlloc_v2", &d->cuMemAlloc, &status) ||
       !Resolve(library, "cuMemAllocManaged", &d->cuMemAllocManaged, &status) ||
       !Resolve(library, "cuMemFree_v2", &d->cuMemFree, &status) ||
+      !Resolve(library, "cuMemPrefetchAsync", &d->cuMemPrefetchAsync, &status) ||
       !Resolve(library, "cuPointerGetAttribute", &d->cuPointerGetAttribute, &status) ||
       !Resolve(library, "cuMemcpyAsync", &d->cuMemcpyAsync, &status) ||
       !Resolve(library, "cuMemsetD32Async", &d->cuMemsetD32Async, &status) ||
@@ -221,6 +222,26 @@ void ManagedFree(void *block) {
   const CudaDriver *d = nullptr;
   if (!MakeContextCurrent().ok() || !Driver(&d).ok()) return;
   (void)d->cuMemFree(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(block)));
+}
+
+Status QueuePrefetchToDevice(const void *block, uint64_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  TM_RETURN_IF_ERROR(MakeContextCurrent());
+  const CudaDriver *d = nullptr;
+  TM_RETURN_IF_ERROR(Driver(&d));
+  const CUdeviceptr ptr = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(block));
+  // On the context's default stream, which a program's own stream does not wait for: a
+  // context-wide wait (Synchronize) makes the pages be there before any later kernel.
+  const CUresult rc = d->cuMemPrefetchAsync(ptr, static_cast<size_t>(bytes), d->device, nullptr);
+  if (rc != kCudaSuccess)
+    return CudaCallFailed("cuMemPrefetchAsync(" + std::to_string(bytes) + " bytes)", rc);
+  return Status::Ok();
+}
+
+Status PrefetchToDevice(const void *block, uint64_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  TM_RETURN_IF_ERROR(QueuePrefetchToDevice(block, bytes));
+  return Synchronize();
 }
 
 bool IsManaged(const void *p) {

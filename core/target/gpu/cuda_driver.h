@@ -64,6 +64,9 @@ struct CudaDriver {
   CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);             // _v2
   CUresult (*cuMemAllocManaged)(CUdeviceptr *ptr, size_t bytes, unsigned flags);
   CUresult (*cuMemFree)(CUdeviceptr ptr);  // _v2
+  // The first version's signature (a device ordinal), which every driver since CUDA 8
+  // exports; cuda.h 13 maps the name to _v2, which takes a CUmemLocation.
+  CUresult (*cuMemPrefetchAsync)(CUdeviceptr ptr, size_t bytes, CUdevice device, CUstream stream);
   CUresult (*cuPointerGetAttribute)(void *data, int attribute, CUdeviceptr ptr);
   CUresult (*cuMemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned value, size_t count, CUstream stream);
@@ -118,6 +121,16 @@ Status ManagedAlloc(uint64_t bytes, void **out);
 // also the release function of an unwinding call, after a failure that may have left the
 // context unusable, when there is nobody left to tell.
 void ManagedFree(void *block);
+
+// Moves `bytes` of managed memory from `block` to the device now, and waits until they are
+// there (cuMemPrefetchAsync, then cuCtxSynchronize): after the host wrote a block, its pages
+// would otherwise move a fault at a time inside the first kernel that reads them. Zero
+// bytes is a no-op.
+Status PrefetchToDevice(const void *block, uint64_t bytes);
+
+// The same move, queued on the context's default stream: Synchronize() waits for it (one
+// wait for the blocks of a whole call).
+Status QueuePrefetchToDevice(const void *block, uint64_t bytes);
 
 // Whether `p` points into managed memory (ManagedAlloc, tm_managed_alloc): such a tensor is
 // passed to a GPU program in place instead of being copied. False without a driver.
