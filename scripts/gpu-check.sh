@@ -14,7 +14,9 @@
 #                                           relative (tests/gpu/gpu_check.cpp);
 #                                        2. kjv-tiny's greedy tokens from its GPU bundle =
 #                                           the Hugging Face golden (models/kjv-tiny);
-#                                        3. decode tokens/s of kjv-tiny and of GPT-2 124M
+#                                        3. the CUDA driver shim's tests on the device
+#                                           (tests/gpu/cuda_shim_test.cpp, CudaDevice.*);
+#                                        4. decode tokens/s of kjv-tiny and of GPT-2 124M
 #                                           shapes (random weights), next to PyTorch on the
 #                                           same GPU, eager and with a static KV cache
 #                                           (bench/torch_gpu_decode.py, which needs no
@@ -36,7 +38,7 @@ prepare() {
   export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
   [[ -f "$BUILD/build.ninja" ]] || "$ROOT/scripts/build.sh" "$BUILD"
   ninja -C "$BUILD" tinymlir tinymlir_runtime tinymlir-cli tinymlir-run-cli gpu_check \
-    gpu_check_writer fake_cuda_driver >&2
+    gpu_check_writer gpu_shim_tests fake_cuda_driver >&2
   rm -rf "$KIT" && mkdir -p "$KIT/bin" "$KIT/lib" "$KIT/cases"
   export TINYMLIR_CACHE_DIR=off
   # The GPU machine's CPU is not this one, and a program file refuses a CPU without every
@@ -54,6 +56,9 @@ prepare() {
     tail -1
   strip -o "$KIT/bin/tinymlir-run" "$BUILD/bin/tinymlir-run"
   strip -o "$KIT/bin/gpu_check" "$BUILD/tests/gpu_check"
+  # The shim's tests link the engine statically (26 MB stripped, 1.6 MB in xz).
+  strip -o "$KIT/bin/gpu_shim_tests" "$BUILD/tests/gpu_shim_tests"
+  xz -T0 -f "$KIT/bin/gpu_shim_tests"
   # The runtime library (stripped, 26 MB, most of it OpenBLAS's kernels for every CPU) and
   # the shared libraries it needs beyond the C/C++ runtime, which the GPU machine has, in
   # one xz archive (1.8 MB): the kit travels under a 64 MiB limit. `run` unpacks it.
@@ -102,8 +107,12 @@ self_check() {
 
 run() {
   [[ -d "$KIT/bin" ]] || { echo "gpu-check: no kit at $KIT (run prepare first)" >&2; exit 1; }
-  tar -xJf "$KIT/lib/deps.tar.xz" -C "$KIT/lib"
-  export LD_LIBRARY_PATH="$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # Unpacked beside the kit, not into it: the kit stays what travels.
+  local work
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  tar -xJf "$KIT/lib/deps.tar.xz" -C "$work"
+  export LD_LIBRARY_PATH="$work${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export TINYMLIR_CACHE_DIR=off
   date -u +"gpu-check %Y-%m-%d %H:%M UTC"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null ||
@@ -122,12 +131,16 @@ run() {
   want=$(python3 -c "import json; c = json.load(open('$ROOT/models/kjv-tiny/golden.json'))['cases'][0]; print(' '.join(map(str, c['greedy_ids'])))")
   got=$("$KIT/bin/tinymlir-run" generate --greedy --ids --tokens "$(echo "$want" | wc -w)" \
           --model "$ROOT/models/kjv-tiny" --bundle "$KIT/kjv-tiny-gpu" "$PROMPT_IDS" \
-          2>"$KIT/kjv.err" | tr -s ' ' | sed "s/^ *$PROMPT_IDS *//")
-  cat "$KIT/kjv.err"
+          2>"$work/kjv.err" | tr -s ' ' | sed "s/^ *$PROMPT_IDS *//")
+  cat "$work/kjv.err"
   if [[ "$(echo $got)" == "$(echo $want)" ]]; then echo "ok   kjv-tiny tokens = golden"
   else echo "FAIL kjv-tiny tokens: got $got, want $want"; status=1; fi
 
-  echo "== 3. decode tokens/s (tinymlir GPU bundle; PyTorch on the same GPU)"
+  echo "== 3. the CUDA driver shim on the device"
+  xz -dc "$KIT/bin/gpu_shim_tests.xz" >"$work/gpu_shim_tests" && chmod +x "$work/gpu_shim_tests"
+  "$work/gpu_shim_tests" --gtest_filter='CudaDevice.*' --gtest_brief=1 || status=1
+
+  echo "== 4. decode tokens/s (tinymlir GPU bundle; PyTorch on the same GPU)"
   "$KIT/bin/tinymlir-run" generate --greedy --ids --tokens 64 --model "$ROOT/models/kjv-tiny" \
     --bundle "$KIT/kjv-tiny-gpu" "$PROMPT_IDS" 2>&1 >/dev/null | grep -o "decode .*" |
     sed 's/^/tinymlir kjv-tiny: /'
