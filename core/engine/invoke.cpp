@@ -241,29 +241,29 @@ class DeviceStaging {
     const uint64_t bytes = static_cast<uint64_t>(v.NumElements()) * v.elem;
     return bytes == 0 || gpu::IsManaged(v.data) ? 0 : bytes;
   }
-  // Replaces v's data by a managed copy of `bytes` (StagedBytes; of its contents when
-  // `copy_in`), whose move to the device is queued: written here by the host (or read back
-  // by it after the last call that used the block), its pages are on the host, and the
-  // first kernel to touch them would fault them over one at a time (on an H200, 220 us for
-  // the first kernel of each GPT-2 decode step, which reads the token's id). MoveToDevice
-  // waits for the moves.
+  // Replaces v's data by a managed block of `bytes` (StagedBytes) on the device: the
+  // caller's contents copied in by the copy engine when `copy_in`, else the block moved
+  // there. The host never touches the block: its pages would move to the host, and the
+  // first kernel to use them would fault them back one at a time (on an H200, the first
+  // kernel of each GPT-2 decode step, which reads the token's id, took 220 us). Both are
+  // queued; MoveToDevice waits for them.
   Status Stage(View *v, uint64_t bytes, bool copy_in) {
     if (bytes == 0) return Status::Ok();
     void *block = nullptr;
     TM_RETURN_IF_ERROR(gpu::AllocateRecycled(bytes, &block));
     TM_RETURN_IF_ERROR(released_.Add(block));
-    if (copy_in) std::memcpy(block, v->data, bytes);
+    TM_RETURN_IF_ERROR(copy_in ? gpu::QueueCopy(block, v->data, bytes)
+                               : gpu::QueuePrefetchToDevice(block, bytes));
     v->data = static_cast<uint8_t *>(block);
-    TM_RETURN_IF_ERROR(gpu::QueuePrefetchToDevice(block, bytes));
-    moves_queued_ = true;
+    queued_ = true;
     return Status::Ok();
   }
-  Status MoveToDevice() { return moves_queued_ ? gpu::Synchronize() : Status::Ok(); }
+  Status MoveToDevice() { return queued_ ? gpu::Synchronize() : Status::Ok(); }
   void DeviceWaitedFor() { released_.DeviceWaitedFor(); }
 
  private:
   gpu::DeferredFrees released_;
-  bool moves_queued_ = false;
+  bool queued_ = false;
 };
 
 }  // namespace
@@ -356,11 +356,18 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   TM_RETURN_IF_ERROR(CallGuarded(entry, pointers.data() + n_args));
   if (gpu) {
     TM_RETURN_IF_ERROR(gpu::Synchronize());  // a kernel's asynchronous failure shows here
-    staging->DeviceWaitedFor();
+    // Results copied out by the copy engine, which reads the staged blocks where they are
+    // (a host memcpy would move their pages to the host, to be faulted back next call).
+    bool copied = false;
     for (size_t i = 0; i < results.size(); ++i)
-      if (results[i].data != host_results[i].data)
-        std::memcpy(host_results[i].data, results[i].data,
-                    static_cast<size_t>(results[i].NumElements()) * results[i].elem);
+      if (results[i].data != host_results[i].data) {
+        TM_RETURN_IF_ERROR(
+            gpu::QueueCopy(host_results[i].data, results[i].data,
+                           static_cast<uint64_t>(results[i].NumElements()) * results[i].elem));
+        copied = true;
+      }
+    if (copied) TM_RETURN_IF_ERROR(gpu::Synchronize());
+    staging->DeviceWaitedFor();
     results = host_results;
   }
 

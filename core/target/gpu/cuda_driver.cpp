@@ -238,6 +238,19 @@ Status QueuePrefetchToDevice(const void *block, uint64_t bytes) {
   return Status::Ok();
 }
 
+Status QueueCopy(void *dst, const void *src, uint64_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  TM_RETURN_IF_ERROR(MakeContextCurrent());
+  const CudaDriver *d = nullptr;
+  TM_RETURN_IF_ERROR(Driver(&d));
+  const CUresult rc = d->cuMemcpyAsync(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(dst)),
+                                       static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(src)),
+                                       static_cast<size_t>(bytes), nullptr);
+  if (rc != kCudaSuccess)
+    return CudaCallFailed("cuMemcpyAsync(" + std::to_string(bytes) + " bytes)", rc);
+  return Status::Ok();
+}
+
 Status PrefetchToDevice(const void *block, uint64_t bytes) {
   if (bytes == 0) return Status::Ok();
   TM_RETURN_IF_ERROR(QueuePrefetchToDevice(block, bytes));

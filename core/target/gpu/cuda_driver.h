@@ -132,6 +132,13 @@ Status PrefetchToDevice(const void *block, uint64_t bytes);
 // wait for the blocks of a whole call).
 Status QueuePrefetchToDevice(const void *block, uint64_t bytes);
 
+// Queues a copy of `bytes` from `src` to `dst` on the context's default stream, by the
+// device's copy engine (cuMemcpyAsync; unified addressing tells host from managed memory):
+// a managed block's pages stay where they are, where a copy by the host would move them to
+// the host (and the next kernel to use them would fault them back). Synchronize() waits
+// for it; until then neither buffer may be touched.
+Status QueueCopy(void *dst, const void *src, uint64_t bytes);
+
 // Whether `p` points into managed memory (ManagedAlloc, tm_managed_alloc): such a tensor is
 // passed to a GPU program in place instead of being copied. False without a driver.
 bool IsManaged(const void *p);
