@@ -24,7 +24,7 @@
 #                                           this CPU).
 # With the device tool: prepare here, then run
 #   scripts/gpu-check.sh run gpu-kit 2>&1 | tee $OUT/gpu-check.log
-# carrying gpu-kit (about 32 MB; the 124M checkpoint is generated there from its seed).
+# carrying gpu-kit (about 35 MB; the 124M checkpoint is generated there from its seed).
 # Exit status of run: 0 all equal, 1 a difference or an error, 2 no GPU.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -107,8 +107,8 @@ self_check() {
 
 run() {
   [[ -d "$KIT/bin" ]] || { echo "gpu-check: no kit at $KIT (run prepare first)" >&2; exit 1; }
-  # Unpacked beside the kit, not into it: the kit stays what travels.
-  local work
+  # Unpacked beside the kit, not into it: the kit stays what travels. (A global: the EXIT
+  # trap reads it.)
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   tar -xJf "$KIT/lib/deps.tar.xz" -C "$work"
