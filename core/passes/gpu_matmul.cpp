@@ -147,7 +147,7 @@ void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, 
 }
 
 // The sum of a(k) * b(k) over k = first, first + stride, ... below `k`, in that order (0
-// when there is none), for the dot products of the one-row and one-column kernels. The loop
+// when there is none), for the dot products of EmitDotKernel. The loop
 // is unrolled kDotUnroll times, the loads of each step emitted before its products: a GPU
 // issues a warp's instructions in order, so a product waiting for its load would otherwise
 // keep the next load from leaving, and a decode step's products would run at one memory
@@ -198,21 +198,22 @@ Value EmitStridedDot(mlir::OpBuilder &b, mlir::Location loc, Value first, int64_
   return rest.getResult(0);
 }
 
-// Thread `lane`'s sum of the `lanes` partial sums of workgroup memory `partials` at
-// [0 .. lanes) x [lane] (`lane_major`: [lane] x [0 .. lanes)), in order.
-Value SumPartials(mlir::OpBuilder &b, mlir::Location loc, Value partials, Value lane, int64_t lanes,
-                  bool lane_major, mlir::Type elem) {
+// The sum, in order, of the `splits` partial sums of one element in workgroup memory
+// `partials`: at [0 .. splits) x [element] (`element_major`: [element] x [0 .. splits)).
+Value SumPartials(mlir::OpBuilder &b, mlir::Location loc, Value partials, Value element,
+                  int64_t splits, bool element_major, mlir::Type elem) {
   auto index = [&](int64_t v) {
     return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
   };
   const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
   auto total =
-      mlir::scf::ForOp::create(b, loc, index(0), index(lanes), index(1), mlir::ValueRange{zero});
+      mlir::scf::ForOp::create(b, loc, index(0), index(splits), index(1), mlir::ValueRange{zero});
   mlir::OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(total.getBody());
   const Value i = total.getInductionVar();
   Value part = mlir::memref::LoadOp::create(
-      b, loc, partials, lane_major ? mlir::ValueRange{lane, i} : mlir::ValueRange{i, lane});
+      b, loc, partials,
+      element_major ? mlir::ValueRange{element, i} : mlir::ValueRange{i, element});
   mlir::scf::YieldOp::create(
       b, loc,
       mlir::ValueRange{
@@ -220,159 +221,102 @@ Value SumPartials(mlir::OpBuilder &b, mlir::Location loc, Value partials, Value 
   return total.getResult(0);
 }
 
-// C (+)= A @ B when A (and C) have one row, as in a decode step: the tiled kernel would
-// leave all but one row of each block's threads idle and meet at two barriers per step of
-// K. Here a block of kMatvecColumns x kMatvecSlices threads computes kMatvecColumns
-// outputs: thread (tx, ty) sums A[k] * B[k, col] for k = ty, ty + kMatvecSlices, ...
-// (EmitStridedDot; a warp reads kMatvecColumns consecutive elements of a row of B:
-// coalesced), the partial sums meet in workgroup memory at one barrier, and thread (tx, 0)
-// adds them in slice order to C's element. GPT-2's widths make few blocks (24 for 768
-// columns), so each has many slices of K: the loads in flight, not the blocks, keep the
-// memory busy. A batch matmul puts the batch on the grid's z dimension.
-constexpr int64_t kMatvecColumns = 32, kMatvecSlices = 32;
+// C (+)= A @ B as one dot product of length K per element of C, when A (and C) have one
+// row or B (and C) one column; the tiled kernel would leave all but one row (or column) of
+// each block's threads idle. Each element's dot product is split among `splits` threads
+// (EmitStridedDot), whose partial sums meet in workgroup memory at one barrier; the first of
+// them adds them in order to C's element. The two layouts differ in which thread dimension
+// runs along C's elements, so that each warp reads consecutive memory (coalesced):
+//   - one row (a decode step's projections and attention): thread x along C's columns, 32
+//     per block, so a warp reads 32 consecutive elements of a row of B; 32 slices of K on
+//     thread y. GPT-2's widths make few blocks (24 for 768 columns), so each has many slices
+//     of K: the loads in flight, not the blocks, keep the memory busy.
+//   - one column (GPT-2's logits: the embedding matrix times the last hidden state, 50,257
+//     rows of 768): a warp per row of A, its 32 lanes on thread x along the row, 8 rows per
+//     block (a decode step's logits took 301 us on an H200 in the tiled kernel, 65 us here).
+// A batch matmul puts the batch on the grid's z dimension.
+struct DotLayout {
+  bool one_row;                // else one column
+  int64_t elements_per_block;  // of C, along thread x (one row) or y (one column)
+  int64_t splits;              // threads per element's dot product, along the other
+};
+constexpr DotLayout kOneRowLayout = {true, 32, 32};
+constexpr DotLayout kOneColumnLayout = {false, 8, 32};
 
-void EmitMatvecKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
-                      Value initial, const Epilogue *epilogue, bool batch) {
-  auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
-  auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
-  mlir::Type elem = c_type.getElementType();
-  const int r = batch ? 1 : 0;  // index of the M dimension (of size 1)
-  const int64_t n = c_type.getDimSize(r + 1), k = a_type.getDimSize(r + 1);
-  const int64_t batches = batch ? c_type.getDimSize(0) : 1;
-  auto index = [&](int64_t v) {
-    return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
-  };
-  const Value zero_index = index(0), one = index(1);
-
-  auto partials_type = mlir::MemRefType::get(
-      {kMatvecSlices, kMatvecColumns}, elem, mlir::MemRefLayoutAttrInterface(),
-      mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup));
-  auto launch = mlir::gpu::LaunchOp::create(
-      b, loc, index((n + kMatvecColumns - 1) / kMatvecColumns), one, index(batches),
-      index(kMatvecColumns), index(kMatvecSlices), one, /*dynamicSharedMemorySize=*/nullptr,
-      /*asyncTokenType=*/nullptr, mlir::ValueRange{}, mlir::TypeRange{partials_type});
-  mlir::OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&launch.getBody().front());
-  Value partials = launch.getWorkgroupAttributions()[0];
-  const Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
-  const Value z = launch.getBlockIds().z;
-  const Value col = mlir::arith::AddIOp::create(
-      b, loc, mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().x, index(kMatvecColumns)),
-      tx);
-  const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
-  const Value in_range =
-      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult, col, index(n));
-  auto indices = [&](Value i, Value j) {
-    return batch ? std::vector<Value>{z, i, j} : std::vector<Value>{i, j};
-  };
-
-  // This thread's slice of the dot product (0 for a column past the end).
-  auto slice = mlir::scf::IfOp::create(b, loc, elem, in_range, /*withElseRegion=*/true);
-  {
-    mlir::OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&slice.getThenRegion().front());
-    const Value sum = EmitStridedDot(
-        b, loc, ty, kMatvecSlices, k, elem,
-        [&](Value kk) { return mlir::memref::LoadOp::create(b, loc, a, indices(zero_index, kk)); },
-        [&](Value kk) { return mlir::memref::LoadOp::create(b, loc, bm, indices(kk, col)); });
-    mlir::scf::YieldOp::create(b, loc, sum);
-    b.setInsertionPointToStart(&slice.getElseRegion().front());
-    mlir::scf::YieldOp::create(b, loc, zero);
-  }
-  mlir::memref::StoreOp::create(b, loc, slice.getResult(0), partials, mlir::ValueRange{ty, tx});
-  mlir::gpu::BarrierOp::create(b, loc);
-
-  Value first_slice =
-      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::eq, ty, zero_index);
-  Value adds = mlir::arith::AndIOp::create(b, loc, first_slice, in_range);
-  auto store = mlir::scf::IfOp::create(b, loc, mlir::TypeRange{}, adds, /*withElseRegion=*/false);
-  {
-    mlir::OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(&store.getThenRegion().front());
-    const Value total =
-        SumPartials(b, loc, partials, tx, kMatvecSlices, /*lane_major=*/false, elem);
-    Value old =
-        initial ? initial : mlir::memref::LoadOp::create(b, loc, c, indices(zero_index, col));
-    Value sum = mlir::arith::AddFOp::create(b, loc, old, total);
-    StoreResult(b, loc, epilogue, c, sum, indices(zero_index, col));
-  }
-  mlir::gpu::TerminatorOp::create(b, loc);
-}
-
-// C (+)= A @ B when B (and C) have one column: GPT-2's logits, the embedding matrix times the
-// last hidden state, one dot product per row of A (50,257 of 768). The tiled kernel would
-// leave 15 of each 16 columns of threads idle and read A's rows 16 elements at a time (a
-// decode step's logits took 301 us on an H200). Here each warp of a block of kRowDotLanes x
-// kRowDotRows threads takes a row: lane tx sums A[row, k] * B[k, 0] for k = tx, tx +
-// kRowDotLanes, ... (EmitStridedDot; the warp reads consecutive elements of the row:
-// coalesced), and lane 0 adds the lanes' sums from workgroup memory, in lane order, to C's
-// element. A batch matmul puts the batch on the grid's z dimension.
-constexpr int64_t kRowDotLanes = 32, kRowDotRows = 8;
-
-void EmitRowDotKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
-                      Value initial, const Epilogue *epilogue, bool batch) {
+void EmitDotKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
+                   Value initial, const Epilogue *epilogue, bool batch, const DotLayout &layout) {
   auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
   auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
   mlir::Type elem = c_type.getElementType();
   const int r = batch ? 1 : 0;  // index of the M dimension
-  const int64_t m = c_type.getDimSize(r), k = a_type.getDimSize(r + 1);
-  const int64_t batches = batch ? c_type.getDimSize(0) : 1;
+  const int64_t elements = c_type.getDimSize(layout.one_row ? r + 1 : r);
+  const int64_t k = a_type.getDimSize(r + 1), batches = batch ? c_type.getDimSize(0) : 1;
   auto index = [&](int64_t v) {
     return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
   };
   const Value zero_index = index(0), one = index(1);
+  const int64_t block_x = layout.one_row ? layout.elements_per_block : layout.splits;
+  const int64_t block_y = layout.one_row ? layout.splits : layout.elements_per_block;
 
   auto partials_type = mlir::MemRefType::get(
-      {kRowDotRows, kRowDotLanes}, elem, mlir::MemRefLayoutAttrInterface(),
+      {block_y, block_x}, elem, mlir::MemRefLayoutAttrInterface(),
       mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup));
   auto launch = mlir::gpu::LaunchOp::create(
-      b, loc, index((m + kRowDotRows - 1) / kRowDotRows), one, index(batches), index(kRowDotLanes),
-      index(kRowDotRows), one, /*dynamicSharedMemorySize=*/nullptr,
+      b, loc, index((elements + layout.elements_per_block - 1) / layout.elements_per_block), one,
+      index(batches), index(block_x), index(block_y), one, /*dynamicSharedMemorySize=*/nullptr,
       /*asyncTokenType=*/nullptr, mlir::ValueRange{}, mlir::TypeRange{partials_type});
   mlir::OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&launch.getBody().front());
   Value partials = launch.getWorkgroupAttributions()[0];
   const Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
   const Value z = launch.getBlockIds().z;
-  const Value row = mlir::arith::AddIOp::create(
-      b, loc, mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().x, index(kRowDotRows)), ty);
+  const Value along = layout.one_row ? tx : ty, split = layout.one_row ? ty : tx;
+  const Value element = mlir::arith::AddIOp::create(
+      b, loc,
+      mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().x, index(layout.elements_per_block)),
+      along);
   const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
-  const Value in_range =
-      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult, row, index(m));
+  const Value in_range = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult,
+                                                     element, index(elements));
   auto indices = [&](Value i, Value j) {
     return batch ? std::vector<Value>{z, i, j} : std::vector<Value>{i, j};
   };
+  // C's element, and A's and B's at k of its dot product.
+  const std::vector<Value> c_at =
+      layout.one_row ? indices(zero_index, element) : indices(element, zero_index);
+  auto load_a = [&](Value kk) {
+    return mlir::memref::LoadOp::create(b, loc, a,
+                                        indices(layout.one_row ? zero_index : element, kk));
+  };
+  auto load_b = [&](Value kk) {
+    return mlir::memref::LoadOp::create(b, loc, bm,
+                                        indices(kk, layout.one_row ? element : zero_index));
+  };
 
-  // This lane's part of the row's dot product (0 for a row past the end).
+  // This thread's part of the dot product (0 for an element past the end).
   auto part = mlir::scf::IfOp::create(b, loc, elem, in_range, /*withElseRegion=*/true);
   {
     mlir::OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&part.getThenRegion().front());
-    const Value sum = EmitStridedDot(
-        b, loc, tx, kRowDotLanes, k, elem,
-        [&](Value kk) { return mlir::memref::LoadOp::create(b, loc, a, indices(row, kk)); },
-        [&](Value kk) {
-          return mlir::memref::LoadOp::create(b, loc, bm, indices(kk, zero_index));
-        });
-    mlir::scf::YieldOp::create(b, loc, sum);
+    mlir::scf::YieldOp::create(
+        b, loc, EmitStridedDot(b, loc, split, layout.splits, k, elem, load_a, load_b));
     b.setInsertionPointToStart(&part.getElseRegion().front());
     mlir::scf::YieldOp::create(b, loc, zero);
   }
   mlir::memref::StoreOp::create(b, loc, part.getResult(0), partials, mlir::ValueRange{ty, tx});
   mlir::gpu::BarrierOp::create(b, loc);
 
-  Value first_lane =
-      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::eq, tx, zero_index);
-  Value adds = mlir::arith::AndIOp::create(b, loc, first_lane, in_range);
+  Value first_split =
+      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::eq, split, zero_index);
+  Value adds = mlir::arith::AndIOp::create(b, loc, first_split, in_range);
   auto store = mlir::scf::IfOp::create(b, loc, mlir::TypeRange{}, adds, /*withElseRegion=*/false);
   {
     mlir::OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&store.getThenRegion().front());
-    const Value total = SumPartials(b, loc, partials, ty, kRowDotLanes, /*lane_major=*/true, elem);
-    Value old =
-        initial ? initial : mlir::memref::LoadOp::create(b, loc, c, indices(row, zero_index));
-    Value sum = mlir::arith::AddFOp::create(b, loc, old, total);
-    StoreResult(b, loc, epilogue, c, sum, indices(row, zero_index));
+    const Value total = SumPartials(b, loc, partials, along, layout.splits,
+                                    /*element_major=*/!layout.one_row, elem);
+    Value old = initial ? initial : mlir::memref::LoadOp::create(b, loc, c, c_at);
+    StoreResult(b, loc, epilogue, c, mlir::arith::AddFOp::create(b, loc, old, total), c_at);
   }
   mlir::gpu::TerminatorOp::create(b, loc);
 }
@@ -645,9 +589,9 @@ int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
     const Epilogue *after = epilogue ? &*epilogue : nullptr;
     const int64_t columns = mlir::cast<mlir::MemRefType>(c.getType()).getDimSize(batch ? 2 : 1);
     if (rows == 1)
-      EmitMatvecKernel(b, op->getLoc(), a, bm, c, initial, after, batch);
+      EmitDotKernel(b, op->getLoc(), a, bm, c, initial, after, batch, kOneRowLayout);
     else if (columns == 1)
-      EmitRowDotKernel(b, op->getLoc(), a, bm, c, initial, after, batch);
+      EmitDotKernel(b, op->getLoc(), a, bm, c, initial, after, batch, kOneColumnLayout);
     else
       EmitTiledKernel(b, op->getLoc(), a, bm, c, initial, after, batch, tile);
     op->erase();
