@@ -21,6 +21,14 @@ namespace {
 
 using mlir::Value;
 
+// The constants every kernel below builds: an index, and the zero of its element type.
+Value IndexConstant(mlir::OpBuilder &b, mlir::Location loc, int64_t v) {
+  return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
+}
+Value ZeroOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Type elem) {
+  return mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem)).getResult();
+}
+
 // An elementwise linalg.generic after a matmul that reads C element by element (a bias, a
 // residual, GELU, the attention's scale and mask; EpilogueAfter finds it): its body runs in
 // the kernel, on the sum each thread has, instead of in a kernel of its own after it, and
@@ -62,7 +70,7 @@ void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, 
   const int r = batch ? 1 : 0;  // index of the M dimension
   const int64_t m = c_type.getDimSize(r), n = c_type.getDimSize(r + 1);
   const int64_t k = a_type.getDimSize(r + 1), batches = batch ? c_type.getDimSize(0) : 1;
-  auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  auto index = [&](int64_t v) { return IndexConstant(b, loc, v); };
   const Value t = index(tile), one = index(1);
   auto ceil_div = [&](int64_t x) { return index((x + tile - 1) / tile); };
 
@@ -84,7 +92,7 @@ void EmitTiledKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, 
       b, loc, mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().y, t), ty);
   const Value col = mlir::arith::AddIOp::create(
       b, loc, mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().x, t), tx);
-  const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+  const Value zero = ZeroOf(b, loc, elem);
   auto less = [&](Value x, int64_t bound) {
     return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult, x, index(bound))
         .getResult();
@@ -158,10 +166,8 @@ constexpr int64_t kDotUnroll = 4;
 Value EmitStridedDot(mlir::OpBuilder &b, mlir::Location loc, Value first, int64_t stride, int64_t k,
                      mlir::Type elem, llvm::function_ref<Value(Value)> load_a,
                      llvm::function_ref<Value(Value)> load_b) {
-  auto index = [&](int64_t v) {
-    return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
-  };
-  const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+  auto index = [&](int64_t v) { return IndexConstant(b, loc, v); };
+  const Value zero = ZeroOf(b, loc, elem);
   const int64_t step = stride * kDotUnroll, unrolled_end = k / step * step;
   // The unrolled steps: every k they reach is below unrolled_end (first < stride).
   auto unrolled = mlir::scf::ForOp::create(b, loc, index(0), index(unrolled_end), index(step),
@@ -202,10 +208,8 @@ Value EmitStridedDot(mlir::OpBuilder &b, mlir::Location loc, Value first, int64_
 // `partials`: at [0 .. splits) x [element] (`element_major`: [element] x [0 .. splits)).
 Value SumPartials(mlir::OpBuilder &b, mlir::Location loc, Value partials, Value element,
                   int64_t splits, bool element_major, mlir::Type elem) {
-  auto index = [&](int64_t v) {
-    return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
-  };
-  const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+  auto index = [&](int64_t v) { return IndexConstant(b, loc, v); };
+  const Value zero = ZeroOf(b, loc, elem);
   auto total =
       mlir::scf::ForOp::create(b, loc, index(0), index(splits), index(1), mlir::ValueRange{zero});
   mlir::OpBuilder::InsertionGuard g(b);
@@ -251,9 +255,7 @@ void EmitDotKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Va
   const int r = batch ? 1 : 0;  // index of the M dimension
   const int64_t elements = c_type.getDimSize(layout.one_row ? r + 1 : r);
   const int64_t k = a_type.getDimSize(r + 1), batches = batch ? c_type.getDimSize(0) : 1;
-  auto index = [&](int64_t v) {
-    return mlir::arith::ConstantIndexOp::create(b, loc, v).getResult();
-  };
+  auto index = [&](int64_t v) { return IndexConstant(b, loc, v); };
   const Value zero_index = index(0), one = index(1);
   const int64_t block_x = layout.one_row ? layout.elements_per_block : layout.splits;
   const int64_t block_y = layout.one_row ? layout.splits : layout.elements_per_block;
@@ -275,7 +277,7 @@ void EmitDotKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Va
       b, loc,
       mlir::arith::MulIOp::create(b, loc, launch.getBlockIds().x, index(layout.elements_per_block)),
       along);
-  const Value zero = mlir::arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+  const Value zero = ZeroOf(b, loc, elem);
   const Value in_range = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult,
                                                      element, index(elements));
   auto indices = [&](Value i, Value j) {
