@@ -1,7 +1,7 @@
 // profile_programs: where tinymlir's GPT-2 time goes, per program kind.
 //
 // Traces the programs the GPT-2 model runs (embed, qkv, attn_mlp, head) with the model's
-// own definition (gpt2/src/programs.cpp) for GPT-2 124M shapes, compiles them, and times
+// own definition (gpt2/src/compile/programs.cpp) for GPT-2 124M shapes, compiles them, and times
 // tm_invoke on random data. Prints one line per program: compile ms, median invoke ms, and
 // the per-token cost implied for a 12-layer step.
 //

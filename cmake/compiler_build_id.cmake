@@ -1,6 +1,6 @@
 # Writes OUT, a source file defining tinymlir::kCompilerBuildId, the GNU build ID of the
 # compiler library LIBRARY: libtinymlir.so keys its disk cache on it and refuses to load a
-# compiler library whose own build ID differs (core/target/compiler_library.h). Run by the
+# compiler library whose own build ID differs (core/driver/compiler_library.h). Run by the
 # build after the compiler library is linked; OUT is rewritten only when the ID changes.
 execute_process(COMMAND readelf --notes "${LIBRARY}" OUTPUT_VARIABLE notes RESULT_VARIABLE rc)
 string(REGEX MATCH "Build ID: ([0-9a-f]+)" found "${notes}")

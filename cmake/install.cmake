@@ -5,7 +5,8 @@ include(CMakePackageConfigHelpers)
 
 set(TINYMLIR_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tinymlir)
 
-install(TARGETS tinymlir tinymlir_runtime EXPORT tinymlirTargets
+install(TARGETS tinymlir tinymlir_runtime tinymlir_headers EXPORT tinymlirTargets
+  FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}

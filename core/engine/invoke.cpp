@@ -5,13 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <optional>
 
-#include "core/engine/guarded_call.h"
+#include "core/engine/device.h"
 #include "core/engine/program.h"
-#include "core/target/gpu/cuda_driver.h"
-#include "core/target/gpu/gpu_runtime.h"
-#include "core/target/gpu/recycled_blocks.h"
 
 namespace tinymlir {
 namespace {
@@ -208,64 +204,14 @@ Status CheckGatherIndices(const View &v, DType dtype, int input, int64_t rows) {
 // every field 8 bytes wide.
 struct Descriptor {
   int64_t words[3 + 2 * kMaxRank];
-  explicit Descriptor(const View &v) {
-    auto p = static_cast<int64_t>(reinterpret_cast<intptr_t>(v.data));
+  // v's shape and strides, its elements at `data` (where the device put them).
+  Descriptor(const View &v, const uint8_t *data) {
+    auto p = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
     words[0] = words[1] = p;
     words[2] = 0;
     std::copy(v.shape, v.shape + v.rank, words + 3);
     std::copy(v.strides, v.strides + v.rank, words + 3 + v.rank);
   }
-};
-
-// The device-reachable copies of a GPU program's tensors: the caller's buffers are ordinary
-// host memory, which a kernel cannot read, so every input is copied into managed memory
-// before the call and every output copied back after it. The copies, and the blocks the
-// program frees, are recycled once the device is done with the call (gpu::DeferredFrees).
-class DeviceStaging {
- public:
-  // Checks that the device can hold `bytes` more (what the call needs in all), counting the
-  // idle recycled blocks as free.
-  static Status CheckRoom(uint64_t bytes) {
-    uint64_t free_bytes = 0;
-    TM_RETURN_IF_ERROR(gpu::FreeDeviceBytes(&free_bytes));
-    free_bytes += gpu::IdleBytes();
-    if (bytes > free_bytes)
-      return OutOfMemory("the program needs " + std::to_string(bytes) +
-                         " bytes of GPU memory (its tensors and temporaries), the device has " +
-                         std::to_string(free_bytes) + " free");
-    return Status::Ok();
-  }
-  // Bytes a view needs staged: none when it is in managed memory already (tm_managed_alloc:
-  // weights kept on the device across calls).
-  static uint64_t StagedBytes(const View &v) {
-    const uint64_t bytes = static_cast<uint64_t>(v.NumElements()) * v.elem;
-    return bytes == 0 || gpu::IsManaged(v.data) ? 0 : bytes;
-  }
-  // Replaces v's data by a managed block of `bytes` (StagedBytes) on the device: the
-  // caller's contents copied in by the copy engine when `copy_in`, else the block moved
-  // there. The host never touches the block (nor copies results out of it: Invoke uses the
-  // copy engine too): its pages would move to the host, and the next kernel to use them
-  // would fault them back one at a time. On an H200, GPT-2 124M decoded 371-398 tokens/s
-  // with host copies, 441-449 without. Both are queued; MoveToDevice waits for them. A
-  // failure before that wait leaves them queued: released_ waits for the device before it
-  // recycles the blocks, so nothing is still copying when Invoke returns.
-  Status Stage(View *v, uint64_t bytes, bool copy_in) {
-    if (bytes == 0) return Status::Ok();
-    void *block = nullptr;
-    TM_RETURN_IF_ERROR(gpu::AllocateRecycled(bytes, &block));
-    TM_RETURN_IF_ERROR(released_.Add(block));
-    TM_RETURN_IF_ERROR(copy_in ? gpu::QueueCopy(block, v->data, bytes)
-                               : gpu::QueuePrefetchToDevice(block, bytes));
-    v->data = static_cast<uint8_t *>(block);
-    queued_ = true;
-    return Status::Ok();
-  }
-  Status MoveToDevice() { return queued_ ? gpu::Synchronize() : Status::Ok(); }
-  void DeviceWaitedFor() { released_.DeviceWaitedFor(); }
-
- private:
-  gpu::DeferredFrees released_;
-  bool queued_ = false;
 };
 
 }  // namespace
@@ -289,10 +235,6 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   for (int i = 0; i < n_in; ++i)
     if (inputs[i].dtype == DType::kBool) TM_RETURN_IF_ERROR(CheckBoolBytes(i, ins[i]));
   for (int i = 0; i < n_out; ++i) TM_RETURN_IF_ERROR(CheckOutputLayout(i, outs[i]));
-  if (temporary_bytes > PhysicalMemoryBytes())
-    return OutOfMemory("the program needs " + std::to_string(temporary_bytes) +
-                       " bytes of temporary memory, more than this machine's " +
-                       std::to_string(PhysicalMemoryBytes()));
   for (int i = 0; i < n_out; ++i)
     for (int j = 0; j < i; ++j)
       if (Overlap(outs[i], outs[j]))
@@ -325,53 +267,34 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   for (View &v : ins) if (!v.data) v.data = empty_storage;
   for (View &v : results) if (!v.data) v.data = empty_storage;
 
-  // A GPU program works on managed copies (see DeviceStaging), written back after the call.
-  std::optional<DeviceStaging> staging;
-  std::vector<View> host_results;
-  if (gpu) {
-    host_results = results;
-    staging.emplace();
-    TM_RETURN_IF_ERROR(gpu::MakeContextCurrent());
-    std::vector<uint64_t> in_bytes, out_bytes;
-    uint64_t bytes = temporary_bytes;
-    for (const View &v : ins) bytes += in_bytes.emplace_back(DeviceStaging::StagedBytes(v));
-    for (const View &v : results) bytes += out_bytes.emplace_back(DeviceStaging::StagedBytes(v));
-    TM_RETURN_IF_ERROR(DeviceStaging::CheckRoom(bytes));
-    for (size_t i = 0; i < ins.size(); ++i)
-      TM_RETURN_IF_ERROR(staging->Stage(&ins[i], in_bytes[i], /*copy_in=*/true));
-    for (size_t i = 0; i < results.size(); ++i)
-      TM_RETURN_IF_ERROR(staging->Stage(&results[i], out_bytes[i], /*copy_in=*/false));
-    TM_RETURN_IF_ERROR(staging->MoveToDevice());
-  }
+  // The device makes the tensors reachable by the code (device.h): the CPU uses them in
+  // place, the GPU stages copies and brings the results back in Finish.
+  if (!device) return RuntimeError("the program is not linked to a device");
+  std::vector<CallBuffer> in_buffers(ins.size()), out_buffers(results.size());
+  for (size_t i = 0; i < ins.size(); ++i)
+    in_buffers[i] = {ins[i].data, static_cast<uint64_t>(ins[i].NumElements()) * ins[i].elem};
+  for (size_t i = 0; i < results.size(); ++i)
+    out_buffers[i] = {results[i].data,
+                      static_cast<uint64_t>(results[i].NumElements()) * results[i].elem};
+  const std::vector<CallBuffer> caller_outputs = out_buffers;
+  std::unique_ptr<DeviceCall> call;
+  TM_RETURN_IF_ERROR(device->Stage(temporary_bytes, in_buffers.data(), in_buffers.size(),
+                                   out_buffers.data(), out_buffers.size(), &call));
 
   // One descriptor per tensor, each argument a pointer to a pointer to its descriptor.
   const size_t n_args = ins.size() + results.size();
   std::vector<Descriptor> descriptors;
   descriptors.reserve(n_args);
-  for (const View &v : ins) descriptors.emplace_back(v);
-  for (const View &v : results) descriptors.emplace_back(v);
+  for (size_t i = 0; i < ins.size(); ++i) descriptors.emplace_back(ins[i], in_buffers[i].data);
+  for (size_t i = 0; i < results.size(); ++i)
+    descriptors.emplace_back(results[i], out_buffers[i].data);
   std::vector<void *> pointers(2 * n_args);  // [descriptor pointers | argument pointers]
   for (size_t i = 0; i < n_args; ++i) {
     pointers[i] = descriptors[i].words;
     pointers[n_args + i] = &pointers[i];
   }
-  TM_RETURN_IF_ERROR(CallGuarded(entry, pointers.data() + n_args));
-  if (gpu) {
-    TM_RETURN_IF_ERROR(gpu::Synchronize());  // a kernel's asynchronous failure shows here
-    // Results copied out by the copy engine, which reads the staged blocks where they are
-    // (a host memcpy would move their pages to the host, to be faulted back next call).
-    bool copied = false;
-    for (size_t i = 0; i < results.size(); ++i)
-      if (results[i].data != host_results[i].data) {
-        TM_RETURN_IF_ERROR(
-            gpu::QueueCopy(host_results[i].data, results[i].data,
-                           static_cast<uint64_t>(results[i].NumElements()) * results[i].elem));
-        copied = true;
-      }
-    if (copied) TM_RETURN_IF_ERROR(gpu::Synchronize());
-    staging->DeviceWaitedFor();
-    results = host_results;
-  }
+  TM_RETURN_IF_ERROR(device->Launch(entry, pointers.data() + n_args));
+  TM_RETURN_IF_ERROR(device->Finish(call.get(), caller_outputs.data(), caller_outputs.size()));
 
   for (int i = 0; i < n_out; ++i)
     if (!outs[i].contiguous)

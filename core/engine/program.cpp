@@ -6,12 +6,12 @@ Status Program::StageText(Stage stage, std::string *out) {
   const int index = static_cast<int>(stage);
   if (index < 0 || index >= kNumStages)
     return InvalidArgument("unknown stage " + std::to_string(index));
-  if (stage == Stage::kAssembly) {
+  if (stage == Stage::kAssembly && stages[index].empty()) {
     std::lock_guard<std::mutex> lock(assembly_mutex_);
-    if (stages[index].empty())
+    if (printed_assembly_.empty())
       return Unsupported("a linked program keeps no assembly (only libtinymlir.so's compiler "
                          "prints it, from the LLVM IR stage, which shows the code it runs)");
-    *out = stages[index];
+    *out = printed_assembly_;
     return Status::Ok();
   }
   if (stages[index].empty())
@@ -22,8 +22,7 @@ Status Program::StageText(Stage stage, std::string *out) {
 
 void Program::KeepAssembly(const std::string &text) {
   std::lock_guard<std::mutex> lock(assembly_mutex_);
-  std::string &kept = stages[static_cast<int>(Stage::kAssembly)];
-  if (kept.empty()) kept = text;
+  if (printed_assembly_.empty()) printed_assembly_ = text;
 }
 
 }  // namespace tinymlir

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/trace/trace.h"
+#include "core/engine/device.h"
 #include "core/support/status.h"
+#include "core/trace/trace.h"
 
 namespace tinymlir {
 
@@ -84,11 +85,12 @@ class Program {
   // The relocatable object `entry` was linked from (what the disk cache stores).
   std::string object_code;
   bool read_from_disk = false;  // linked from a disk cache entry rather than compiled
-  // The host code launches CUDA kernels (the GPU target): its buffers must be reachable
-  // from the device, so Invoke stages the caller's tensors through managed memory and the
-  // object's allocations resolve to the managed allocator (core/target/gpu/gpu_symbols.h).
-  bool gpu = false;
-  // The cache key and its readable manifest (core/cache/program_cache.cpp); a program file
+  // Where the code runs: the kind the compiler recorded (kept in program files and disk
+  // cache entries), and the device it is bound to when the engine's linker links it
+  // (program_loader.h). Invoke goes through `device` only (device.h).
+  DeviceKind device_kind = DeviceKind::kCpu;
+  const Device *device = nullptr;
+  // The cache key and its readable manifest (core/driver/program_cache.cpp); a program file
   // (tm_program_export) carries both.
   std::string cache_key;
   std::string manifest;
@@ -103,18 +105,18 @@ class Program {
   // the C API first, before it reads the caller's arrays).
   Status CheckCounts(int32_t n_in, int32_t n_out) const;
 
-  // Stage text. A GPU program's assembly (its PTX) is kept from the compile; a CPU
-  // program's is printed from its LLVM IR on request, by libtinymlir.so's compiler
-  // (capi/src/program_run.cpp), and kept with KeepAssembly.
+  // Stage text. The compiler keeps a GPU program's assembly (its PTX); a CPU program's is
+  // printed from its LLVM IR on request, by libtinymlir.so's compiler
+  // (capi/src/run/assembly.h), and kept with KeepAssembly.
   Status StageText(Stage stage, std::string *out);
 
-  // Keeps `text` as the assembly stage, unless one is kept already (two threads may both
-  // have printed it).
+  // Keeps `text` as the printed assembly, unless one is kept already (two threads may both
+  // have printed it). Program files do not store it.
   void KeepAssembly(const std::string &text);
-
 
  private:
   std::mutex assembly_mutex_;
+  std::string printed_assembly_;  // guarded by assembly_mutex_
 };
 
 }  // namespace tinymlir

@@ -9,13 +9,11 @@
 #include <sstream>
 #include <vector>
 
-#include "core/cache/program_file.h"
+#include "core/engine/program_file.h"
 #include "core/engine/elf_object.h"
 #include "core/support/environment.h"
 #include "core/support/file_io.h"
 #include "core/support/host_cpu.h"
-#include "core/target/cpu/runtime_symbols.h"
-#include "core/target/gpu/gpu_symbols.h"
 
 #ifndef TINYMLIR_VERSION_STRING
 #error "TINYMLIR_VERSION_STRING must be defined by the build"
@@ -80,7 +78,8 @@ Status CheckHost(const std::string &manifest) {
 }  // namespace
 
 Status LinkProgramObject(Program *program) {
-  const auto &symbols = program->gpu ? GpuRuntimeSymbols() : RuntimeSymbols();
+  const Device &device = DeviceOf(program->device_kind);
+  const Device::SymbolTable &symbols = device.symbols();
   std::unique_ptr<ElfImage> image;
   TM_RETURN_IF_ERROR(LoadElfObject(
       program->object_code,
@@ -93,6 +92,7 @@ Status LinkProgramObject(Program *program) {
   if (!program->entry)
     return IoError(std::string("the native object has no ") + kPackedEntryName);
   program->code = std::make_unique<ElfCode>(std::move(image));
+  program->device = &device;
   return Status::Ok();
 }
 

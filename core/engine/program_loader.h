@@ -1,6 +1,6 @@
 // Program files: a compiled program as one self-contained file (tm_program_export) that
 // either library loads (tm_program_load) with the ELF linker of elf_object.h, without
-// LLVM. The file is a disk cache entry (core/cache/program_file.h): manifest, key, the
+// LLVM. The file is a disk cache entry (core/engine/program_file.h): manifest, key, the
 // program's signature, stage texts and native object, and a checksum.
 #pragma once
 

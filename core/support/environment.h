@@ -8,7 +8,7 @@
 //   TINYMLIR_CPU_EXCLUDE         extension names, comma-separated (host_cpu.h)
 //   TINYMLIR_GPU_EMULATE         0, 1 or fast: GPU programs run their kernels on the CPU,
 //                                with (1) or without (fast) the race check
-//                                (core/passes/gpu_emulation.h)
+//                                (core/compiler/passes/gpu_emulation.h)
 //
 // TINYMLIR_CACHE_DIR takes any path or "off"; a folder the disk cache cannot use turns it
 // off, and tm_cache_disk_message says why. Each variable is read once per process.

@@ -121,7 +121,7 @@ class Trace {
 
   // The whole ended trace as bytes (name, every node with its constant data, inputs,
   // outputs) and back: how a trace travels to the compiler process
-  // (core/target/compiler_protocol.h). Deserialize checks the structure (op kinds, dtypes,
+  // (core/driver/compiler_protocol.h). Deserialize checks the structure (op kinds, dtypes,
   // ranks, every operand defined before its use, inputs and outputs in range), not what
   // recording checks: it reads only what Serialize wrote, in the same build.
   std::string Serialize() const;

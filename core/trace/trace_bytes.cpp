@@ -1,6 +1,6 @@
 // Trace::Serialize and Trace::Deserialize (trace.h): the trace as bytes for the compiler
 // process. Unlike the fingerprint, constants travel whole.
-#include "core/support/byte_io.h"
+#include "core/trace/byte_io.h"
 #include "core/trace/trace.h"
 
 namespace tinymlir {

@@ -35,7 +35,7 @@ class ProgramSource {
 };
 
 // The compiler over ctx's caches, for `target`; keeps a reference to ctx. In
-// libtinymlir_runtime.so (gpt2/src/no_compiler.cpp) it fails with TM_ERROR_UNSUPPORTED.
+// libtinymlir_runtime.so (gpt2/src/no_compile/no_compiler.cpp) it fails with TM_ERROR_UNSUPPORTED.
 Status NewCompilerSource(tm_context *ctx, const Gpt2Config &config, tm_target target,
                          std::unique_ptr<ProgramSource> *out);
 

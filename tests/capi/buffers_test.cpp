@@ -1,6 +1,6 @@
 // Where a program's results are made: in the caller's output buffers, not in buffers of
 // their own copied there afterwards, and with no copy of a zero fill that several
-// reductions or products start from (core/passes/pipelines.h, kBufferizePipeline). Each copy
+// reductions or products start from (core/compiler/passes/pipelines.h, kBufferizePipeline). Each copy
 // is a pass over memory on the CPU and a kernel launch on the GPU. And how long the
 // program's own buffers live: on the CPU, each until its last use. The results are checked
 // against double-precision loops; aliasing between inputs and outputs, which writing into
@@ -172,7 +172,7 @@ std::vector<double> Recurrence(std::vector<double> h, const std::vector<double> 
   return h;
 }
 
-// Each of the program's buffers is freed right after its last use (core/passes/
+// Each of the program's buffers is freed right after its last use (core/compiler/passes/
 // free_buffers.h), not all at the end of the program: the peak of its temporaries does not
 // grow with the number of steps, and the bufferized program frees as it goes. With and
 // without the BLAS rewrite, whose calls take a pointer derived from the buffer (20 rows:

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A stand-in for tinymlir-compiler that misbehaves the way a real compiler process could,
-for lazy_compiler.sh. It speaks core/target/compiler_protocol.h on descriptor 3; what it does
+for lazy_compiler.sh. It speaks core/driver/compiler_protocol.h on descriptor 3; what it does
 is FAKE_COMPILER_MODE:
   crash-at-start  prints a line and dies of SIGSEGV before saying hello;
   crash-compiling prints a line, says hello, reads the first request, prints another line and

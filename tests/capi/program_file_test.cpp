@@ -153,7 +153,7 @@ TEST(ProgramFile, GatherIndicesAreStillChecked) {
                    TM_ERROR_OUT_OF_RANGE);
 }
 
-// The parts of a program file, to forge variants (the format of core/cache/program_file.h).
+// The parts of a program file, to forge variants (the format of core/engine/program_file.h).
 struct Parts {
   std::string manifest, key, payload;
 };

@@ -4,33 +4,33 @@
 // the square of that or more, each through a mechanism of its own, and each has a test here
 // that fails without its remedy:
 //   - elementwise fusion clones both bodies at each step, so a chain of n ops fused into one
-//     costs n^2 / 2 clones: bodies are bounded (core/passes/fuse_elementwise.h);
+//     costs n^2 / 2 clones: bodies are bounded (core/compiler/passes/fuse_elementwise.h);
 //   - one-shot bufferization checks every write against every value that may share its
 //     buffer, and a tensor.empty that CSE shared among many ops makes them all one set: an
-//     empty serves a bounded group of users (core/passes/unshare_tensors.h);
+//     empty serves a bounded group of users (core/compiler/passes/unshare_tensors.h);
 //   - the same analysis gathers, for each operand, every use of every value that may share
 //     its buffer, so many readers of one input or constant cost the square of their number:
 //     a read-only tensor serves bounded groups of readers too;
 //   - a function holding every loop nest makes scf-to-cf and LLVM's loop passes and
 //     instruction selection superlinear: each nest is a function of its own
-//     (core/passes/outline_loop_nests.h);
+//     (core/compiler/passes/outline_loop_nests.h);
 //   - a model repeats itself, and LLVM compiled each repeat of a nest again: identical
-//     functions merge (core/passes/merge_identical_functions.h);
+//     functions merge (core/compiler/passes/merge_identical_functions.h);
 //   - thousands of buffers: the program's function and its C-interface wrapper, whose
 //     argument lists grow with the number of buffers, are inlined into the one-argument
 //     entry, and each buffer's pointer is loaded where it is used, not all before the
 //     first call (native_object.h);
 //   - copies between buffers (a slice's, say): linalg.copy loop nests, not runtime calls
-//     with descriptors built in the program's function (core/passes/copies_to_linalg.h);
+//     with descriptors built in the program's function (core/compiler/passes/copies_to_linalg.h);
 //   - on the GPU target, LLVM's SLP vectoriser over the host code's one long block of
-//     launches: it does not run there (core/target/native_compiler.cpp);
+//     launches: it does not run there (core/compiler/native_compiler.cpp);
 //   - CSE compares operations that differ only in their bodies pairwise, its hash leaving
-//     regions out: tm-cse hashes them (core/passes/cse_with_regions.h);
+//     regions out: tm-cse hashes them (core/compiler/passes/cse_with_regions.h);
 //   - convert-func-to-llvm renumbers the entry block for each argument it converts there:
-//     the arguments get a block of their own (core/passes/argument_block.h);
+//     the arguments get a block of their own (core/compiler/passes/argument_block.h);
 //   - register allocation of one long block of calls splits and spills every value live
 //     across them around each call: the block is cut into functions of a bounded number of
-//     calls (core/target/cpu/entry_parts.h).
+//     calls (core/compiler/cpu/entry_parts.h).
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -42,7 +42,7 @@ namespace tmtest {
 namespace {
 
 constexpr int64_t kRows = 4, kCols = 16;
-constexpr size_t kMaxFusedBodyOps = 256;  // core/passes/fuse_elementwise.h
+constexpr size_t kMaxFusedBodyOps = 256;  // core/compiler/passes/fuse_elementwise.h
 
 // The number of operations in each linalg.generic body of an IR text (the lines between
 // its block header and its closing "} -> ").
@@ -160,7 +160,7 @@ TEST(ProgramSize, EveryLoopNestIsAFunctionOfItsOwn) {
   // are the same, and share their functions: see the next test).
   EXPECT_GE(CountSubstr(lowered, "llvm.func internal @__tm_loop_nest_"), 2) << lowered;
   // The program's function is left with no loop: no conditional branch, and one block
-  // besides the arguments' (core/passes/argument_block.h), which branches to it.
+  // besides the arguments' (core/compiler/passes/argument_block.h), which branches to it.
   const size_t kernel = lowered.find("llvm.func @kernel(");
   ASSERT_NE(kernel, std::string::npos) << lowered;
   const std::string body = lowered.substr(kernel, lowered.find("\n  }\n", kernel) - kernel);
@@ -428,7 +428,7 @@ void TraceRecurrence(tm_trace *t, int steps) {
 // One-shot bufferization gathers, for each operand it analyses, every use of every value
 // that may share the operand's buffer: n readers of one tensor cost it n^2 (an unrolled
 // recurrence of 1,000 steps reading three inputs: 4.4 s). Read-only tensors serve bounded
-// groups of readers (core/passes/unshare_tensors.h): four times the readers, at most eight
+// groups of readers (core/compiler/passes/unshare_tensors.h): four times the readers, at most eight
 // times the bufferization (3.6 times: 0.12 and 0.44 s). Before, 11.7 times (0.16 and 1.9 s).
 TEST(ProgramSize, ManyReadersOfOneTensorBufferizeInLinearTime) {
   ExpectLinearGrowth(TraceRecurrence, 200, 800, Options(), TM_PHASE_BUFFERIZE, "bufferize",
@@ -451,7 +451,7 @@ std::vector<double> Recurrence(std::vector<double> h, const std::vector<double> 
   return h;
 }
 
-// A block of calls longer than two parts' worth (core/target/cpu/entry_parts.h) is split:
+// A block of calls longer than two parts' worth (core/compiler/cpu/entry_parts.h) is split:
 // the entry calls parts of at most kCallsPerPart calls each, every part takes one pointer,
 // and the values are the recurrence's.
 TEST(ProgramSize, ALongEntryIsSplitIntoPartsOfBoundedCalls) {
@@ -519,7 +519,7 @@ void TraceInputPerStep(tm_trace *t, int steps) {
 // block, and nearly every insertion there renumbered the whole block: the arguments times the
 // block's length (an unrolled recurrence with an input per step, 2,000 steps: 9.0 s in that
 // pass; this trace at 2,000 steps: 1.98 s, 0.83 s with the block of its own). The arguments
-// get a block of their own (core/passes/argument_block.h): the lowered program's function
+// get a block of their own (core/compiler/passes/argument_block.h): the lowered program's function
 // starts with a block that rebuilds the descriptors and branches, before any call.
 TEST(ProgramSize, ArgumentsAreConvertedInABlockOfTheirOwn) {
   constexpr int kSteps = 300;
@@ -569,7 +569,7 @@ void TraceScaledCopies(tm_trace *t, int outputs) {
 // CSE looks candidates up by a hash that leaves out their regions, and products of one input
 // by different scalars differ only in their bodies: each was compared with every other (2,000
 // of them: 1.9 s in each of the optimisation's two CSE runs, 11.5 times what 500 took).
-// tm-cse (core/passes/cse_with_regions.h) hashes the bodies too: four times the ops, at most
+// tm-cse (core/compiler/passes/cse_with_regions.h) hashes the bodies too: four times the ops, at most
 // eight times the optimisation; the twins still merge, and the values are the products.
 TEST(ProgramSize, OpsDifferingOnlyInTheirBodiesOptimiseInLinearTime) {
   constexpr int kOutputs = 64;

@@ -1,9 +1,9 @@
 // What travels between libtinymlir.so and its compiler process
-// (core/target/compiler_protocol.h): traces as bytes, compile requests, replies, and the
+// (core/driver/compiler_protocol.h): traces as bytes, compile requests, replies, and the
 // messages over a socket. Round trips must give back the same thing (a trace's fingerprint,
 // a program's data); any truncation of the bytes must be refused, never read past; a peer
 // that has gone must be an error, not a signal.
-#include "core/target/compiler_protocol.h"
+#include "core/driver/compiler_protocol.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/cache/program_file.h"
+#include "core/engine/program_file.h"
 #include "core/trace/composites.h"
 
 namespace tinymlir {

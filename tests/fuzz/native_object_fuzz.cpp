@@ -1,5 +1,5 @@
 // Program files and their native objects on arbitrary bytes: the entry decoder and program
-// reader (core/cache/program_file.h) and the ELF linker (core/engine/elf_object.h), which
+// reader (core/engine/program_file.h) and the ELF linker (core/engine/elf_object.h), which
 // tm_program_load and the disk cache run on files. Malformed input must be refused with a
 // status and a short message, never crash, never write outside the linker's own mapping
 // (AddressSanitizer watches), never loop. Nothing linked is executed: external symbols
@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "core/cache/program_file.h"
+#include "core/engine/program_file.h"
 #include "core/engine/elf_object.h"
 #include "tests/fuzz/fuzz_util.h"
 

@@ -1,6 +1,6 @@
-// The CUDA driver shim (core/target/gpu/cuda_driver.h), the GPU runtime the generated host
+// The CUDA driver shim (core/runtime/gpu/cuda_driver.h), the GPU runtime the generated host
 // code calls (gpu_runtime.h) and the guarded call that turns their failures into a status
-// (core/engine/guarded_call.h). Most tests need no GPU: they check that a machine without a
+// (core/runtime/guarded_call.h). Most tests need no GPU: they check that a machine without a
 // driver (or with the toolkit's stub driver: the gpu_shim_stub_driver test runs
 // CudaStubDriver.* with a libcuda.so.1 that is the stub) gets clear statuses, never a crash,
 // an abort or a line on stderr. The CudaDevice.* tests run where a GPU is present.
@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "core/engine/guarded_call.h"
-#include "core/target/cpu/runtime_symbols.h"
-#include "core/target/gpu/cuda_driver.h"
-#include "core/target/gpu/gpu_runtime.h"
-#include "core/target/gpu/gpu_symbols.h"
+#include "core/runtime/guarded_call.h"
+#include "core/runtime/cpu/runtime_symbols.h"
+#include "core/runtime/gpu/cuda_driver.h"
+#include "core/runtime/gpu/gpu_runtime.h"
+#include "core/runtime/gpu/gpu_symbols.h"
 
 namespace tinymlir {
 namespace {

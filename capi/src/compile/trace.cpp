@@ -1,0 +1,317 @@
+// Tracing: the tm_trace_* and tm_op_* shims. Each checks the C-level arguments (null
+// handles and pointers, counts) and hands the rest to tinymlir::Trace, which validates shapes
+// and dtypes with messages that name the op.
+#include <cstring>
+
+#include "capi/src/run/errors.h"
+#include "capi/src/compile/handles.h"
+#include "core/trace/composites.h"
+
+using tm_capi::Fail;
+using tm_capi::Guard;
+
+namespace {
+
+// A tm_value carries its trace's tag above the value's index, so a value from another
+// trace is recognised instead of silently naming some value of this one.
+constexpr int kIndexBits = 20;
+static_assert((1u << kIndexBits) >= tinymlir::kMaxTraceValues);
+
+tinymlir::ValueId In(const tm_trace *trace, tm_value v) {
+  if ((v >> kIndexBits) != trace->tag) return tinymlir::kForeignValue;
+  return v & ((1u << kIndexBits) - 1);
+}
+tm_value Out(const tm_trace *trace, tinymlir::ValueId v) { return (trace->tag << kIndexBits) | v; }
+
+// Checks trace/out, runs `record(trace, &value)` and writes *out on success.
+template <typename F>
+tm_status Record(tm_trace *trace, const char *op, tm_value *out, F &&record) {
+  if (!trace) return Fail(TM_ERROR_INVALID_ARGUMENT, std::string(op) + ": trace is NULL");
+  if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, std::string(op) + ": out is NULL");
+  return Guard(nullptr, [&] {  // the core's messages already name `op`
+    tinymlir::ValueId v = 0;
+    tinymlir::Status s = record(trace->trace, &v);
+    if (s.ok()) *out = Out(trace, v);
+    return s;
+  });
+}
+
+tinymlir::Status ReadShape(const char *op, int32_t rank, const int64_t *shape, tinymlir::Shape *out) {
+  static_assert(TM_MAX_RANK == tinymlir::kMaxRank);
+  if (rank < 0 || rank > TM_MAX_RANK)
+    return tinymlir::ShapeError(std::string(op) + ": rank " + std::to_string(rank) +
+                          " is outside 0.." + std::to_string(TM_MAX_RANK));
+  if (rank > 0 && !shape)
+    return tinymlir::InvalidArgument(std::string(op) + ": shape is NULL for rank " +
+                               std::to_string(rank));
+  out->assign(shape, shape + rank);
+  return tinymlir::Status::Ok();
+}
+
+tm_status Binary(tm_trace *t, tinymlir::OpKind kind, const char *op, tm_value a, tm_value b,
+                 tm_value *out) {
+  return Record(t, op, out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return g.Binary(kind, op, In(t, a), In(t, b), v);
+  });
+}
+
+tm_status Unary(tm_trace *t, tinymlir::OpKind kind, const char *op, tm_value x, tm_value *out) {
+  return Record(t, op, out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) { return g.Unary(kind, op, In(t, x), v); });
+}
+
+}  // namespace
+
+extern "C" {
+
+TM_API tm_status tm_trace_begin(tm_context *ctx, const char *name, tm_trace **out) {
+  if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_trace_begin: ctx is NULL");
+  if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_trace_begin: out is NULL");
+  return Guard("tm_trace_begin", [&] {
+    *out = new tm_trace(name ? name : "kernel");
+    return tinymlir::Status::Ok();
+  });
+}
+
+TM_API tm_status tm_trace_end(tm_trace *trace, const tm_value *outputs, int32_t n_outputs) {
+  if (!trace) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_trace_end: trace is NULL");
+  if (n_outputs < 1 || !outputs)
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                "tm_trace_end: needs n_outputs >= 1 and a non-NULL outputs array (got " +
+                    std::to_string(n_outputs) + ")");
+  return Guard(nullptr, [&] {
+    std::vector<tinymlir::ValueId> values;
+    for (int32_t i = 0; i < n_outputs; ++i) values.push_back(In(trace, outputs[i]));
+    return trace->trace.End("tm_trace_end", values);
+  });
+}
+
+TM_API void tm_trace_destroy(tm_trace *trace) { delete trace; }
+
+TM_API tm_status tm_value_type(tm_trace *trace, tm_value value, tm_dtype *dtype, int32_t *rank,
+                               int64_t *shape) {
+  if (!trace) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_value_type: trace is NULL");
+  return Guard(nullptr, [&] {
+    const tinymlir::ValueId id = In(trace, value);
+    TM_RETURN_IF_ERROR(trace->trace.CheckValue("tm_value_type", id));
+    const tinymlir::TensorType &t = trace->trace.node(id).type;
+    if (dtype) *dtype = tm_capi::ToC(t.dtype);
+    if (rank) *rank = t.rank();
+    if (shape) std::copy(t.shape.begin(), t.shape.end(), shape);
+    return tinymlir::Status::Ok();
+  });
+}
+
+TM_API tm_status tm_op_input(tm_trace *t, tm_dtype dtype, int32_t rank, const int64_t *shape,
+                             tm_value *out) {
+  return Record(t, "tm_op_input", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    tinymlir::Shape s;
+    TM_RETURN_IF_ERROR(ReadShape("tm_op_input", rank, shape, &s));
+    return g.Input("tm_op_input", tm_capi::ToCore(dtype), s, v);
+  });
+}
+
+TM_API tm_status tm_op_scalar(tm_trace *t, tm_dtype dtype, double value, tm_value *out) {
+  return Record(t, "tm_op_scalar", out,
+                [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+                  return g.Scalar("tm_op_scalar", tm_capi::ToCore(dtype), value, v);
+                });
+}
+
+TM_API tm_status tm_op_constant(tm_trace *t, const tm_tensor *data, tm_value *out) {
+  return Record(t, "tm_op_constant", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    if (!data) return tinymlir::InvalidArgument("tm_op_constant: data is NULL");
+    if (!tinymlir::IsValidDtype(data->dtype))
+      return tinymlir::DtypeError("tm_op_constant: unknown dtype " +
+                            std::to_string(static_cast<int>(data->dtype)));
+    tinymlir::Shape shape;
+    TM_RETURN_IF_ERROR(ReadShape("tm_op_constant", data->rank, data->shape, &shape));
+    for (int64_t d : shape)
+      if (d < 0) return tinymlir::ShapeError("tm_op_constant: negative dimension");
+    TM_RETURN_IF_ERROR(tinymlir::Trace::CheckSize("tm_op_constant", shape));
+    const tinymlir::DType dtype = tm_capi::ToCore(data->dtype);
+    size_t elem = tinymlir::DtypeSize(dtype);
+    int64_t n = tinymlir::TensorType{dtype, shape}.NumElements();
+    if (n > 0 && !data->data) return tinymlir::InvalidArgument("tm_op_constant: data->data is NULL");
+    std::vector<uint8_t> bytes(static_cast<size_t>(n) * elem);
+    // Gather the elements in C order, honouring strides.
+    std::vector<int64_t> index(shape.size(), 0);
+    const auto *src = static_cast<const uint8_t *>(data->data);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t offset = 0, step = 1;
+      for (size_t d = shape.size(); d-- > 0;) {
+        offset += index[d] * (data->strides ? data->strides[d] : step);
+        step *= shape[d];
+      }
+      std::memcpy(&bytes[static_cast<size_t>(i) * elem], src + offset * static_cast<int64_t>(elem),
+                  elem);
+      for (size_t d = shape.size(); d-- > 0;) {
+        if (++index[d] < shape[d]) break;
+        index[d] = 0;
+      }
+    }
+    return g.Constant("tm_op_constant", dtype, shape, std::move(bytes), v);
+  });
+}
+
+#define TM_BINARY(fn, kind) \
+  TM_API tm_status fn(tm_trace *t, tm_value a, tm_value b, tm_value *out) { \
+    return Binary(t, tinymlir::OpKind::kind, #fn, a, b, out);                      \
+  }
+TM_BINARY(tm_op_add, kAdd)
+TM_BINARY(tm_op_sub, kSub)
+TM_BINARY(tm_op_mul, kMul)
+TM_BINARY(tm_op_div, kDiv)
+TM_BINARY(tm_op_pow, kPow)
+TM_BINARY(tm_op_maximum, kMaximum)
+TM_BINARY(tm_op_minimum, kMinimum)
+TM_BINARY(tm_op_less, kLess)
+TM_BINARY(tm_op_greater, kGreater)
+TM_BINARY(tm_op_equal, kEqual)
+#undef TM_BINARY
+
+TM_API tm_status tm_op_where(tm_trace *t, tm_value cond, tm_value a, tm_value b,
+                             tm_value *out) {
+  return Record(t, "tm_op_where", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return g.Where("tm_op_where", In(t, cond), In(t, a), In(t, b), v);
+  });
+}
+
+#define TM_UNARY(fn, kind) \
+  TM_API tm_status fn(tm_trace *t, tm_value x, tm_value *out) { \
+    return Unary(t, tinymlir::OpKind::kind, #fn, x, out);             \
+  }
+TM_UNARY(tm_op_neg, kNeg)
+TM_UNARY(tm_op_exp, kExp)
+TM_UNARY(tm_op_log, kLog)
+TM_UNARY(tm_op_tanh, kTanh)
+TM_UNARY(tm_op_sqrt, kSqrt)
+TM_UNARY(tm_op_rsqrt, kRsqrt)
+TM_UNARY(tm_op_erf, kErf)
+TM_UNARY(tm_op_abs, kAbs)
+#undef TM_UNARY
+
+TM_API tm_status tm_op_matmul(tm_trace *t, tm_value a, tm_value b, tm_value *out) {
+  return Record(t, "tm_op_matmul", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return g.Matmul("tm_op_matmul", In(t, a), In(t, b), v);
+  });
+}
+
+TM_API tm_status tm_op_reduce_sum(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
+                                  tm_value *out) {
+  return Record(t, "tm_op_reduce_sum", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return g.Reduce(tinymlir::OpKind::kReduceSum, "tm_op_reduce_sum", In(t, x), axis, keepdims != 0, v);
+  });
+}
+
+TM_API tm_status tm_op_reduce_max(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
+                                  tm_value *out) {
+  return Record(t, "tm_op_reduce_max", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return g.Reduce(tinymlir::OpKind::kReduceMax, "tm_op_reduce_max", In(t, x), axis, keepdims != 0, v);
+  });
+}
+
+TM_API tm_status tm_op_reduce_mean(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
+                                   tm_value *out) {
+  return Record(t, "tm_op_reduce_mean", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return tinymlir::ReduceMean(g, "tm_op_reduce_mean", In(t, x), axis, keepdims != 0, v);
+  });
+}
+
+TM_API tm_status tm_op_reduce_var(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
+                                  tm_value *out) {
+  return Record(t, "tm_op_reduce_var", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return tinymlir::ReduceVar(g, "tm_op_reduce_var", In(t, x), axis, keepdims != 0, v);
+  });
+}
+
+TM_API tm_status tm_op_reshape(tm_trace *t, tm_value x, int32_t rank, const int64_t *shape,
+                               tm_value *out) {
+  return Record(t, "tm_op_reshape", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    tinymlir::Shape s;
+    TM_RETURN_IF_ERROR(ReadShape("tm_op_reshape", rank, shape, &s));
+    return g.Reshape("tm_op_reshape", In(t, x), s, v);
+  });
+}
+
+TM_API tm_status tm_op_transpose(tm_trace *t, tm_value x, const int32_t *perm, int32_t n_perm,
+                                 tm_value *out) {
+  return Record(t, "tm_op_transpose", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    TM_RETURN_IF_ERROR(g.CheckValue("tm_op_transpose", In(t, x)));
+    if (n_perm < 0 || (n_perm > 0 && !perm))
+      return tinymlir::InvalidArgument("tm_op_transpose: perm is NULL or n_perm is negative");
+    std::vector<int64_t> p;
+    if (perm) {
+      // The count first: a wrong one is refused without reading past a rank's worth.
+      TM_RETURN_IF_ERROR(g.CheckEntryCount("tm_op_transpose", In(t, x), "perm has", n_perm));
+      p.assign(perm, perm + n_perm);
+    } else {  // NULL, 0: reverse the axes
+      const int rank = g.node(In(t, x)).type.rank();
+      for (int i = 0; i < rank; ++i) p.push_back(rank - 1 - i);
+    }
+    return g.Transpose("tm_op_transpose", In(t, x), p, v);
+  });
+}
+
+TM_API tm_status tm_op_slice(tm_trace *t, tm_value x, int32_t rank, const int64_t *begin,
+                             const int64_t *end, tm_value *out) {
+  return Record(t, "tm_op_slice", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    if (rank < 0 || (rank > 0 && (!begin || !end)))
+      return tinymlir::InvalidArgument("tm_op_slice: begin or end is NULL, or rank is negative");
+    // The count first: a wrong one is refused without reading past a rank's worth.
+    TM_RETURN_IF_ERROR(g.CheckEntryCount("tm_op_slice", In(t, x), "begin and end have", rank));
+    return g.Slice("tm_op_slice", In(t, x), tinymlir::Shape(begin, begin + rank),
+                   tinymlir::Shape(end, end + rank), v);
+  });
+}
+
+TM_API tm_status tm_op_concat(tm_trace *t, const tm_value *xs, int32_t n, int32_t axis,
+                              tm_value *out) {
+  return Record(t, "tm_op_concat", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    if (n < 1 || !xs)
+      return tinymlir::InvalidArgument("tm_op_concat: needs n >= 1 values and a non-NULL array");
+    std::vector<tinymlir::ValueId> values;
+    for (int32_t i = 0; i < n; ++i) values.push_back(In(t, xs[i]));
+    return g.Concat("tm_op_concat", values, axis, v);
+  });
+}
+
+TM_API tm_status tm_op_gather(tm_trace *t, tm_value table, tm_value indices, tm_value *out) {
+  return Record(t, "tm_op_gather", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return g.Gather("tm_op_gather", In(t, table), In(t, indices), v);
+  });
+}
+
+TM_API tm_status tm_op_cast(tm_trace *t, tm_value x, tm_dtype dtype, tm_value *out) {
+  return Record(t, "tm_op_cast", out,
+                [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+                  return g.Cast("tm_op_cast", In(t, x), tm_capi::ToCore(dtype), v);
+                });
+}
+
+TM_API tm_status tm_op_softmax(tm_trace *t, tm_value x, int32_t axis, tm_value *out) {
+  return Record(t, "tm_op_softmax", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return tinymlir::Softmax(g, "tm_op_softmax", In(t, x), axis, v);
+  });
+}
+
+TM_API tm_status tm_op_layer_norm(tm_trace *t, tm_value x, tm_value gamma, tm_value beta,
+                                  double eps, tm_value *out) {
+  return Record(t, "tm_op_layer_norm", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return tinymlir::LayerNorm(g, "tm_op_layer_norm", In(t, x), In(t, gamma), In(t, beta), eps, v);
+  });
+}
+
+TM_API tm_status tm_op_gelu_tanh(tm_trace *t, tm_value x, tm_value *out) {
+  return Record(t, "tm_op_gelu_tanh", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return tinymlir::GeluTanh(g, "tm_op_gelu_tanh", In(t, x), v);
+  });
+}
+
+TM_API tm_status tm_op_causal_mask(tm_trace *t, int64_t rows, int64_t cols, int64_t offset,
+                                   tm_dtype dtype, tm_value *out) {
+  return Record(t, "tm_op_causal_mask", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
+    return g.CausalMask("tm_op_causal_mask", rows, cols, offset, tm_capi::ToCore(dtype), v);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,181 @@
+#include "core/compiler/gpu/gpu_lowering.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "core/compiler/passes/copies_to_linalg.h"
+#include "core/compiler/passes/gpu_emulation.h"
+#include "core/compiler/passes/gpu_matmul.h"
+#include "core/compiler/passes/gpu_row_kernels.h"
+#include "core/compiler/passes/pipelines.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace tinymlir {
+namespace {
+
+// A reduction over a leading axis (a sum over the rows of a matrix, say) is a linalg op
+// whose reduction loop comes before a parallel one: convert-linalg-to-parallel-loops would
+// leave that reduction loop in the host code, launching one kernel per reduced row and
+// waiting for each. With the parallel loops first (the op generalized if need be, then
+// interchanged), it is one kernel whose threads each reduce their own elements in order.
+void ParallelLoopsFirst(mlir::ModuleOp module) {
+  std::vector<mlir::linalg::LinalgOp> ops;
+  module.walk([&](mlir::linalg::LinalgOp op) { ops.push_back(op); });
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::linalg::LinalgOp op : ops) {
+    const auto iterators = op.getIteratorTypesArray();
+    std::vector<unsigned> order;
+    for (bool parallel : {true, false})
+      for (unsigned i = 0; i < iterators.size(); ++i)
+        if ((iterators[i] == mlir::utils::IteratorType::parallel) == parallel) order.push_back(i);
+    if (std::is_sorted(order.begin(), order.end())) continue;
+    rewriter.setInsertionPoint(op);
+    auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      mlir::FailureOr<mlir::linalg::GenericOp> made = mlir::linalg::generalizeNamedOp(rewriter, op);
+      if (mlir::failed(made)) continue;  // stays as it is: correct, one launch per row
+      generic = *made;
+    }
+    (void)mlir::linalg::interchangeGenericOp(rewriter, generic, order);
+  }
+}
+
+// Constant tensors live in the host object's read-only data, which a kernel cannot read:
+// each use of one (memref.get_global) is replaced by a managed copy made on the host when
+// the function starts and freed when it returns.
+void GlobalsToDeviceMemory(mlir::ModuleOp module) {
+  std::vector<mlir::memref::GetGlobalOp> uses;
+  module.walk([&](mlir::memref::GetGlobalOp op) { uses.push_back(op); });
+  for (mlir::memref::GetGlobalOp op : uses) {
+    mlir::OpBuilder b(op);
+    b.setInsertionPointAfter(op);
+    auto type = mlir::cast<mlir::MemRefType>(op.getType());
+    auto copy = mlir::memref::AllocOp::create(
+        b, op.getLoc(), mlir::MemRefType::get(type.getShape(), type.getElementType()));
+    op.getResult().replaceAllUsesWith(copy.getResult());
+    mlir::memref::CopyOp::create(b, op.getLoc(), op.getResult(), copy.getResult());
+    // Freed before every return of the function.
+    op->getParentOfType<mlir::func::FuncOp>().walk([&](mlir::func::ReturnOp ret) {
+      mlir::OpBuilder at(ret);
+      mlir::memref::DeallocOp::create(at, ret.getLoc(), copy.getResult());
+    });
+  }
+}
+
+// Whether the host code of `func` touches tensor memory only where no queued kernel can be
+// using it: besides launches and pure operations (views, index arithmetic), it may only
+// allocate, free (the runtime defers the frees of a program call to its end, and cuMemFree
+// waits for the device anyway), and copy a constant into a buffer it has just allocated
+// (GlobalsToDeviceMemory). Kernels on one stream run in order, so such a function needs no
+// wait between its launches, only one before it returns.
+bool HostWaitsOnlyAtReturn(mlir::func::FuncOp func) {
+  if (!func.getBody().hasOneBlock()) return false;
+  for (mlir::Operation &op : func.getBody().front()) {
+    if (auto launch = mlir::dyn_cast<mlir::gpu::LaunchFuncOp>(op)) {
+      if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty() ||
+          launch.hasClusterSize())
+        return false;
+      continue;
+    }
+    if (mlir::isa<mlir::memref::AllocOp, mlir::memref::DeallocOp, mlir::memref::GetGlobalOp,
+                  mlir::func::ReturnOp>(op) ||
+        mlir::isMemoryEffectFree(&op))
+      continue;
+    auto copy = mlir::dyn_cast<mlir::memref::CopyOp>(op);
+    if (copy && copy.getSource().getDefiningOp<mlir::memref::GetGlobalOp>() &&
+        copy.getTarget().getDefiningOp<mlir::memref::AllocOp>())
+      continue;
+    // Anything else (a host loop over launches, say) keeps every launch synchronous.
+    return false;
+  }
+  return true;
+}
+
+// gpu-to-llvm gives every synchronous gpu.launch_func a stream of its own: created,
+// launched on, waited for and destroyed, four driver calls and a round trip to the device
+// per kernel. Where the host code allows it (HostWaitsOnlyAtReturn), the launches of a
+// function are chained on one stream instead (`gpu.wait async`, then `gpu.launch_func
+// async [previous]`), with one `gpu.wait` before the return: the host queues the kernels
+// while the device runs them. (Upstream's gpu-async-region would also wait before every
+// allocation and free, which the host code does between most launches.)
+void ChainLaunchesOnOneStream(mlir::ModuleOp module) {
+  module.walk([](mlir::func::FuncOp func) {
+    if (func.isExternal() || !HostWaitsOnlyAtReturn(func)) return;
+    auto launches = llvm::to_vector(func.getBody().front().getOps<mlir::gpu::LaunchFuncOp>());
+    if (launches.empty()) return;
+    mlir::OpBuilder b(launches.front());
+    const mlir::Type token_type = b.getType<mlir::gpu::AsyncTokenType>();
+    mlir::Value token =
+        mlir::gpu::WaitOp::create(b, launches.front().getLoc(), token_type, mlir::ValueRange())
+            .getAsyncToken();
+    for (mlir::gpu::LaunchFuncOp launch : launches) {
+      b.setInsertionPoint(launch);
+      token = mlir::gpu::LaunchFuncOp::create(
+                  b, launch.getLoc(), launch.getKernel(), launch.getGridSizeOperandValues(),
+                  launch.getBlockSizeOperandValues(), launch.getDynamicSharedMemorySize(),
+                  launch.getKernelOperands(), token_type, mlir::ValueRange{token})
+                  .getAsyncToken();
+      launch.erase();
+    }
+    func.walk([&](mlir::func::ReturnOp ret) {
+      b.setInsertionPoint(ret);
+      mlir::gpu::WaitOp::create(b, ret.getLoc(), mlir::Type(), mlir::ValueRange{token});
+    });
+  });
+}
+
+// The CUDA toolkit ptxas and libdevice come from: $CUDA_HOME, $CUDA_PATH, else /usr/local/cuda.
+std::string CudaToolkit() {
+  for (const char *name : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *dir = std::getenv(name); dir && *dir) return dir;
+  return "/usr/local/cuda";
+}
+
+}  // namespace
+
+Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::string *device_code) {
+  RewriteMatmulsToGpuKernels(module, options.gpu_matmul_tile);
+  ParallelLoopsFirst(module);
+  // Copies as linalg.copy, which step 2 maps to the device like any other linalg op (on the
+  // host they would touch managed memory page by page).
+  CopiesToLinalg(module);
+  RewriteRowsToGpuKernels(module);  // after CopiesToLinalg: a copy of a row may join
+  GlobalsToDeviceMemory(module);  // after CopiesToLinalg: these copies run on the host
+  TM_RETURN_IF_ERROR(VerifyModule(module, "gpu matmul and row kernels"));
+  TM_RETURN_IF_ERROR(RunPipeline(module, "map to the GPU", kGpuMapPipeline));
+  device_code->clear();
+  if (options.gpu_emulate != GpuEmulation::kOff) {
+    TM_RETURN_IF_ERROR(
+        EmulateGpuLaunches(module, options.gpu_emulate == GpuEmulation::kCheckRaces));
+    TM_RETURN_IF_ERROR(VerifyModule(module, "gpu emulation"));
+    return RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline);
+  }
+  TM_RETURN_IF_ERROR(RunPipeline(module, "outline the kernels", kGpuOutlinePipeline));
+  ChainLaunchesOnOneStream(module);
+  TM_RETURN_IF_ERROR(VerifyModule(module, "gpu launches on one stream"));
+  const std::string chip = "sm_" + std::to_string(options.gpu_sm);
+  TM_RETURN_IF_ERROR(RunPipeline(module, "lower for the GPU",
+                                 GpuLowerPipeline(chip, CudaToolkit(), options.gpu_cubin)));
+  module.walk([&](mlir::gpu::BinaryOp binary) {
+    for (mlir::Attribute attr : binary.getObjects()) {
+      auto object = mlir::dyn_cast<mlir::gpu::ObjectAttr>(attr);
+      if (!object) continue;
+      *device_code += "// ---- gpu module " + binary.getName().str() + " (" + chip + ")\n";
+      if (object.getFormat() == mlir::gpu::CompilationTarget::Assembly)
+        *device_code += object.getObject().getValue().str();
+      else
+        *device_code += "// (cubin, " + std::to_string(object.getObject().size()) + " bytes)\n";
+      *device_code += "\n";
+    }
+  });
+  return Status::Ok();
+}
+
+}  // namespace tinymlir

@@ -1,0 +1,498 @@
+#include "core/runtime/cpu/gemv_kernels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+
+#include "core/support/fork_safe_once.h"
+#include "core/support/host_cpu.h"
+#include "core/runtime/cpu/half_convert.h"
+#include "core/runtime/cpu/kernel_times.h"
+#include "core/runtime/cpu/worker_pool.h"
+
+namespace tinymlir {
+namespace {
+
+// Below this many matrix elements a product runs on the calling thread: waking the pool
+// would cost more than it saves.
+constexpr int64_t kParallelElements = 1 << 16;
+
+// Rows per chunk of tm_rt_gemv_rows's summed dimension (a multiple of RowsKernel's eight).
+constexpr int64_t kRowsPerChunk = 128;
+
+// Bytes of A per block of tm_rt_gemv_dots that a participant takes at a time: small enough
+// that the last blocks finish close together. (Blocks of a fixed 1024 rows left GPT-2's
+// 768-row projections as one block, streamed by one thread while the other waited: 3.9-4.4
+// ms of a 30-32 ms decode token.) Which thread computes a row never changes its bits.
+constexpr int64_t kBytesPerBlock = int64_t{1} << 17;
+
+// Rows per block for rows of k elements of `element_bytes`: a multiple of eight, at least
+// eight (128 KB is 40 rows of a 768-wide f32 matrix, 80 of an f16 one).
+int64_t RowsPerBlock(int64_t k, int64_t element_bytes) {
+  return std::max<int64_t>(8, kBytesPerBlock / std::max<int64_t>(1, k * element_bytes) / 8 * 8);
+}
+
+// The kernels are written once over an element type `E` (f32, f16 or bf16 bits) and
+// instantiated twice: with AVX2 and FMA intrinsics (f16 widened by F16C, bf16 by a shift,
+// eight elements at a time, straight from the streamed row into a register) and as portable
+// scalar code (std::fma). Every variant does the same operations in the same order on every
+// element (each fused multiply-add where the other has one; nothing else contracted: the
+// file is compiled with -ffp-contract=off), so
+// - results do not depend on which variant a machine runs, and
+// - a half-precision matrix gives exactly the bits of its f32 widening (an F16 checkpoint
+//   keeps the tokens of F32), since widening is exact.
+struct F32 {
+  using T = float;
+  static float One(const float *p) { return *p; }
+  __attribute__((target("avx2,fma,f16c"), always_inline)) static __m256 Eight(const float *p) {
+    return _mm256_loadu_ps(p);
+  }
+};
+struct F16 {
+  using T = uint16_t;
+  static float One(const uint16_t *p) { return HalfToFloat(HalfKind::kF16, *p); }
+  __attribute__((target("avx2,fma,f16c"), always_inline)) static __m256 Eight(const uint16_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  }
+};
+struct BF16 {
+  using T = uint16_t;
+  static float One(const uint16_t *p) { return HalfToFloat(HalfKind::kBF16, *p); }
+  __attribute__((target("avx2,fma,f16c"), always_inline)) static __m256 Eight(const uint16_t *p) {
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+};
+
+// Which variant this machine runs (AVX2, FMA and F16C, or the portable code), as
+// TINYMLIR_CPU_EXCLUDE leaves its extensions (core/support/host_cpu.h).
+ForkSafeOnce<bool> use_avx2;
+
+bool UseAvx2() {
+  return use_avx2.Get([] { return CpuHas("avx2") && CpuHas("fma") && CpuHas("f16c"); });
+}
+
+// y[j] += x[k] W[k, j] + ... for one group of `rows` (1 or 8) rows from k, columns [j0, j1),
+// one element at a time. A group of eight is summed in two chains, the even rows and the odd
+// rows (each a product, then fused multiply-adds in row order), added together, then added
+// to y; a single row is one product added to y.
+template <typename E>
+inline void RowsScalar(const float *x, const typename E::T *w, int64_t ldw, float *y,
+                       int64_t k, int rows, int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1; ++j) {
+    auto wv = [&](int r) { return E::One(w + (k + r) * ldw + j); };
+    if (rows == 1) {
+      y[j] = y[j] + x[k] * wv(0);
+      continue;
+    }
+    float even = x[k] * wv(0), odd = x[k + 1] * wv(1);
+    for (int r = 2; r < 8; r += 2) {
+      even = std::fma(x[k + r], wv(r), even);
+      odd = std::fma(x[k + r + 1], wv(r + 1), odd);
+    }
+    y[j] = y[j] + (even + odd);
+  }
+}
+
+// Columns of W per block when several rows of x share the weight rows: eight weight rows of
+// this many columns stay in L1 while each row of x takes its turn (8 KB of f32).
+constexpr int64_t kSharedColumns = 256;
+
+// Y[i, :] += X[i, k0..k1) @ W[k0..k1, :] for the m rows i of X (row stride ldx) and Y (ldy).
+// Eight weight rows at a time: each Y row is loaded and stored once per eight streamed
+// weight rows; the weight rows left over one at a time. Every Y element is summed the same
+// way whatever m is (the blocks of columns only change the order elements are visited in),
+// so a row of a prompt gets the bits it gets alone, as a decode step.
+template <typename E>
+__attribute__((target("avx2,fma,f16c"))) void RowsAvx2(int64_t m, const float *x, int64_t ldx,
+                                                   const typename E::T *w, int64_t ldw,
+                                                   float *y, int64_t ldy, int64_t k0,
+                                                   int64_t k1, int64_t n) {
+  // One row streams each weight row from end to end (decode); several share column blocks.
+  const int64_t block = m == 1 ? n : kSharedColumns;
+  int64_t k = k0;
+  for (; k + 8 <= k1; k += 8) {
+    const typename E::T *w0 = w + k * ldw;
+    for (int64_t c0 = 0; c0 < n; c0 += block) {
+      const int64_t c1 = std::min(n, c0 + block);
+      for (int64_t i = 0; i < m; ++i) {
+        const float *xi = x + i * ldx;
+        float *yi = y + i * ldy;
+        __m256 a[8];
+        for (int r = 0; r < 8; ++r) a[r] = _mm256_set1_ps(xi[k + r]);
+        int64_t j = c0;
+        for (; j + 8 <= c1; j += 8) {
+          __m256 even = _mm256_mul_ps(a[0], E::Eight(w0 + j));
+          __m256 odd = _mm256_mul_ps(a[1], E::Eight(w0 + ldw + j));
+          for (int r = 2; r < 8; r += 2) {
+            even = _mm256_fmadd_ps(a[r], E::Eight(w0 + r * ldw + j), even);
+            odd = _mm256_fmadd_ps(a[r + 1], E::Eight(w0 + (r + 1) * ldw + j), odd);
+          }
+          _mm256_storeu_ps(yi + j, _mm256_add_ps(_mm256_loadu_ps(yi + j), _mm256_add_ps(even, odd)));
+        }
+        RowsScalar<E>(xi, w, ldw, yi, k, 8, j, c1);
+      }
+    }
+  }
+  for (; k < k1; ++k)
+    for (int64_t i = 0; i < m; ++i) {
+      const float *xi = x + i * ldx;
+      float *yi = y + i * ldy;
+      const __m256 a = _mm256_set1_ps(xi[k]);
+      int64_t j = 0;
+      for (; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(yi + j, _mm256_add_ps(_mm256_loadu_ps(yi + j),
+                                               _mm256_mul_ps(a, E::Eight(w + k * ldw + j))));
+      RowsScalar<E>(xi, w, ldw, yi, k, 1, j, n);
+    }
+}
+
+template <typename E>
+void RowsPortable(int64_t m, const float *x, int64_t ldx, const typename E::T *w, int64_t ldw,
+                  float *y, int64_t ldy, int64_t k0, int64_t k1, int64_t n) {
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t k = k0;
+    for (; k + 8 <= k1; k += 8) RowsScalar<E>(x + i * ldx, w, ldw, y + i * ldy, k, 8, 0, n);
+    for (; k < k1; ++k) RowsScalar<E>(x + i * ldx, w, ldw, y + i * ldy, k, 1, 0, n);
+  }
+}
+
+template <typename E>
+void RowsKernel(int64_t m, const float *x, int64_t ldx, const typename E::T *w, int64_t ldw,
+                float *y, int64_t ldy, int64_t k0, int64_t k1, int64_t n) {
+  if (UseAvx2()) RowsAvx2<E>(m, x, ldx, w, ldw, y, ldy, k0, k1, n);
+  else RowsPortable<E>(m, x, ldx, w, ldw, y, ldy, k0, k1, n);
+}
+
+// Dot products of `S` rows of A with a contiguous x, in lockstep: each row is its own
+// stream (more prefetch streams in flight than one row after another: GPT-2's LM head,
+// interleaved runs, median 9.4 ms with four against 10.5 ms row by row, on a VM whose
+// figures move 20% between runs). Every row is summed the same way: eight lanes over j
+// (lane l takes j = l mod 8, fused multiply-adds), then the lanes in order, then the tail.
+template <typename E, int S>
+inline void DotFinish(float (*acc)[8], const typename E::T *const *row, const float *x,
+                      int64_t body, int64_t k, float *out) {
+  for (int s = 0; s < S; ++s) {
+    float sum = 0.0f;
+    for (int l = 0; l < 8; ++l) sum = sum + acc[s][l];
+    for (int64_t j = body; j < k; ++j) sum = std::fma(E::One(row[s] + j), x[j], sum);
+    out[s] = sum;
+  }
+}
+
+// DotFinish for four rows with their lanes in registers: the lanes transposed so that one
+// 4-wide add takes lane l of all four rows, in lane order from 0.0f, as DotFinish's scalar
+// sums do (the same operations on each row, so the same bits); then the tails.
+template <typename E>
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void DotFinish4(
+    const __m256 *acc, const typename E::T *const *row, const float *x, int64_t body, int64_t k,
+    float *out) {
+  const __m256 t0 = _mm256_unpacklo_ps(acc[0], acc[1]), t1 = _mm256_unpackhi_ps(acc[0], acc[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(acc[2], acc[3]), t3 = _mm256_unpackhi_ps(acc[2], acc[3]);
+  // lane l of rows 0-3: l = 0 and 4 in u[0] (low and high half), 1 and 5 in u[1], 2 and 6
+  // in u[2], 3 and 7 in u[3].
+  const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xee),
+                       _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xee)};
+  __m128 sum = _mm_setzero_ps();
+  for (int l = 0; l < 4; ++l) sum = _mm_add_ps(sum, _mm256_castps256_ps128(u[l]));
+  for (int l = 0; l < 4; ++l) sum = _mm_add_ps(sum, _mm256_extractf128_ps(u[l], 1));
+  _mm_storeu_ps(out, sum);
+  for (int s = 0; s < 4; ++s)
+    for (int64_t j = body; j < k; ++j) out[s] = std::fma(E::One(row[s] + j), x[j], out[s]);
+}
+
+template <typename E, int S>
+__attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const typename E::T *const *row,
+                                                      const float *x, int64_t k, float *out) {
+  __m256 acc[S];
+  for (int s = 0; s < S; ++s) acc[s] = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= k; j += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + j);
+    for (int s = 0; s < S; ++s) acc[s] = _mm256_fmadd_ps(E::Eight(row[s] + j), xv, acc[s]);
+  }
+  if constexpr (S == 4) {
+    DotFinish4<E>(acc, row, x, j, k, out);
+  } else if constexpr (S == 8) {
+    DotFinish4<E>(acc, row, x, j, k, out);
+    DotFinish4<E>(acc + 4, row + 4, x, j, k, out + 4);
+  } else {
+    float lanes[S][8];
+    for (int s = 0; s < S; ++s) _mm256_storeu_ps(lanes[s], acc[s]);
+    DotFinish<E, S>(lanes, row, x, j, k, out);
+  }
+}
+
+// DotRowsAvx2 for two rows of x at once: each weight vector loaded once feeds both (a
+// short prompt's products are bound by loads, not by memory); every accumulator is updated
+// in the same order as in DotRowsAvx2, so the sums are the same bits.
+template <typename E, int S>
+__attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2Pair(const typename E::T *const *row,
+                                                             const float *x0, const float *x1,
+                                                             int64_t k, float *out0,
+                                                             float *out1) {
+  __m256 acc0[S], acc1[S];
+  for (int s = 0; s < S; ++s) acc0[s] = acc1[s] = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= k; j += 8) {
+    const __m256 xv0 = _mm256_loadu_ps(x0 + j), xv1 = _mm256_loadu_ps(x1 + j);
+    for (int s = 0; s < S; ++s) {
+      const __m256 wv = E::Eight(row[s] + j);
+      acc0[s] = _mm256_fmadd_ps(wv, xv0, acc0[s]);
+      acc1[s] = _mm256_fmadd_ps(wv, xv1, acc1[s]);
+    }
+  }
+  if constexpr (S == 4) {
+    DotFinish4<E>(acc0, row, x0, j, k, out0);
+    DotFinish4<E>(acc1, row, x1, j, k, out1);
+  } else {
+    float lanes0[S][8], lanes1[S][8];
+    for (int s = 0; s < S; ++s) {
+      _mm256_storeu_ps(lanes0[s], acc0[s]);
+      _mm256_storeu_ps(lanes1[s], acc1[s]);
+    }
+    DotFinish<E, S>(lanes0, row, x0, j, k, out0);
+    DotFinish<E, S>(lanes1, row, x1, j, k, out1);
+  }
+}
+
+template <typename E, int S>
+void DotRowsPortable(const typename E::T *const *row, const float *x, int64_t k, float *out) {
+  float acc[S][8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= k; j += 8)
+    for (int s = 0; s < S; ++s)
+      for (int l = 0; l < 8; ++l) acc[s][l] = std::fma(E::One(row[s] + j + l), x[j + l], acc[s][l]);
+  DotFinish<E, S>(acc, row, x, j, k, out);
+}
+
+// The row functions of the two variants, for DotsLoop.
+struct Avx2Dots {
+  static constexpr bool kPairs = true;  // two rows of x per pass over four A rows
+  template <typename E, int S>
+  __attribute__((target("avx2,fma,f16c"))) static void Rows(
+      const typename E::T *const *row, const float *x, int64_t k, float *out) {
+    DotRowsAvx2<E, S>(row, x, k, out);
+  }
+  template <typename E, int S>
+  __attribute__((target("avx2,fma,f16c"))) static void Pair(
+      const typename E::T *const *row, const float *x0, const float *x1, int64_t k,
+      float *out0, float *out1) {
+    DotRowsAvx2Pair<E, S>(row, x0, x1, k, out0, out1);
+  }
+};
+struct PortableDots {
+  static constexpr bool kPairs = false;  // no Pair: DotsLoop never asks
+  template <typename E, int S>
+  static void Rows(const typename E::T *const *row, const float *x, int64_t k, float *out) {
+    DotRowsPortable<E, S>(row, x, k, out);
+  }
+};
+
+// Y[v * ldy + i * incy] += A row i . X row v for rows [i0, i1) of A and the nx rows of X
+// (row stride ldx, contiguous): A's range cut into kStreams parts read side by side, each
+// group of kStreams A rows (one per part) dotted with every X row while it is in the cache.
+// Each output is one DotRows sum, the same for any nx and any number of streams. One row
+// of x (decode) takes eight streams: kjv-tiny's LM head (50257 x 128, f16) 10-20% faster
+// from DRAM than with four, k = 768 unchanged. Two or more rows of x go in pairs over four
+// streams: a pair's accumulators for eight would not fit in the sixteen vector registers,
+// and alternating between two sets of four was 20% slower than four (nx = 2).
+template <typename E, typename D, int kStreams>
+void DotsLoop(const typename E::T *a, int64_t lda, int64_t nx, const float *x, int64_t ldx,
+              int64_t k, float *y, int64_t ldy, int64_t incy, int64_t i0, int64_t i1) {
+  const int64_t part = (i1 - i0) / kStreams;  // rows per stream
+  for (int64_t r = 0; r < part; ++r) {
+    const typename E::T *rows[kStreams];
+    for (int s = 0; s < kStreams; ++s) rows[s] = a + (i0 + s * part + r) * lda;
+    int64_t v = 0;
+    if constexpr (D::kPairs && kStreams == 4)
+      for (; v + 2 <= nx; v += 2) {
+        float sums0[kStreams], sums1[kStreams];
+        D::template Pair<E, kStreams>(rows, x + v * ldx, x + (v + 1) * ldx, k, sums0, sums1);
+        for (int s = 0; s < kStreams; ++s) {
+          y[v * ldy + (i0 + s * part + r) * incy] += sums0[s];
+          y[(v + 1) * ldy + (i0 + s * part + r) * incy] += sums1[s];
+        }
+      }
+    for (; v < nx; ++v) {
+      float sums[kStreams];
+      D::template Rows<E, kStreams>(rows, x + v * ldx, k, sums);
+      for (int s = 0; s < kStreams; ++s) y[v * ldy + (i0 + s * part + r) * incy] += sums[s];
+    }
+  }
+  for (int64_t i = i0 + kStreams * part; i < i1; ++i) {
+    const typename E::T *row = a + i * lda;
+    for (int64_t v = 0; v < nx; ++v) {
+      float sum;
+      D::template Rows<E, 1>(&row, x + v * ldx, k, &sum);
+      y[v * ldy + i * incy] += sum;
+    }
+  }
+}
+
+// DotsLoop with the AVX2 row functions, flattened: everything it calls is inlined here, in
+// this function's AVX2 context (a call per four rows, as the row functions were before, was
+// 8% of kjv-tiny's decode, whose rows are 128 elements long; inlined, its LM head's
+// product is 3-9% faster).
+template <typename E>
+__attribute__((target("avx2,fma,f16c"), flatten)) void DotsAvx2(
+    const typename E::T *a, int64_t lda, int64_t nx, const float *x, int64_t ldx, int64_t k,
+    float *y, int64_t ldy, int64_t incy, int64_t i0, int64_t i1) {
+  if (nx >= 2) DotsLoop<E, Avx2Dots, 4>(a, lda, nx, x, ldx, k, y, ldy, incy, i0, i1);
+  else DotsLoop<E, Avx2Dots, 8>(a, lda, nx, x, ldx, k, y, ldy, incy, i0, i1);
+}
+
+template <typename E>
+void DotsKernel(const typename E::T *a, int64_t lda, int64_t nx, const float *x, int64_t ldx,
+                int64_t k, float *y, int64_t ldy, int64_t incy, int64_t i0, int64_t i1) {
+  if (UseAvx2()) DotsAvx2<E>(a, lda, nx, x, ldx, k, y, ldy, incy, i0, i1);
+  else DotsLoop<E, PortableDots, 4>(a, lda, nx, x, ldx, k, y, ldy, incy, i0, i1);
+}
+
+// y[0..n) += p[0..n).
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void AddInto(float *y, const float *p, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) y[j] += p[j];
+}
+
+
+}  // namespace
+}  // namespace tinymlir
+
+using tinymlir::WorkerPool;
+
+// These functions are called from generated code: nothing may throw through it, and they
+// keep no thread_local state (a thread_local with a destructor pins the library in memory
+// until the thread exits, so it could never be unloaded). Scratch memory is allocated per
+// call; if it cannot be had, the product runs on the calling thread alone.
+
+using tinymlir::kRowsPerChunk;
+
+namespace {
+
+// Y[i, :] += X[i, :] @ W for m rows, W's k rows summed, where rows(out, ld, k0, k1) adds
+// X[:, k0..k1) @ W[k0..k1, :] into the m rows of out (row stride ld). The summed rows are cut
+// into chunks of a fixed size, whatever the number of threads; each chunk's sum goes to its
+// own partial rows, and the partials are added to Y in chunk order. So every Y element is
+// summed in the same order for any TINYMLIR_NUM_THREADS and any m (bit-identical results),
+// while each participant still streams whole contiguous weight rows (splitting over the
+// outputs instead measured 6-11% slower on GPT-2's decode products). Which path runs
+// depends on the shape alone.
+template <typename Rows>
+void GemvRows(int64_t m, int64_t k, int64_t n, float *y, int64_t ldy, const Rows &rows) {
+  if (k * n < tinymlir::kParallelElements || k <= kRowsPerChunk) {
+    rows(y, ldy, 0, k);
+    return;
+  }
+  const int64_t chunks = (k + kRowsPerChunk - 1) / kRowsPerChunk;
+  float *partial =
+      static_cast<float *>(std::calloc(static_cast<size_t>(chunks * m * n), sizeof(float)));
+  if (!partial) {  // no scratch: the rows in one pass (another summation order)
+    rows(y, ldy, 0, k);
+    return;
+  }
+  WorkerPool &pool = WorkerPool::Get();
+  // Participants take chunks in turn from a shared counter, so a thread the machine slows
+  // down (a vCPU shared with a neighbour) takes fewer; with fixed halves the other waited.
+  // GPT-2 124M's decode products, 5 interleaved runs each: median 30.4 ms against 33.2 ms
+  // (noisy). Which thread sums a chunk does not change its bits.
+  std::atomic<int64_t> next_chunk{0};
+  auto run = [&](int) {
+    for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < chunks;)
+      rows(partial + c * m * n, n, c * kRowsPerChunk, std::min(k, (c + 1) * kRowsPerChunk));
+  };
+  if (pool.size() > 1) pool.ParallelFor(run); else run(0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t c = 0; c < chunks; ++c)
+      tinymlir::AddInto(y + i * ldy, partial + (c * m + i) * n, n);
+  std::free(partial);
+}
+
+// Y[v * ldy + i * incy] += A row i . X row v for A's m rows and X's nx rows (elements
+// incx apart), where dots(x, ldx, i0, i1) adds rows [i0, i1) against contiguous rows of x,
+// and element(i, j) reads A[i, j] (for the fallback).
+template <typename Dots, typename Element>
+void GemvCol(int64_t m, int64_t k, int64_t element_bytes, int64_t nx, const float *x,
+             int64_t ldx, int64_t incx, float *y, int64_t ldy, int64_t incy, const Dots &dots,
+             const Element &element) {
+  float *packed = nullptr;
+  if (incx != 1) {  // gather strided x rows once; the kernel streams A against them m times
+    packed = static_cast<float *>(std::malloc(static_cast<size_t>(nx * k) * sizeof(float)));
+    if (!packed) {  // no scratch: dot products straight from the strided x
+      for (int64_t v = 0; v < nx; ++v)
+        for (int64_t i = 0; i < m; ++i) {
+          float sum = 0.0f;
+          for (int64_t j = 0; j < k; ++j) sum += element(i, j) * x[v * ldx + j * incx];
+          y[v * ldy + i * incy] += sum;
+        }
+      return;
+    }
+    for (int64_t v = 0; v < nx; ++v)
+      for (int64_t j = 0; j < k; ++j) packed[v * k + j] = x[v * ldx + j * incx];
+    x = packed;
+    ldx = k;
+  }
+  WorkerPool &pool = WorkerPool::Get();
+  if (m * k < tinymlir::kParallelElements || pool.size() == 1) {
+    dots(x, ldx, 0, m);
+  } else {
+    // Blocks of rows taken from a shared counter, as in GemvRows; each output is one
+    // thread's dot product, so the split never changes the bits.
+    const int64_t block = tinymlir::RowsPerBlock(k, element_bytes);
+    std::atomic<int64_t> next_row{0};
+    pool.ParallelFor([&](int) {
+      for (int64_t i0; (i0 = next_row.fetch_add(block, std::memory_order_relaxed)) < m;)
+        dots(x, ldx, i0, std::min(m, i0 + block));
+    });
+  }
+  std::free(packed);
+}
+
+}  // namespace
+
+extern "C" void tm_rt_gemv_rows(int32_t dtype, int64_t m, int64_t k, int64_t n,
+                                const float *x, int64_t ldx, const void *w, int64_t ldw,
+                                float *y, int64_t ldy) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  using tinymlir::RowsKernel;
+  GemvRows(m, k, n, y, ldy, [&](float *out, int64_t ld, int64_t k0, int64_t k1) {
+    switch (static_cast<tinymlir::HalfKind>(dtype)) {
+      case tinymlir::HalfKind::kF16:
+        RowsKernel<tinymlir::F16>(m, x, ldx, static_cast<const uint16_t *>(w), ldw, out, ld, k0, k1, n);
+        break;
+      case tinymlir::HalfKind::kBF16:
+        RowsKernel<tinymlir::BF16>(m, x, ldx, static_cast<const uint16_t *>(w), ldw, out, ld, k0, k1, n);
+        break;
+      default:
+        RowsKernel<tinymlir::F32>(m, x, ldx, static_cast<const float *>(w), ldw, out, ld, k0, k1, n);
+    }
+  });
+}
+
+extern "C" void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void *a,
+                                int64_t lda, int64_t nx, const float *x, int64_t ldx,
+                                int64_t incx, float *y, int64_t ldy, int64_t incy) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  using tinymlir::DotsKernel;
+  const auto kind = static_cast<tinymlir::HalfKind>(dtype);
+  const bool half = kind == tinymlir::HalfKind::kF16 || kind == tinymlir::HalfKind::kBF16;
+  const auto *af = static_cast<const float *>(a);
+  const auto *ah = static_cast<const uint16_t *>(a);
+  GemvCol(
+      m, k, half ? 2 : 4, nx, x, ldx, incx, y, ldy, incy,
+      [&](const float *xs, int64_t ld, int64_t i0, int64_t i1) {
+        if (kind == tinymlir::HalfKind::kF16)
+          DotsKernel<tinymlir::F16>(ah, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
+        else if (kind == tinymlir::HalfKind::kBF16)
+          DotsKernel<tinymlir::BF16>(ah, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
+        else
+          DotsKernel<tinymlir::F32>(af, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
+      },
+      [&](int64_t i, int64_t j) {
+        return half ? tinymlir::HalfToFloat(kind, ah[i * lda + j]) : af[i * lda + j];
+      });
+}
