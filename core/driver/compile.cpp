@@ -21,7 +21,6 @@ bool CanLink(const char *symbol, DeviceKind kind) {
 Status Compile(const Trace &trace, const CompileOptions &options,
                std::unique_ptr<Program> *program) {
   if (!trace.ended()) return InvalidArgument("trace '" + trace.name() + "' has not ended");
-  TM_RETURN_IF_ERROR(CheckCompileOptions(options));
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Program> compiled;
   if (CompileInThisProcess()) {

@@ -147,37 +147,17 @@ Status DecodeSymbols(const std::string &body, std::vector<std::string> *cpu,
 
 std::string EncodeCompileRequest(const Trace &trace, const CompileOptions &options) {
   ByteWriter w;
-  w.I64(static_cast<int64_t>(options.target));
-  w.U64(options.optimize);
-  w.U64(options.use_blas);
-  w.I64(options.opt_level);
-  w.I64(options.gpu_sm);
-  w.I64(options.gpu_matmul_tile);
-  w.U64(options.gpu_cubin);
-  w.U64(static_cast<uint64_t>(options.gpu_emulate));
+  w.Text(EncodeCompileOptions(options));
   w.Text(trace.Serialize());
   return w.Take();
 }
 
 Status DecodeCompileRequest(const std::string &body, Trace *trace, CompileOptions *options) {
   ByteReader r(body);
-  int64_t target, opt_level, gpu_sm, tile;
-  uint64_t optimize, use_blas, cubin, emulate;
-  std::string trace_bytes;
-  if (!r.I64(&target) || !r.U64(&optimize) || !r.U64(&use_blas) || !r.I64(&opt_level) ||
-      !r.I64(&gpu_sm) || !r.I64(&tile) || !r.U64(&cubin) || !r.U64(&emulate) ||
-      !r.Text(&trace_bytes) || !r.AtEnd())
+  std::string options_text, trace_bytes;
+  if (!r.Text(&options_text) || !r.Text(&trace_bytes) || !r.AtEnd() ||
+      !DecodeCompileOptions(options_text, options).ok())
     return Malformed("compile request");
-  options->target = static_cast<Target>(target);
-  options->optimize = optimize != 0;
-  options->use_blas = use_blas != 0;
-  options->opt_level = static_cast<int>(opt_level);
-  options->gpu_sm = static_cast<int>(gpu_sm);
-  options->gpu_matmul_tile = static_cast<int>(tile);
-  options->gpu_cubin = cubin != 0;
-  if (emulate > static_cast<uint64_t>(GpuEmulation::kUnchecked))
-    return Malformed("compile request");
-  options->gpu_emulate = static_cast<GpuEmulation>(emulate);
   return Trace::Deserialize(trace_bytes, trace);
 }
 

@@ -25,10 +25,7 @@ namespace {
 std::string KeyHeader(const CompileOptions &options) {
   return std::string("tinymlir ") + TINYMLIR_VERSION_STRING + " build " + LibraryBuildId() +
          " compiler " + kCompilerBuildId + "\nllvm " TINYMLIR_LLVM_VERSION "\ntarget " +
-         TargetDescription(options) +
-         "\noptions optimize=" + std::to_string(options.optimize) +
-         " blas=" + std::to_string(options.use_blas) +
-         " opt_level=" + std::to_string(options.opt_level) + "\n";
+         TargetDescription(options) + "\noptions " + EncodeCompileOptions(options) + "\n";
 }
 
 std::string Signature(const std::vector<TensorType> &types) {
@@ -47,19 +44,16 @@ uint64_t EstimatedBytes(const Program &program) {
 
 }  // namespace
 
-Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &options,
+Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &caller_options,
                                   std::shared_ptr<Program> *out, bool *hit) {
   // A CPU described wrongly must not find code compiled for another description, and no
   // other setting may be silently ignored.
   if (!EnvironmentError().empty()) return InvalidArgument(EnvironmentError());
-  TM_RETURN_IF_ERROR(CheckCompileOptions(options));  // a bad option is no lookup
+  // The one place options are checked and completed: a bad option is no lookup.
+  const CompileOptions options = WithEnvironment(caller_options);
+  TM_RETURN_IF_ERROR(CheckCompileOptions(options));
   const std::string fingerprint = trace.Fingerprint();
-  std::string key = fingerprint;
-  const int32_t opts[] = {static_cast<int32_t>(options.target), options.optimize,
-                          options.use_blas,    options.opt_level,
-                          options.gpu_sm,      options.gpu_matmul_tile,
-                          options.gpu_cubin,   static_cast<int32_t>(options.gpu_emulate)};
-  key.append(reinterpret_cast<const char *>(opts), sizeof opts);
+  const std::string key = fingerprint + '\0' + EncodeCompileOptions(options);
 
   std::promise<Result> promise;
   std::shared_future<Result> pending;

@@ -4,6 +4,7 @@
 // them, and a program file names them.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "core/engine/device.h"
@@ -38,10 +39,41 @@ inline DeviceKind RunsOn(const CompileOptions &options) {
              : DeviceKind::kCpu;
 }
 
-// Checks the options (a known target, opt level 0..3, a GPU chip and tile in range): what
-// Compile checks first, and the program cache before it looks anything up, so a call with
-// bad options neither counts as a lookup nor reaches the compiler.
+// Every field of CompileOptions, once: its name (in cache keys, manifests, the compiler
+// process's messages and error messages), its valid range as integers, and how it reads
+// and writes. Checking, encoding and decoding go through this table, so a field added to
+// the struct but not here is in no key, and a test that walks the table
+// (tests/capi/cache_key_test.cpp) finds each field's effect on the caches.
+struct CompileOptionField {
+  const char *name;
+  int min, max;
+  const char *range;     // the range in words, for messages
+  bool from_environment;  // set by the driver from a variable (TINYMLIR_GPU_EMULATE), not by callers
+  int (*get)(const CompileOptions &);
+  void (*set)(CompileOptions *, int);
+};
+struct CompileOptionFieldList {
+  const CompileOptionField *first;
+  size_t count;
+  const CompileOptionField *begin() const { return first; }
+  const CompileOptionField *end() const { return first + count; }
+  size_t size() const { return count; }
+};
+CompileOptionFieldList CompileOptionFields();
+
+// Checks every field against its range: what the program cache does before it looks
+// anything up (a call with bad options is no lookup and reaches no compiler).
 Status CheckCompileOptions(const CompileOptions &options);
+
+// Every field as "name=value", space-separated, in the table's order: the options' one
+// encoding, in memory cache keys, disk cache keys and manifests, and compile requests.
+std::string EncodeCompileOptions(const CompileOptions &options);
+// The inverse, every field required and checked.
+Status DecodeCompileOptions(const std::string &text, CompileOptions *options);
+
+// The options a compile runs with: the caller's, plus what the environment decides
+// (TINYMLIR_GPU_EMULATE for the GPU target). The program cache applies it once.
+CompileOptions WithEnvironment(CompileOptions options);
 
 // What native code for options.target depends on besides the program: for the CPU, the
 // host's CPU and features (core/support/host_cpu.h); for the GPU, the chip and the device

@@ -6,7 +6,6 @@
 
 #include "capi/src/run/errors.h"
 #include "capi/src/compile/handles.h"
-#include "core/support/environment.h"
 
 using tm_capi::Fail;
 using tm_capi::Guard;
@@ -24,9 +23,8 @@ tinymlir::Status ReadCompileOptions(const tm_compile_options *in, tinymlir::Comp
   tm_compile_options o;
   tm_compile_options_init(&o);
   TM_RETURN_IF_ERROR(ReadOptions("tm_compile", in, kCompileOptionsFirstLayout, &o));
-  if (o.target != TM_TARGET_CPU && o.target != TM_TARGET_GPU)
-    return tinymlir::InvalidArgument("tm_compile: unknown target " +
-                                     std::to_string(static_cast<int>(o.target)));
+  // Values are checked, and the environment applied, by the program cache (core/engine/
+  // compile_options.h): here they are only carried over.
   out->target = static_cast<tinymlir::Target>(o.target);
   out->optimize = o.optimize != 0;
   out->use_blas = o.use_blas != 0;
@@ -34,8 +32,6 @@ tinymlir::Status ReadCompileOptions(const tm_compile_options *in, tinymlir::Comp
   out->gpu_sm = o.gpu_sm;
   out->gpu_matmul_tile = o.gpu_matmul_tile;
   out->gpu_cubin = o.gpu_cubin != 0;
-  out->gpu_emulate = out->target == tinymlir::Target::kGpu ? tinymlir::GpuEmulateSetting()
-                                                           : tinymlir::GpuEmulation::kOff;
   return tinymlir::Status::Ok();
 }
 
