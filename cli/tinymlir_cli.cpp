@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "tinymlir/gpt2.h"
-#include "tinymlir/tinymlir.hpp"
+#include "tinymlir/gpt2.hpp"
 
 namespace {
 

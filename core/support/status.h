@@ -1,6 +1,7 @@
-// The error type of the C++ core: a code plus a message that names what was wrong.
-// Messages describe the problem, not the caller's entry point: a front end (the C API in
-// capi/) adds the name of the function the user called.
+// The one error type of tinymlir's C++ (core, the C shims in capi/, the GPT-2 application
+// in gpt2/): a code plus a message that names what was wrong. Messages describe the
+// problem, not the caller's entry point: a front end (the C API in capi/) adds the name of
+// the function the user called.
 #pragma once
 
 #include <string>
@@ -49,6 +50,7 @@ inline Status RuntimeError(std::string m) { return {StatusCode::kRuntime, std::m
 inline Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIo, std::move(m)}; }
 inline Status OutOfMemory(std::string m) { return {StatusCode::kOutOfMemory, std::move(m)}; }
+inline Status Busy(std::string m) { return {StatusCode::kBusy, std::move(m)}; }
 
 }  // namespace tinymlir
 

@@ -5,11 +5,14 @@
 #include <cstring>
 #include <new>
 
+#include "core/support/versioned_struct.h"
 #include "gpt2/src/model.h"
 #include "tinymlir/gpt2.h"
 
 using tinymlir::gpt2::Gpt2Model;
 using tinymlir::gpt2::Status;
+using tinymlir::OutOfMemory;
+using tinymlir::RuntimeError;
 
 struct tm_model {
   std::unique_ptr<Gpt2Model> impl;
@@ -26,7 +29,7 @@ static_assert(sizeof(tm_model_stats) == 176, "gpt2.h names the layout sizes: upd
 // Reports a failed Status the way the compiler's shims do: its code, and its message as
 // the thread's tm_last_error (through the C API, so both layers share one last error).
 tm_status Report(const Status &status) {
-  return status.ok() ? TM_OK : tm_set_last_error(status.code(), status.message().c_str());
+  return status.ok() ? TM_OK : tm_set_last_error(static_cast<tm_status>(status.code()), status.message().c_str());
 }
 
 // Runs `body`, keeping C++ exceptions inside the library.
@@ -35,51 +38,28 @@ tm_status Guard(const char *fn, F &&body) {
   try {
     return Report(body());
   } catch (const std::bad_alloc &) {
-    return Report({TM_ERROR_OUT_OF_MEMORY, std::string(fn) + ": out of memory"});
+    return Report(OutOfMemory(std::string(fn) + ": out of memory"));
   } catch (const std::exception &e) {
-    return Report({TM_ERROR_RUNTIME, std::string(fn) + ": internal error: " + e.what()});
+    return Report(RuntimeError(std::string(fn) + ": internal error: " + e.what()));
   }
 }
 
 // Reads a versioned options struct: see "Options structs" in tinymlir.h.
 template <typename T>
 Status ReadOptions(const char *fn, const T *in, size_t first_layout, T *out) {
-  if (!in) return Status::Ok();
-  const size_t size = in->struct_size;
-  if (size < first_layout)
-    return tinymlir::gpt2::InvalidArgument(
-        std::string(fn) + ": options.struct_size is " + std::to_string(size) +
-        ", smaller than the first published layout (" + std::to_string(first_layout) +
-        " bytes); fill the options with their *_options_init function");
-  if (size > TM_OPTIONS_MAX_STRUCT_SIZE)
-    return tinymlir::gpt2::InvalidArgument(
-        std::string(fn) + ": options.struct_size is " + std::to_string(size) +
-        ", larger than any version of these options (TM_OPTIONS_MAX_STRUCT_SIZE, " +
-        std::to_string(TM_OPTIONS_MAX_STRUCT_SIZE) +
-        " bytes); fill the options with their *_options_init function");
-  const auto *bytes = reinterpret_cast<const unsigned char *>(in);
-  for (size_t i = sizeof(T); i < size; ++i)
-    if (bytes[i] != 0)
-      return tinymlir::gpt2::Unsupported(
-          std::string(fn) + ": the options come from a newer header (struct_size " +
-          std::to_string(size) + ", this library knows " + std::to_string(sizeof(T)) +
-          " bytes) and set a field this library does not have (byte " + std::to_string(i) +
-          ")");
-  std::memcpy(out, in, std::min(size, sizeof(T)));
-  out->struct_size = sizeof(T);
-  return Status::Ok();
+  return tinymlir::ReadVersionedStruct(fn, in, first_layout, TM_OPTIONS_MAX_STRUCT_SIZE, out);
 }
 
 Status NeedTokenizer(const tm_model *m, const char *fn) {
   if (!m->impl->tokenizer())
-    return tinymlir::gpt2::Unsupported(std::string(fn) +
+    return tinymlir::Unsupported(std::string(fn) +
                                        ": this model has no tokenizer (vocab.json and "
                                        "merges.txt were not in its folder); use token ids");
   return Status::Ok();
 }
 
 Status Null(const char *fn, const char *what) {
-  return tinymlir::gpt2::InvalidArgument(std::string(fn) + ": " + what + " is NULL");
+  return tinymlir::InvalidArgument(std::string(fn) + ": " + what + " is NULL");
 }
 
 }  // namespace
@@ -105,9 +85,9 @@ TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, const tm_model_
     // An empty path would name files at the root ("/config.json"), and an empty bundle
     // folder would quietly mean none.
     if (*dir == '\0')
-      return tinymlir::gpt2::InvalidArgument("tm_model_load: dir is an empty path");
+      return tinymlir::InvalidArgument("tm_model_load: dir is an empty path");
     if (o.bundle_dir && *o.bundle_dir == '\0')
-      return tinymlir::gpt2::InvalidArgument(
+      return tinymlir::InvalidArgument(
           "tm_model_load: options.bundle_dir is an empty path (NULL for no bundle)");
     auto model = std::make_unique<tm_model>();
     TM_RETURN_IF_ERROR(
@@ -203,7 +183,7 @@ TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_pr
       char text[160];
       std::snprintf(text, sizeof text, "tm_generate: options.%s is %.9g; it must be %s", field,
                     value, need);
-      return tinymlir::gpt2::InvalidArgument(text);
+      return tinymlir::InvalidArgument(text);
     };
     if (o.max_new_tokens < 0) return bad("max_new_tokens", o.max_new_tokens, ">= 0");
     if (!(o.temperature >= 0.0f)) return bad("temperature", o.temperature, ">= 0 (0: greedy)");
@@ -244,7 +224,7 @@ TM_API tm_status tm_model_get_stats(tm_model *model, tm_model_stats *stats) {
   if (!model) return Report(Null("tm_model_get_stats", "model"));
   if (!stats) return Report(Null("tm_model_get_stats", "stats"));
   if (stats->struct_size < kModelStatsFirstLayout)
-    return Report(tinymlir::gpt2::InvalidArgument(
+    return Report(tinymlir::InvalidArgument(
         "tm_model_get_stats: stats->struct_size is " + std::to_string(stats->struct_size) +
         ", smaller than the first published layout (" + std::to_string(kModelStatsFirstLayout) +
         " bytes); set it to sizeof(tm_model_stats)"));

@@ -47,14 +47,13 @@ class Floats {
     if (n > capacity_) {
       Release();
       if (n > SIZE_MAX / sizeof(float))
-        return {TM_ERROR_OUT_OF_MEMORY, std::to_string(n) + " floats do not fit in memory"};
+        return OutOfMemory(std::to_string(n) + " floats do not fit in memory");
       void *block = nullptr;
       if (managed_) {
         if (tm_status s = tm_managed_alloc(n * sizeof(float), &block); s != TM_OK) return FromC(s);
         std::memset(block, 0, n * sizeof(float));
       } else if (!(block = std::calloc(n, sizeof(float)))) {
-        return {TM_ERROR_OUT_OF_MEMORY,
-                "cannot allocate " + std::to_string(n * sizeof(float)) + " bytes"};
+        return OutOfMemory("cannot allocate " + std::to_string(n * sizeof(float)) + " bytes");
       }
       data_ = static_cast<float *>(block);
       capacity_ = n;

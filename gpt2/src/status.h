@@ -1,46 +1,27 @@
-// The GPT-2 library's error type: a tm_status plus a message naming what was wrong. This
-// layer is a client of the public C API, so its codes are the C API's own; a failed C call
-// becomes a Status through FromC (its tm_last_error message included).
+// The GPT-2 application's errors are tinymlir's one Status (core/support/status.h). This
+// layer is a client of the public C API, so it also speaks the C API's codes: a failed C call
+// becomes a Status through FromC (its tm_last_error message included), and a code compares
+// with a tm_status directly (the values are the same by construction).
 #pragma once
 
-#include <string>
-#include <utility>
-
+#include "core/support/status.h"
 #include "tinymlir/tinymlir.h"
 
-namespace tinymlir::gpt2 {
+namespace tinymlir {
 
-class [[nodiscard]] Status {
- public:
-  Status() = default;  // OK
-  Status(tm_status code, std::string message) : code_(code), message_(std::move(message)) {}
+inline bool operator==(StatusCode a, tm_status b) { return static_cast<int>(a) == static_cast<int>(b); }
+inline bool operator!=(StatusCode a, tm_status b) { return !(a == b); }
+inline bool operator==(tm_status a, StatusCode b) { return b == a; }
+inline bool operator!=(tm_status a, StatusCode b) { return !(b == a); }
 
-  static Status Ok() { return Status(); }
+namespace gpt2 {
 
-  bool ok() const { return code_ == TM_OK; }
-  tm_status code() const { return code_; }
-  const std::string &message() const { return message_; }
-
- private:
-  tm_status code_ = TM_OK;
-  std::string message_;
-};
-
-inline Status InvalidArgument(std::string m) { return {TM_ERROR_INVALID_ARGUMENT, std::move(m)}; }
-inline Status OutOfRange(std::string m) { return {TM_ERROR_OUT_OF_RANGE, std::move(m)}; }
-inline Status Unsupported(std::string m) { return {TM_ERROR_UNSUPPORTED, std::move(m)}; }
-inline Status IoError(std::string m) { return {TM_ERROR_IO, std::move(m)}; }
-inline Status Busy(std::string m) { return {TM_ERROR_BUSY, std::move(m)}; }
-inline Status RuntimeError(std::string m) { return {TM_ERROR_RUNTIME, std::move(m)}; }
+using ::tinymlir::Status;
 
 // The result of a tinymlir C call, with the thread's last error as its message.
-inline Status FromC(tm_status s) { return s == TM_OK ? Status() : Status(s, tm_last_error()); }
+inline Status FromC(tm_status s) {
+  return s == TM_OK ? Status() : Status(static_cast<StatusCode>(s), tm_last_error());
+}
 
-}  // namespace tinymlir::gpt2
-
-// Returns early from the enclosing function when `expr` is a failed Status.
-#define TM_RETURN_IF_ERROR(expr)                       \
-  do {                                                 \
-    ::tinymlir::gpt2::Status tm_status_tmp_ = (expr);  \
-    if (!tm_status_tmp_.ok()) return tm_status_tmp_;   \
-  } while (0)
+}  // namespace gpt2
+}  // namespace tinymlir

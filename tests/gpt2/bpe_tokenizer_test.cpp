@@ -277,7 +277,7 @@ std::string LoadBounded(const std::string &vocab, const std::string &merges) {
       [&] {
         std::unique_ptr<BpeTokenizer> tok;
         Status s = BpeTokenizer::Load(vocab, merges, &tok);
-        return std::to_string(s.code()) + "|" + s.message();
+        return std::to_string(static_cast<int>(s.code())) + "|" + s.message();
       },
       &result));
   return result;

@@ -32,7 +32,7 @@ using testing::RunBounded;
 constexpr char kTinyA[] = TM_TEST_DATA_DIR "/tiny-a";
 
 // The status of a call, as "code|message", so a bounded child can send it back.
-std::string Describe(const Status &s) { return std::to_string(s.code()) + "|" + s.message(); }
+std::string Describe(const Status &s) { return std::to_string(static_cast<int>(s.code())) + "|" + s.message(); }
 
 class Gpt2CheckpointFilesTest : public ::testing::Test {
  protected:

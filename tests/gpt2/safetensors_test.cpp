@@ -289,7 +289,7 @@ TEST_F(SafetensorsCorruptTest, FifoIsRefusedWithoutBlocking) {
       [&] {
         std::unique_ptr<SafetensorsFile> file;
         Status s = SafetensorsFile::Open(path, &file);
-        return std::to_string(s.code()) + "|" + s.message();
+        return std::to_string(static_cast<int>(s.code())) + "|" + s.message();
       },
       &result));
   EXPECT_TRUE(Contains(result, std::to_string(TM_ERROR_IO) + "|"));

@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tinymlir/gpt2.h"
-#include "tinymlir/tinymlir.hpp"
+#include "tinymlir/gpt2.hpp"
 
 namespace {
 

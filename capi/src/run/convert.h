@@ -9,6 +9,7 @@
 
 #include "core/engine/program.h"
 #include "core/support/status.h"
+#include "core/support/versioned_struct.h"
 #include "core/engine/compile_options.h"
 #include "core/trace/dtype.h"
 #include "tinymlir/tinymlir.h"
@@ -35,36 +36,10 @@ inline tinymlir::TensorView ToCore(const tm_tensor &t) {
   return {t.data, ToCore(t.dtype), t.rank, t.shape, t.strides};
 }
 
-// Reads a caller's options struct of type T (its first field is uint32_t struct_size)
-// into *out, which holds the defaults. Any struct_size from the first published layout up
-// is accepted: fields an older caller lacks keep their defaults; a newer caller's extra
-// bytes must be zero (their defaults), as Linux's copy_struct_from_user does.
+// Reads a caller's versioned options struct (core/support/versioned_struct.h).
 template <typename T>
 tinymlir::Status ReadOptions(const char *fn, const T *in, size_t first_layout, T *out) {
-  if (!in) return tinymlir::Status::Ok();
-  const size_t size = in->struct_size;
-  if (size < first_layout)
-    return tinymlir::InvalidArgument(
-        std::string(fn) + ": options.struct_size is " + std::to_string(size) +
-        ", smaller than the first published layout (" + std::to_string(first_layout) +
-        " bytes); fill the options with their *_options_init function");
-  if (size > TM_OPTIONS_MAX_STRUCT_SIZE)
-    return tinymlir::InvalidArgument(
-        std::string(fn) + ": options.struct_size is " + std::to_string(size) +
-        ", larger than any version of these options (TM_OPTIONS_MAX_STRUCT_SIZE, " +
-        std::to_string(TM_OPTIONS_MAX_STRUCT_SIZE) +
-        " bytes); fill the options with their *_options_init function");
-  const auto *bytes = reinterpret_cast<const unsigned char *>(in);
-  for (size_t i = sizeof(T); i < size; ++i)
-    if (bytes[i] != 0)
-      return tinymlir::Unsupported(
-          std::string(fn) + ": the options come from a newer header (struct_size " +
-          std::to_string(size) + ", this library knows " + std::to_string(sizeof(T)) +
-          " bytes) and set a field this library does not have (byte " + std::to_string(i) +
-          ")");
-  std::memcpy(out, in, std::min(size, sizeof(T)));
-  out->struct_size = sizeof(T);
-  return tinymlir::Status::Ok();
+  return tinymlir::ReadVersionedStruct(fn, in, first_layout, TM_OPTIONS_MAX_STRUCT_SIZE, out);
 }
 
 // Reads tm_compile_options into the core's CompileOptions (range checks in the core).

@@ -103,7 +103,7 @@ Status CompileProgram(tm_context *ctx, const Gpt2Config &config, tm_target targe
   tm_compile_options_init(&options);
   options.target = target;
   options.opt_level = OptLevel(kind);
-  if (tracer.compile(ctx, &options, out) != TM_OK) return {tracer.status(), tracer.error()};
+  if (tracer.compile(ctx, &options, out) != TM_OK) return Status(static_cast<StatusCode>(tracer.status()), tracer.error());
   return Status::Ok();
 }
 
