@@ -1,6 +1,7 @@
 package tinymlir
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"tinymlir.dev/tinymlir/internal/genops"
 )
 
 func must[T any](t *testing.T) func(T, error) T {
@@ -495,4 +498,35 @@ func TestNilObjectsAreErrorsNotPanics(t *testing.T) {
 	live := must[*Context](t)(NewContext())
 	defer live.Close()
 	wantStatus(t, errOf(live.Compile(nil, nil)), StatusInvalidArgument)
+}
+
+// unary_ops.go is what internal/genops makes of the header (go generate ./...), and names
+// every op the library knows, by the library's own names.
+func TestUnaryOpsAreGeneratedFromTheHeader(t *testing.T) {
+	header, err := os.ReadFile("../../capi/include/tinymlir/tinymlir.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := genops.Generate(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("unary_ops.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("unary_ops.go is stale: run `go generate ./...` in bindings/go")
+	}
+	if UnaryOpCount() != len(generatedUnaryOps) {
+		t.Fatalf("the library knows %d unary ops, unary_ops.go %d", UnaryOpCount(), len(generatedUnaryOps))
+	}
+	for _, o := range generatedUnaryOps {
+		if name := UnaryOpName(o.op); name != o.name {
+			t.Errorf("op %d is %q in the library, %q in unary_ops.go", o.op, name, o.name)
+		}
+	}
+	if UnaryOpName(UnaryOp(UnaryOpCount())) != "" {
+		t.Error("a value past the last op has a name")
+	}
 }

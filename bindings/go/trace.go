@@ -241,50 +241,36 @@ func (t *Trace) Where(cond, a, b Value) (Value, error) {
 	})
 }
 
+// UnaryOp is one of the library's unary ops (tm_unary_op); unary_ops.go names them and
+// gives each a method (Exp, Sigmoid, ...).
+type UnaryOp int32
+
+//go:generate go run ./cmd/genops
+
+// UnaryOpCount is how many unary ops the loaded library knows (tm_unary_op_count): their
+// values are 0 .. count - 1.
+func UnaryOpCount() int { return int(C.tm_unary_op_count()) }
+
+// UnaryOpName is the library's name for op ("exp"), or "" for one it does not know.
+func UnaryOpName(op UnaryOp) string {
+	name := C.tm_unary_op_name(C.tm_unary_op(op))
+	if name == nil {
+		return ""
+	}
+	return C.GoString(name)
+}
+
+// Unary records op(x) (tm_op_unary).
+func (t *Trace) Unary(op UnaryOp, x Value) (Value, error) {
+	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
+		return C.tm_op_unary(c, C.tm_unary_op(op), C.tm_value(x), out)
+	})
+}
+
 func (t *Trace) unary(op C.tmg_unary_fn, x Value) (Value, error) {
 	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
 		return C.tmg_unary(op, c, C.tm_value(x), out)
 	})
-}
-
-// Neg is -x.
-func (t *Trace) Neg(x Value) (Value, error) {
-	return t.unary(C.tmg_unary_fn(C.tm_op_neg), x)
-}
-
-// Exp is e^x (integers compute in f64).
-func (t *Trace) Exp(x Value) (Value, error) {
-	return t.unary(C.tmg_unary_fn(C.tm_op_exp), x)
-}
-
-// Log is the natural logarithm.
-func (t *Trace) Log(x Value) (Value, error) {
-	return t.unary(C.tmg_unary_fn(C.tm_op_log), x)
-}
-
-// Tanh is the hyperbolic tangent.
-func (t *Trace) Tanh(x Value) (Value, error) {
-	return t.unary(C.tmg_unary_fn(C.tm_op_tanh), x)
-}
-
-// Sqrt is the square root.
-func (t *Trace) Sqrt(x Value) (Value, error) {
-	return t.unary(C.tmg_unary_fn(C.tm_op_sqrt), x)
-}
-
-// Rsqrt is 1 / sqrt(x).
-func (t *Trace) Rsqrt(x Value) (Value, error) {
-	return t.unary(C.tmg_unary_fn(C.tm_op_rsqrt), x)
-}
-
-// Erf is the error function.
-func (t *Trace) Erf(x Value) (Value, error) {
-	return t.unary(C.tmg_unary_fn(C.tm_op_erf), x)
-}
-
-// Abs is |x|.
-func (t *Trace) Abs(x Value) (Value, error) {
-	return t.unary(C.tmg_unary_fn(C.tm_op_abs), x)
 }
 
 // GeluTanh is GELU, tanh approximation (GPT-2's gelu_new).

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/trace/unary_ops.h"
+
 namespace tinymlir {
 
 int64_t TensorType::NumElements() const {
@@ -43,14 +45,10 @@ const char *OpKindName(OpKind kind) {
     case OpKind::kGreater: return "greater";
     case OpKind::kEqual: return "equal";
     case OpKind::kWhere: return "where";
-    case OpKind::kNeg: return "neg";
-    case OpKind::kExp: return "exp";
-    case OpKind::kLog: return "log";
-    case OpKind::kTanh: return "tanh";
-    case OpKind::kSqrt: return "sqrt";
-    case OpKind::kRsqrt: return "rsqrt";
-    case OpKind::kErf: return "erf";
-    case OpKind::kAbs: return "abs";
+#define TM_UNARY_OP(Name, C_ENUMERATOR, c_value, name, ...) \
+    case OpKind::k##Name: return name;
+#include "core/trace/unary_ops.def"
+#undef TM_UNARY_OP
     case OpKind::kCast: return "cast";
     case OpKind::kMatmul: return "matmul";
     case OpKind::kReduceSum: return "reduce_sum";
@@ -73,11 +71,6 @@ namespace {
 
 bool IsComparison(OpKind k) {
   return k == OpKind::kLess || k == OpKind::kGreater || k == OpKind::kEqual;
-}
-
-bool IsTranscendental(OpKind k) {
-  return k == OpKind::kExp || k == OpKind::kLog || k == OpKind::kTanh ||
-         k == OpKind::kSqrt || k == OpKind::kRsqrt || k == OpKind::kErf;
 }
 
 Status CheckShape(const char *op, const Shape &shape) {
@@ -320,13 +313,15 @@ Status Trace::Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId 
 }
 
 Status Trace::Unary(OpKind kind, const char *op, ValueId x, ValueId *out) {
+  const UnaryOp *unary = FindUnaryOp(kind);
+  if (!unary) return InvalidArgument(std::string(op) + ": " + OpKindName(kind) + " is not a unary op");
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
   DType dtype = nodes_[x].type.dtype;
   if (dtype == DType::kBool)
     return DtypeError(std::string(op) + ": not defined for bool operand " +
                       nodes_[x].type.ToString());
-  if (IsTranscendental(kind) && !IsFloat(dtype)) dtype = DType::kF64;
+  if (unary->rule == UnaryRule::kFloatResult && !IsFloat(dtype)) dtype = DType::kF64;
   TM_RETURN_IF_ERROR(CheckArithmetic(op, dtype));
   ValueId cx = Convert(x, dtype);
   Node n;

@@ -40,8 +40,11 @@ enum class OpKind : uint8_t {
   kInput, kScalar, kConstant,
   // Elementwise binary (operands share the result's dtype, except comparisons/where).
   kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kLess, kGreater, kEqual, kWhere,
-  // Elementwise unary.
-  kNeg, kExp, kLog, kTanh, kSqrt, kRsqrt, kErf, kAbs, kCast,
+  // Elementwise unary: one per entry of unary_ops.def, then the cast.
+#define TM_UNARY_OP(Name, ...) k##Name,
+#include "core/trace/unary_ops.def"
+#undef TM_UNARY_OP
+  kCast,
   // Structured.
   kMatmul,      // 2-D (m,k)@(k,n) or 3-D batched
   kReduceSum,   // ints = {axis, keepdims}

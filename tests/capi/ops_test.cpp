@@ -78,28 +78,90 @@ TYPED_TEST(OpsT, BinaryOpsBroadcastRowAgainstMatrix) {
   }
 }
 
+// Every unary op of the library's table (tm_op_unary) against a double-precision formula
+// written here, independently of the table: an op the library knows without a case here
+// fails the test. Inputs span each op's domain.
+struct UnaryCase {
+  tm_unary_op op;
+  double (*ref)(double);
+  double lo, hi;
+};
+const std::vector<UnaryCase> &UnaryCases() {
+  static const std::vector<UnaryCase> cases = {
+      {TM_UNARY_NEG, [](double x) { return -x; }, -3, 3},
+      {TM_UNARY_EXP, [](double x) { return std::exp(x); }, -5, 5},
+      {TM_UNARY_LOG, [](double x) { return std::log(x); }, 0.01, 10},
+      {TM_UNARY_TANH, [](double x) { return std::tanh(x); }, -4, 4},
+      {TM_UNARY_SQRT, [](double x) { return std::sqrt(x); }, 0, 10},
+      {TM_UNARY_RSQRT, [](double x) { return 1 / std::sqrt(x); }, 0.01, 10},
+      {TM_UNARY_ERF, [](double x) { return std::erf(x); }, -3, 3},
+      {TM_UNARY_ABS, [](double x) { return std::fabs(x); }, -3, 3},
+  };
+  return cases;
+}
+
+TEST(UnaryOpTable, EveryOpTheLibraryKnowsHasACaseAndAName) {
+  ASSERT_EQ(static_cast<size_t>(tm_unary_op_count()), UnaryCases().size())
+      << "a unary op without a case in UnaryCases (tests/capi/ops_test.cpp)";
+  for (const UnaryCase &c : UnaryCases()) {
+    ASSERT_NE(tm_unary_op_name(c.op), nullptr) << c.op;
+    EXPECT_GT(std::strlen(tm_unary_op_name(c.op)), 0u);
+  }
+  EXPECT_EQ(tm_unary_op_name(static_cast<tm_unary_op>(tm_unary_op_count())), nullptr);
+  EXPECT_EQ(tm_unary_op_name(static_cast<tm_unary_op>(-1)), nullptr);
+}
+
+TEST(UnaryOpTable, AnOpTheLibraryDoesNotKnowIsRefusedNamingIt) {
+  Trace trace;
+  Context ctx;
+  ASSERT_EQ(tm_context_create(ctx.out()), TM_OK);
+  ASSERT_EQ(tm_trace_begin(ctx, "unknown", trace.out()), TM_OK);
+  tm_value x = 0, y = 0;
+  const int64_t shape[] = {2};
+  ASSERT_EQ(tm_op_input(trace, TM_F32, 1, shape, &x), TM_OK);
+  const int unknown = tm_unary_op_count();
+  EXPECT_EQ(tm_op_unary(trace, static_cast<tm_unary_op>(unknown), x, &y),
+            TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("unknown op " + std::to_string(unknown)),
+            std::string::npos)
+      << tm_last_error();
+}
+
 TYPED_TEST(OpsT, UnaryOps) {
   using T = TypeParam;
-  using Fn = tm_status (*)(tm_trace *, tm_value, tm_value *);
-  struct Case { Fn op; double (*ref)(double); double lo, hi; };
-  const std::vector<Case> cases = {
-      {tm_op_neg, [](double x) { return -x; }, -3, 3},
-      {tm_op_abs, [](double x) { return std::fabs(x); }, -3, 3},
-      {tm_op_exp, [](double x) { return std::exp(x); }, -5, 5},
-      {tm_op_log, [](double x) { return std::log(x); }, 0.01, 10},
-      {tm_op_sqrt, [](double x) { return std::sqrt(x); }, 0, 10},
-      {tm_op_rsqrt, [](double x) { return 1 / std::sqrt(x); }, 0.01, 10},
-      {tm_op_tanh, [](double x) { return std::tanh(x); }, -4, 4},
-      {tm_op_erf, [](double x) { return std::erf(x); }, -3, 3},
-  };
-  for (size_t c = 0; c < cases.size(); ++c) {
-    Host<T> x = Random<T>({3, 5}, cases[c].lo, cases[c].hi, 3 + c);
+  for (size_t c = 0; c < UnaryCases().size(); ++c) {
+    const UnaryCase &u = UnaryCases()[c];
+    Host<T> x = Random<T>({3, 5}, u.lo, u.hi, 3 + c);
     std::vector<T> y = RunOne<T, T>({x}, {3, 5}, [&](tm_trace *t, std::vector<tm_value> v) {
-      return Op(cases[c].op, t, v[0]);
+      tm_value out = 0;
+      EXPECT_EQ(tm_op_unary(t, u.op, v[0], &out), TM_OK) << tm_last_error();
+      return out;
     });
     std::vector<double> want;
-    for (T v : x.data) want.push_back(cases[c].ref(v));
-    EXPECT_TRUE(AllClose(y, want, Tol<T>::rel, Tol<T>::abs)) << "case " << c;
+    for (T v : x.data) want.push_back(u.ref(v));
+    EXPECT_TRUE(AllClose(y, want, Tol<T>::rel, Tol<T>::abs)) << tm_unary_op_name(u.op);
+  }
+}
+
+// The named functions published before tm_op_unary record the same ops.
+TYPED_TEST(OpsT, NamedUnaryFunctionsAreTheirOps) {
+  using T = TypeParam;
+  using Fn = tm_status (*)(tm_trace *, tm_value, tm_value *);
+  const std::vector<std::pair<Fn, tm_unary_op>> named = {
+      {tm_op_neg, TM_UNARY_NEG},   {tm_op_exp, TM_UNARY_EXP},   {tm_op_log, TM_UNARY_LOG},
+      {tm_op_tanh, TM_UNARY_TANH}, {tm_op_sqrt, TM_UNARY_SQRT}, {tm_op_rsqrt, TM_UNARY_RSQRT},
+      {tm_op_erf, TM_UNARY_ERF},   {tm_op_abs, TM_UNARY_ABS}};
+  Host<T> x = Random<T>({7}, 0.1, 3, 11);
+  for (const auto &[fn, op] : named) {
+    std::vector<T> a = RunOne<T, T>({x}, {7}, [&](tm_trace *t, std::vector<tm_value> v) {
+      return Op(fn, t, v[0]);
+    });
+    std::vector<T> b = RunOne<T, T>({x}, {7}, [&](tm_trace *t, std::vector<tm_value> v) {
+      tm_value out = 0;
+      EXPECT_EQ(tm_op_unary(t, op, v[0], &out), TM_OK);
+      return out;
+    });
+    EXPECT_EQ(a, b) << tm_unary_op_name(op);
   }
 }
 

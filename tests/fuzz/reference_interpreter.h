@@ -311,27 +311,92 @@ inline El Finish(int dt, double r, double prop, bool exact, double err_u) {
   return F(RoundTo(dt, r), e);
 }
 
+// The unary ops are the library's table (core/trace/unary_ops.def): their kinds, C values,
+// names, dtype rules, accuracy and reference expressions all come from it.
 enum class Op {
   kInput, kScalar, kConstant,
   kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kLess, kGreater, kEqual, kWhere,
-  kNeg, kExp, kLog, kTanh, kSqrt, kRsqrt, kErf, kAbs, kCast,
+#define TM_UNARY_OP(Name, ...) k##Name,
+#include "core/trace/unary_ops.def"
+#undef TM_UNARY_OP
+  kCast,
   kMatmul, kSum, kRMax, kMean, kVar, kReshape, kTranspose, kSlice, kConcat, kGather,
   kSoftmax, kLayerNorm, kGelu, kCausalMask
 };
 
+// One unary op of the table, as the reference evaluates it.
+struct UnaryRef {
+  Op op;
+  int c_value;       // tm_unary_op
+  const char *name;
+  bool keeps_number;  // kKeepsNumber: integers keep their dtype, and the op is exact
+  double ulps_f32, ulps_f64;
+  enum Domain { kReals, kNonNegative, kPositive } domain;
+  double (*f)(double x, int dt);  // the reference expression; dt rounds intermediates (R)
+};
+
+inline const std::vector<UnaryRef> &UnaryRefs() {
+  static const std::vector<UnaryRef> refs = {
+#define TM_UNARY_OP(Name, C_ENUMERATOR, c_value, name, rule, ulps_f32, ulps_f64, domain,   \
+                    reference, lowering)                                                   \
+  {Op::k##Name, c_value, name, #rule == std::string("kKeepsNumber"), ulps_f32, ulps_f64,   \
+   UnaryRef::domain, [](double x, int dt) -> double {                                      \
+     auto R = [dt](double v) { return RoundTo(dt, v); };                                   \
+     (void)R;                                                                              \
+     return reference;                                                                     \
+   }},
+#include "core/trace/unary_ops.def"
+#undef TM_UNARY_OP
+  };
+  return refs;
+}
+
+inline const UnaryRef *FindUnaryRef(Op op) {
+  for (const UnaryRef &u : UnaryRefs())
+    if (u.op == op) return &u;
+  return nullptr;
+}
+
 inline const char *OpName(Op op) {
-  static const char *names[] = {
-      "input", "scalar", "constant", "add", "sub", "mul", "div", "pow", "maximum", "minimum",
-      "less", "greater", "equal", "where", "neg", "exp", "log", "tanh", "sqrt", "rsqrt", "erf",
-      "abs", "cast", "matmul", "reduce_sum", "reduce_max", "reduce_mean", "reduce_var",
-      "reshape", "transpose", "slice", "concat", "gather", "softmax", "layer_norm",
-      "gelu_tanh", "causal_mask"};
-  return names[static_cast<int>(op)];
+  if (const UnaryRef *u = FindUnaryRef(op)) return u->name;
+  switch (op) {
+    case Op::kInput: return "input";
+    case Op::kScalar: return "scalar";
+    case Op::kConstant: return "constant";
+    case Op::kAdd: return "add";
+    case Op::kSub: return "sub";
+    case Op::kMul: return "mul";
+    case Op::kDiv: return "div";
+    case Op::kPow: return "pow";
+    case Op::kMax: return "maximum";
+    case Op::kMin: return "minimum";
+    case Op::kLess: return "less";
+    case Op::kGreater: return "greater";
+    case Op::kEqual: return "equal";
+    case Op::kWhere: return "where";
+    case Op::kCast: return "cast";
+    case Op::kMatmul: return "matmul";
+    case Op::kSum: return "reduce_sum";
+    case Op::kRMax: return "reduce_max";
+    case Op::kMean: return "reduce_mean";
+    case Op::kVar: return "reduce_var";
+    case Op::kReshape: return "reshape";
+    case Op::kTranspose: return "transpose";
+    case Op::kSlice: return "slice";
+    case Op::kConcat: return "concat";
+    case Op::kGather: return "gather";
+    case Op::kSoftmax: return "softmax";
+    case Op::kLayerNorm: return "layer_norm";
+    case Op::kGelu: return "gelu_tanh";
+    case Op::kCausalMask: return "causal_mask";
+    default: return "unknown";
+  }
 }
 inline bool IsComparison(Op op) { return op == Op::kLess || op == Op::kGreater || op == Op::kEqual; }
+// Unary ops that compute integers in f64 (the table's kFloatResult rule).
 inline bool IsTranscendental(Op op) {
-  return op == Op::kExp || op == Op::kLog || op == Op::kTanh || op == Op::kSqrt ||
-         op == Op::kRsqrt || op == Op::kErf;
+  const UnaryRef *u = FindUnaryRef(op);
+  return u && !u->keeps_number;
 }
 
 // Float binary operation in dtype dt.
@@ -420,54 +485,23 @@ inline El FloatCompare(Op op, const El &a, const El &b) {
   return I(cmp(a.v, b.v));
 }
 
+// A float unary op of the table. Its own error is the table's ulps for the dtype; an
+// operand's error is carried through the function's values at the ends of its interval,
+// which bounds it for the table's kFloatResult ops, all monotonic (kKeepsNumber ops, neg
+// and abs, move an error unchanged).
 inline El FloatUnary(Op op, int dt, const El &a) {
-  if (a.dc) return DC();
+  const UnaryRef *u = FindUnaryRef(op);
+  if (a.dc || !u) return DC();
   const double x = a.v;
   const bool exact = a.e == 0;
-  double r = 0, prop = 0, err_u = 0;
-  auto mono = [&](double (*f)(double)) {
-    double c = f(x);
-    return std::max(std::fabs(f(x - a.e) - c), std::fabs(f(x + a.e) - c));
-  };
-  switch (op) {
-    case Op::kNeg: r = -x; prop = a.e; return exact ? F(r) : F(r, prop);
-    case Op::kAbs: r = std::fabs(x); prop = a.e; return exact ? F(r) : F(r, prop);
-    case Op::kExp:
-    case Op::kTanh:
-    case Op::kErf: {
-      double (*f)(double) = op == Op::kExp ? static_cast<double (*)(double)>(std::exp)
-                            : op == Op::kTanh ? static_cast<double (*)(double)>(std::tanh)
-                                              : static_cast<double (*)(double)>(std::erf);
-      r = f(x);
-      err_u = dt == kF32 ? kApproxF32 : kLibm;
-      if (!exact) prop = mono(f);
-      break;
-    }
-    case Op::kLog:
-      r = std::log(x);
-      err_u = kLibm;
-      if (!exact) {
-        if (x - a.e <= 0) return x + a.e < 0 ? F(NAN) : DC();
-        prop = mono(static_cast<double (*)(double)>(std::log));
-      }
-      break;
-    case Op::kSqrt:
-      r = std::sqrt(x);
-      if (!exact) {
-        if (x - a.e < 0) return x + a.e < 0 ? F(NAN) : DC();
-        prop = mono(static_cast<double (*)(double)>(std::sqrt));
-      }
-      break;
-    case Op::kRsqrt:
-      // 1 / sqrt(x), two correctly rounded steps (as the formula reads).
-      r = 1.0 / RoundTo(dt, std::sqrt(x));
-      if (!exact) {
-        if (x - a.e <= 0) return x + a.e < 0 ? F(NAN) : DC();
-        prop = mono([](double t) { return 1.0 / std::sqrt(t); });
-        err_u = 2;
-      }
-      break;
-    default: return DC();
+  const double r = u->f(x, dt);
+  if (u->keeps_number) return exact ? F(r) : F(r, a.e);
+  double prop = 0;
+  const double err_u = dt == kF32 ? u->ulps_f32 : u->ulps_f64;
+  if (!exact) {
+    if (u->domain == UnaryRef::kPositive && x - a.e <= 0) return x + a.e < 0 ? F(NAN) : DC();
+    if (u->domain == UnaryRef::kNonNegative && x - a.e < 0) return x + a.e < 0 ? F(NAN) : DC();
+    prop = std::max(std::fabs(u->f(x - a.e, dt) - r), std::fabs(u->f(x + a.e, dt) - r));
   }
   return Finish(dt, r, prop, exact, err_u);
 }
@@ -1313,9 +1347,11 @@ class Program {
       } else if (a.dc) {
         out.el.push_back(DC());
       } else {
+        // Integers reach only kKeepsNumber ops: neg, and abs (wrapping at the minimum).
         uint64_t u = static_cast<uint64_t>(a.i);
         if (op == Op::kNeg) out.el.push_back(I(Wrap(d, 0 - u)));
-        else out.el.push_back(I(a.i < 0 ? Wrap(d, 0 - u) : a.i));  // abs, wrapping at the minimum
+        else if (op == Op::kAbs) out.el.push_back(I(a.i < 0 ? Wrap(d, 0 - u) : a.i));
+        else out.el.push_back(DC());  // an integer rule the reference does not know
       }
     }
     return out;
@@ -1569,8 +1605,9 @@ class Program {
         }
         break;
       }
-      case Op::kNeg: case Op::kExp: case Op::kLog: case Op::kTanh: case Op::kSqrt:
-      case Op::kRsqrt: case Op::kErf: case Op::kAbs:
+#define TM_UNARY_OP(Name, ...) case Op::k##Name:
+#include "core/trace/unary_ops.def"
+#undef TM_UNARY_OP
         out = EvalUnary(n.op, arg(0));
         break;
       case Op::kCast:

@@ -20,9 +20,8 @@ from ._handles import (  # noqa: E402
     CacheStats, Context, Program, Stage, Target, Trace, compile_options, default_context)
 from .jit import CacheInfo, JittedFunction, Lowered, jit  # noqa: E402
 from .model import Model, ModelInfo  # noqa: E402
-from .ops import (  # noqa: E402,A004 (abs, max, sum mirror NumPy's names)
-    abs, causal_mask, concat, erf, exp, gather, gelu_tanh, layer_norm, log, matmul, max,
-    maximum, mean, minimum, reshape, rsqrt, softmax, sqrt, sum, tanh, transpose, var, where)
+from . import ops as _ops  # noqa: E402
+from .ops import *  # noqa: E402,F401,F403,A004 (abs, max, sum mirror NumPy's names)
 from .tracer import Tracer  # noqa: E402
 
 # The loaded library's version (one source: the CMake project version), never a copy.
@@ -35,7 +34,6 @@ __all__ = [
     "Error", "Status", "InvalidArgumentError", "ShapeError", "DtypeError", "OutOfRangeError",
     "CompileError", "ExecutionError", "UnsupportedError", "LoadError", "OutOfMemoryError",
     "BusyError",
-    "abs", "causal_mask", "concat", "erf", "exp", "gather", "gelu_tanh", "layer_norm", "log",
-    "matmul", "max", "maximum", "mean", "minimum", "reshape", "rsqrt", "softmax", "sqrt",
-    "sum", "tanh", "transpose", "var", "where",
 ]
+# Every op function of tinymlir.ops, the unary ops as the loaded library lists them.
+__all__ += _ops.__all__

@@ -14,13 +14,28 @@ from ._dtypes import to_tm
 from .tracer import Tracer, constant_rows, lift, lift_all, record, state_of
 
 
-def exp(x): return record(capi.tm_op_exp, x, what="tinymlir.exp")
-def log(x): return record(capi.tm_op_log, x, what="tinymlir.log")
-def tanh(x): return record(capi.tm_op_tanh, x, what="tinymlir.tanh")
-def sqrt(x): return record(capi.tm_op_sqrt, x, what="tinymlir.sqrt")
-def rsqrt(x): return record(capi.tm_op_rsqrt, x, what="tinymlir.rsqrt")
-def erf(x): return record(capi.tm_op_erf, x, what="tinymlir.erf")
-def abs(x): return record(capi.tm_op_abs, x, what="tinymlir.abs")  # noqa: A001 (as np.abs)
+def _unary_function(op, name):
+    """tinymlir.<name>(x): records the library's unary op `op` (tm_op_unary)."""
+    def unary(x):
+        return record(lambda trace, value: capi.tm_op_unary(trace, op, value), x,
+                      what=f"tinymlir.{name}")
+    unary.__name__ = unary.__qualname__ = name
+    unary.__doc__ = f"Elementwise {name}(x) (tm_op_unary with the library's op {op})."
+    return unary
+
+
+# One function per unary op of the loaded library's table (tm_unary_op_count and
+# tm_unary_op_name: core/trace/unary_ops.def), named as the op: tinymlir.exp,
+# tinymlir.sigmoid, ... An op added to the library needs no change here. (neg is also the
+# unary minus of a Tracer; abs, as NumPy's, shadows the builtin here.)
+UNARY_OPS = tuple(capi.tm_unary_op_name(i) for i in range(capi.tm_unary_op_count()))
+for _op, _name in enumerate(UNARY_OPS):
+    globals()[_name] = _unary_function(_op, _name)
+del _op, _name
+
+__all__ = list(UNARY_OPS) + [
+    "maximum", "minimum", "where", "matmul", "softmax", "layer_norm", "gelu_tanh", "concat",
+    "gather", "causal_mask", "reshape", "transpose", "sum", "max", "mean", "var"]
 
 
 def maximum(a, b):

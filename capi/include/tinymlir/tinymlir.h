@@ -358,6 +358,32 @@ TM_API tm_status tm_op_rsqrt(tm_trace *trace, tm_value x, tm_value *out);
 TM_API tm_status tm_op_erf(tm_trace *trace, tm_value x, tm_value *out);
 TM_API tm_status tm_op_abs(tm_trace *trace, tm_value x, tm_value *out);
 
+/* The elementwise unary ops by kind: the generic form of the functions above, and the only
+ * form of the ops added since (sigmoid onwards). Values are fixed forever and new kinds are
+ * appended, one per line, each with what it computes. Integers compute in f64 except for
+ * neg and abs, which keep their dtype. */
+typedef TM_ENUM(tm_unary_op) {
+  TM_UNARY_NEG = 0,   /* -x */
+  TM_UNARY_EXP = 1,   /* e^x */
+  TM_UNARY_LOG = 2,   /* the natural logarithm */
+  TM_UNARY_TANH = 3,  /* the hyperbolic tangent */
+  TM_UNARY_SQRT = 4,  /* the square root */
+  TM_UNARY_RSQRT = 5, /* 1 / sqrt(x) */
+  TM_UNARY_ERF = 6,   /* the error function */
+  TM_UNARY_ABS = 7    /* |x| */
+} tm_unary_op;
+
+/* Records op(x). Errors: TM_ERROR_INVALID_ARGUMENT (an op this library does not know: an
+ * application built against a newer header), TM_ERROR_DTYPE (a bool operand). */
+TM_API tm_status tm_op_unary(tm_trace *trace, tm_unary_op op, tm_value x, tm_value *out);
+
+/* How many unary ops the loaded library knows: their values are 0 .. count - 1. */
+TM_API int32_t tm_unary_op_count(void);
+
+/* A unary op's name ("exp"), static; NULL for a value the library does not know. The
+ * bindings name their functions after it. */
+TM_API const char *tm_unary_op_name(tm_unary_op op);
+
 /* Matrix product: (m,k)@(k,n) -> (m,n); (b,m,k)@(b,k,n) -> (b,m,n); any leading batch
  * dims equal on both sides (b1,..,m,k)@(b1,..,k,n); and (..,m,k)@(k,n), which folds the
  * leading dims into m. Operands are promoted to a common float or int dtype.

@@ -1,5 +1,5 @@
-// tinymlir.hpp — a header-only C++ convenience layer over the C API (<tinymlir/tinymlir.h>
-// and <tinymlir/gpt2.h>): RAII handles and a tracer. It adds no behaviour: every call is
+// tinymlir.hpp — a header-only C++ convenience layer over the C API (<tinymlir/tinymlir.h>):
+// RAII handles and a tracer (<tinymlir/gpt2.hpp> adds the model's handle). It adds no behaviour: every call is
 // the C call it wraps, with the same ownership and error rules; nothing here throws.
 //
 //   tinymlir::ContextHandle ctx;
@@ -18,7 +18,6 @@
 #include <utility>
 #include <vector>
 
-#include "tinymlir/gpt2.h"
 #include "tinymlir/tinymlir.h"
 
 namespace tinymlir {
@@ -56,7 +55,6 @@ class Handle {
 using ContextHandle = Handle<tm_context, tm_context_destroy>;
 using TraceHandle = Handle<tm_trace, tm_trace_destroy>;
 using ProgramHandle = Handle<tm_program, tm_program_release>;
-using ModelHandle = Handle<tm_model, tm_model_destroy>;
 
 // Records a trace op by op. The first failing call is remembered (status() and error(),
 // the tm_last_error message of that moment); later calls are skipped and return 0, so a
@@ -107,6 +105,10 @@ class Tracer {
   tm_value erf(tm_value x) { return Unary(tm_op_erf, x); }
   tm_value abs(tm_value x) { return Unary(tm_op_abs, x); }
   tm_value gelu_tanh(tm_value x) { return Unary(tm_op_gelu_tanh, x); }
+  // Any unary op by kind (TM_UNARY_SIGMOID, ...): tm_op_unary.
+  tm_value unary(tm_unary_op op, tm_value x) {
+    return Op([&](tm_value *v) { return tm_op_unary(trace_, op, x, v); });
+  }
   tm_value cast(tm_value x, tm_dtype dtype) {
     return Op([&](tm_value *v) { return tm_op_cast(trace_, x, dtype, v); });
   }

@@ -6,6 +6,7 @@
 #include "capi/src/run/errors.h"
 #include "capi/src/compile/handles.h"
 #include "core/trace/composites.h"
+#include "core/trace/unary_ops.h"
 
 using tm_capi::Fail;
 using tm_capi::Guard;
@@ -189,6 +190,32 @@ TM_UNARY(tm_op_rsqrt, kRsqrt)
 TM_UNARY(tm_op_erf, kErf)
 TM_UNARY(tm_op_abs, kAbs)
 #undef TM_UNARY
+
+// The op table's C values are tinymlir.h's: an op added to core/trace/unary_ops.def but not
+// to the header's tm_unary_op (or with another value) does not compile.
+#define TM_UNARY_OP(Name, C_ENUMERATOR, c_value, name, ...) \
+  static_assert(C_ENUMERATOR == c_value, "tinymlir.h's " #C_ENUMERATOR " differs from unary_ops.def");
+#include "core/trace/unary_ops.def"
+#undef TM_UNARY_OP
+
+TM_API tm_status tm_op_unary(tm_trace *t, tm_unary_op op, tm_value x, tm_value *out) {
+  const tinymlir::UnaryOp *unary = tinymlir::FindUnaryOpByC(op);
+  if (!unary)
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                "tm_op_unary: unknown op " + std::to_string(static_cast<int>(op)) +
+                    " (this library knows 0.." +
+                    std::to_string(tinymlir::UnaryOps().size() - 1) + ")");
+  return Unary(t, unary->kind, "tm_op_unary", x, out);
+}
+
+TM_API int32_t tm_unary_op_count(void) {
+  return static_cast<int32_t>(tinymlir::UnaryOps().size());
+}
+
+TM_API const char *tm_unary_op_name(tm_unary_op op) {
+  const tinymlir::UnaryOp *unary = tinymlir::FindUnaryOpByC(op);
+  return unary ? unary->name : nullptr;
+}
 
 TM_API tm_status tm_op_matmul(tm_trace *t, tm_value a, tm_value b, tm_value *out) {
   return Record(t, "tm_op_matmul", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {

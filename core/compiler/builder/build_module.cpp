@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/compiler/builder/elementwise_math.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -303,22 +305,16 @@ Value ModuleBuilder::ElementwiseBody(OpBuilder &b, const Node &n,
       if (f) return arith::CmpFOp::create(b, loc_, arith::CmpFPredicate::OEQ, a[0], a[1]);
       return arith::CmpIOp::create(b, loc_, arith::CmpIPredicate::eq, a[0], a[1]);
     case OpKind::kWhere: return arith::SelectOp::create(b, loc_, a[0], a[1], a[2]);
-    case OpKind::kNeg:
-      if (f) return arith::NegFOp::create(b, loc_, a[0]);
-      return arith::SubIOp::create(b, loc_, ScalarConstant(b, operand, 0.0), a[0]);
-    case OpKind::kExp: return math::ExpOp::create(b, loc_, a[0]);
-    case OpKind::kLog: return math::LogOp::create(b, loc_, a[0]);
-    case OpKind::kTanh: return math::TanhOp::create(b, loc_, a[0]);
-    case OpKind::kSqrt: return math::SqrtOp::create(b, loc_, a[0]);
-    case OpKind::kRsqrt:  // 1 / sqrt(x): libm has no rsqrtf for math-to-libm to call
-      return arith::DivFOp::create(b, loc_, ScalarConstant(b, operand, 1.0),
-                                   math::SqrtOp::create(b, loc_, a[0]));
-    case OpKind::kErf: return math::ErfOp::create(b, loc_, a[0]);
-    case OpKind::kAbs:
-      if (f) return math::AbsFOp::create(b, loc_, a[0]);
-      // max(x, -x): math.absi has no lowering in the LLVM pipeline.
-      return arith::MaxSIOp::create(
-          b, loc_, a[0], arith::SubIOp::create(b, loc_, ScalarConstant(b, operand, 0.0), a[0]));
+    // The unary ops: each entry's lowering expression (core/trace/unary_ops.def).
+#define TM_UNARY_OP(Name, C_ENUMERATOR, c_value, name, rule, ulps_f32, ulps_f64, domain, \
+                    reference, lowering)                                                 \
+    case OpKind::k##Name: {                                                              \
+      ElementwiseMath m(b, loc_, a[0].getType());                                        \
+      const Value x = a[0];                                                              \
+      return lowering;                                                                   \
+    }
+#include "core/trace/unary_ops.def"
+#undef TM_UNARY_OP
     case OpKind::kCast: {
       DType to = n.type.dtype;
       Value x = a[0];
