@@ -89,6 +89,33 @@ def test_elementwise(name, traced, numpy_fn, fdtype, rng):
     check(tm.jit(traced)(x, y, i), (numpy_fn or traced)(x, y, i))
 
 
+# NumPy's value of every unary op the library knows (tinymlir.ops.UNARY_OPS, read from the
+# library's op table), and the interval its inputs are drawn from: an op the library adds
+# without an entry here fails test_every_unary_op_is_checked.
+NUMPY_UNARY = {
+    "neg": (np.negative, (-3, 3)),
+    "exp": (np.exp, (-5, 5)),
+    "log": (np.log, (0.01, 10)),
+    "tanh": (np.tanh, (-4, 4)),
+    "sqrt": (np.sqrt, (0, 10)),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), (0.01, 10)),
+    "erf": (lambda x: np.vectorize(math.erf, otypes=[x.dtype])(x), (-3, 3)),
+    "abs": (np.abs, (-3, 3)),
+}
+
+
+def test_every_unary_op_is_checked():
+    assert set(tm.ops.UNARY_OPS) == set(NUMPY_UNARY)
+    assert all(name in tm.__all__ and callable(getattr(tm, name)) for name in tm.ops.UNARY_OPS)
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_UNARY))
+def test_unary_op_against_numpy(name, fdtype, rng):
+    numpy_fn, (lo, hi) = NUMPY_UNARY[name]
+    x = rng.uniform(lo, hi, (3, 5)).astype(fdtype)
+    check(tm.jit(getattr(tm, name))(x), numpy_fn(x))
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 def test_abs_of_integers(dtype, rng):
     i = rng.integers(-5, 6, (3, 4)).astype(dtype)
