@@ -91,6 +91,19 @@ inline std::vector<OpCase> OpCases() {
        [](tm_trace *t, const std::vector<tm_value> &v) {
          return std::vector<tm_value>{Op(tm_op_pow, t, v[0], v[1])};
        }},
+      // Every unary op the library knows (tm_op_unary), on |x| + 0.5 (inside every op's
+      // domain), so that an op added to the table runs on the GPU target too.
+      {"every_unary_op", {{3, 9}}, {TM_F32},
+       [](tm_trace *t, const std::vector<tm_value> &v) {
+         tm_value x = Op(tm_op_add, t, Op(tm_op_abs, t, v[0]), Op(tm_op_scalar, t, TM_F32, 0.5));
+         std::vector<tm_value> out;
+         for (int op = 0; op < tm_unary_op_count(); ++op) {
+           tm_value y = 0;
+           if (tm_op_unary(t, static_cast<tm_unary_op>(op), x, &y) != TM_OK) return std::vector<tm_value>{};
+           out.push_back(y);
+         }
+         return out;
+       }},
   };
 }
 
