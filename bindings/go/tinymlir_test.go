@@ -530,3 +530,24 @@ func TestUnaryOpsAreGeneratedFromTheHeader(t *testing.T) {
 		t.Error("a value past the last op has a name")
 	}
 }
+
+// A unary op added to the library's table after the named C functions (sigmoid) has a
+// generated method (unary_ops.go).
+func TestSigmoidMatchesTheFormula(t *testing.T) {
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	tr := must[*Trace](t)(NewTrace(ctx, "sigmoid"))
+	defer tr.Close()
+	x := must[Value](t)(tr.Input(F32, 8))
+	check(t, tr.End(must[Value](t)(tr.Sigmoid(x))))
+	p := must[*Program](t)(ctx.Compile(tr, nil))
+	defer p.Close()
+	ys := make([]float32, 8)
+	check(t, p.Invoke([]Tensor{NewTensor(affineX, 8)}, []Tensor{NewTensor(ys, 8)}))
+	for i, y := range ys {
+		want := 1 / (1 + math.Exp(-float64(affineX[i])))
+		if math.Abs(float64(y)-want) > 1e-6 {
+			t.Errorf("sigmoid(%v) = %v, want %v", affineX[i], y, want)
+		}
+	}
+}

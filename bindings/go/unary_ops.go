@@ -4,14 +4,15 @@ package tinymlir
 
 // The library's unary ops (tm_unary_op), for Trace.Unary.
 const (
-	UnaryNeg   UnaryOp = 0 // TM_UNARY_NEG
-	UnaryExp   UnaryOp = 1 // TM_UNARY_EXP
-	UnaryLog   UnaryOp = 2 // TM_UNARY_LOG
-	UnaryTanh  UnaryOp = 3 // TM_UNARY_TANH
-	UnarySqrt  UnaryOp = 4 // TM_UNARY_SQRT
-	UnaryRsqrt UnaryOp = 5 // TM_UNARY_RSQRT
-	UnaryErf   UnaryOp = 6 // TM_UNARY_ERF
-	UnaryAbs   UnaryOp = 7 // TM_UNARY_ABS
+	UnaryNeg     UnaryOp = 0 // TM_UNARY_NEG
+	UnaryExp     UnaryOp = 1 // TM_UNARY_EXP
+	UnaryLog     UnaryOp = 2 // TM_UNARY_LOG
+	UnaryTanh    UnaryOp = 3 // TM_UNARY_TANH
+	UnarySqrt    UnaryOp = 4 // TM_UNARY_SQRT
+	UnaryRsqrt   UnaryOp = 5 // TM_UNARY_RSQRT
+	UnaryErf     UnaryOp = 6 // TM_UNARY_ERF
+	UnaryAbs     UnaryOp = 7 // TM_UNARY_ABS
+	UnarySigmoid UnaryOp = 8 // TM_UNARY_SIGMOID
 )
 
 // The ops above with the names the header gives them (checked against the library's).
@@ -27,6 +28,7 @@ var generatedUnaryOps = []struct {
 	{UnaryRsqrt, "rsqrt"},
 	{UnaryErf, "erf"},
 	{UnaryAbs, "abs"},
+	{UnarySigmoid, "sigmoid"},
 }
 
 // Neg is -x (tm_op_unary with TM_UNARY_NEG).
@@ -52,3 +54,6 @@ func (t *Trace) Erf(x Value) (Value, error) { return t.Unary(UnaryErf, x) }
 
 // Abs is |x| (tm_op_unary with TM_UNARY_ABS).
 func (t *Trace) Abs(x Value) (Value, error) { return t.Unary(UnaryAbs, x) }
+
+// Sigmoid is the logistic sigmoid, 1 / (1 + e^-x) (tm_op_unary with TM_UNARY_SIGMOID).
+func (t *Trace) Sigmoid(x Value) (Value, error) { return t.Unary(UnarySigmoid, x) }

@@ -96,6 +96,7 @@ const std::vector<UnaryCase> &UnaryCases() {
       {TM_UNARY_RSQRT, [](double x) { return 1 / std::sqrt(x); }, 0.01, 10},
       {TM_UNARY_ERF, [](double x) { return std::erf(x); }, -3, 3},
       {TM_UNARY_ABS, [](double x) { return std::fabs(x); }, -3, 3},
+      {TM_UNARY_SIGMOID, [](double x) { return 1 / (1 + std::exp(-x)); }, -12, 12},
   };
   return cases;
 }

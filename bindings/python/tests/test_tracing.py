@@ -101,6 +101,7 @@ NUMPY_UNARY = {
     "rsqrt": (lambda x: 1 / np.sqrt(x), (0.01, 10)),
     "erf": (lambda x: np.vectorize(math.erf, otypes=[x.dtype])(x), (-3, 3)),
     "abs": (np.abs, (-3, 3)),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), (-12, 12)),
 }
 
 

@@ -370,7 +370,8 @@ typedef TM_ENUM(tm_unary_op) {
   TM_UNARY_SQRT = 4,  /* the square root */
   TM_UNARY_RSQRT = 5, /* 1 / sqrt(x) */
   TM_UNARY_ERF = 6,   /* the error function */
-  TM_UNARY_ABS = 7    /* |x| */
+  TM_UNARY_ABS = 7,   /* |x| */
+  TM_UNARY_SIGMOID = 8 /* the logistic sigmoid, 1 / (1 + e^-x) */
 } tm_unary_op;
 
 /* Records op(x). Errors: TM_ERROR_INVALID_ARGUMENT (an op this library does not know: an

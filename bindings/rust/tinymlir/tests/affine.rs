@@ -152,3 +152,22 @@ fn exported_programs_load_and_give_the_same_values() -> tinymlir::Result<()> {
     std::fs::remove_dir_all(&dir).unwrap();
     Ok(())
 }
+
+/// A unary op added to the library's table after the named C functions (sigmoid) is a
+/// method here too, generated from the header (build.rs).
+#[test]
+fn sigmoid_is_a_method_and_matches_the_formula() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let t = Trace::new(&ctx, "sigmoid")?;
+    let x = t.input(DType::F32, &[8])?;
+    let y = t.sigmoid(x)?;
+    t.end(&[y])?;
+    let program = ctx.compile(&t)?;
+    let mut ys = [0f32; 8];
+    program.invoke(&[TensorRef::new(&XS, &[8])?], &mut [TensorMut::new(&mut ys, &[8])?])?;
+    for (x, y) in XS.iter().zip(ys) {
+        let expected = 1.0 / (1.0 + (-f64::from(*x)).exp());
+        assert!((f64::from(y) - expected).abs() <= 1e-6, "sigmoid({x}) = {y}, expected {expected}");
+    }
+    Ok(())
+}
