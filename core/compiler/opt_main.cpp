@@ -11,6 +11,12 @@
 #include "core/compiler/passes/gpu_matmul.h"
 #include "core/compiler/passes/gpu_row_kernels.h"
 #include "core/compiler/passes/pipelines.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -30,6 +36,10 @@ struct BlasRewritePass
   llvm::StringRef getDescription() const override {
     return "Matmuls on memrefs become GEMV kernel or OpenBLAS calls (CPU)";
   }
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::func::FuncDialect, mlir::memref::MemRefDialect,
+                    mlir::arith::ArithDialect, mlir::scf::SCFDialect>();
+  }
   void runOnOperation() override { RewriteMatmulsToBlas(getOperation()); }
 };
 
@@ -42,6 +52,10 @@ struct GpuMatmulPass : mlir::PassWrapper<GpuMatmulPass, mlir::OperationPass<mlir
   llvm::StringRef getDescription() const override {
     return "Matmuls on memrefs become tiled shared-memory or dot-product gpu.launch kernels";
   }
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::gpu::GPUDialect, mlir::memref::MemRefDialect,
+                    mlir::arith::ArithDialect, mlir::scf::SCFDialect>();
+  }
   void runOnOperation() override { RewriteMatmulsToGpuKernels(getOperation(), tile); }
   Option<int64_t> tile{*this, "tile", llvm::cl::desc("the tiles' edge"), llvm::cl::init(16)};
 };
@@ -53,6 +67,10 @@ struct GpuRowKernelsPass
   llvm::StringRef getArgument() const override { return "tm-gpu-row-kernels"; }
   llvm::StringRef getDescription() const override {
     return "Row reductions and the ops around them become one gpu.launch, a block per row";
+  }
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::gpu::GPUDialect, mlir::memref::MemRefDialect,
+                    mlir::arith::ArithDialect, mlir::scf::SCFDialect>();
   }
   void runOnOperation() override { RewriteRowsToGpuKernels(getOperation()); }
 };
@@ -67,8 +85,15 @@ struct GpuEmulationPass
   llvm::StringRef getDescription() const override {
     return "gpu.launch kernels become host loops calling the emulation runtime";
   }
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::scf::SCFDialect, mlir::func::FuncDialect, mlir::memref::MemRefDialect,
+                    mlir::arith::ArithDialect, mlir::LLVM::LLVMDialect>();
+  }
   void runOnOperation() override {
-    if (!EmulateGpuLaunches(getOperation(), check_races).ok()) signalPassFailure();
+    const Status status = EmulateGpuLaunches(getOperation(), check_races);
+    if (status.ok()) return;
+    getOperation().emitError(status.message());
+    signalPassFailure();
   }
   Option<bool> check_races{*this, "check-races",
                            llvm::cl::desc("check the emulated kernels for races"),
