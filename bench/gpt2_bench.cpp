@@ -307,7 +307,7 @@ tm_kernel_times KernelTimes() {
   tm_kernel_times t;
   std::memset(&t, 0, sizeof t);
   t.struct_size = sizeof t;
-  Check(tm_kernel_times_get(&t), "tm_kernel_times_get");
+  Check(tm_process_kernel_times(&t), "tm_process_kernel_times");
   return t;
 }
 
@@ -481,7 +481,7 @@ int main(int argc, char **argv) {
     Check(tm_context_create(&ctx), "tm_context_create");
     SideBySide(ctx, model_dir, small_dir, p16, decode_tokens, side_by_side_rounds,
                bandwidth_mb > 0 ? bandwidth_mb : 512, threads);
-    tm_context_destroy(ctx);
+    tm_context_release(ctx);
     return 0;
   }
 
@@ -531,10 +531,10 @@ int main(int argc, char **argv) {
   // Where prefill-128's time goes: BLAS (its GEMMs) against the rest of its programs.
   std::vector<double> prefill128_blas_ms, prefill128_other_ms;
   for (int r = 0; r < reps; ++r) {
-    tm_kernel_timing(1);
+    tm_process_kernel_timing(1);
     Generate(m, p128, 1);
     tm_kernel_times k = KernelTimes();
-    tm_kernel_timing(0);
+    tm_process_kernel_timing(0);
     const double total = 1e3 * GetStats(m).prefill_seconds;
     const double matrix = 1e3 * (k.blas_seconds + k.gemv_seconds);
     prefill128_blas_ms.push_back(matrix);
@@ -582,7 +582,7 @@ int main(int argc, char **argv) {
     std::vector<int32_t> ids(decode_tokens + 1);
     size_t n = 0;
     auto start_timing_once = [](void *started, int32_t) {
-      if (!*static_cast<bool *>(started)) tm_kernel_timing(1);
+      if (!*static_cast<bool *>(started)) tm_process_kernel_timing(1);
       *static_cast<bool *>(started) = true;
       return 0;
     };
@@ -591,7 +591,7 @@ int main(int argc, char **argv) {
                       ids.size(), &n),
           "tm_generate");
     tm_kernel_times decode_kernels = KernelTimes();
-    tm_kernel_timing(0);
+    tm_process_kernel_timing(0);
     parts.push_back(Breakdown(GetStats(m), decode_kernels));
   }
   const double invoke_overhead_us = core_only ? 0.0 : InvokeOverheadMicroseconds(ctx);
@@ -618,7 +618,7 @@ int main(int argc, char **argv) {
     warm_generate_wall = Now() - t0;
     warm = GetStats(m2);
     tm_model_destroy(m2);
-    tm_context_destroy(ctx2);
+    tm_context_release(ctx2);
   }
 
   std::printf("{\n");
@@ -669,6 +669,6 @@ int main(int argc, char **argv) {
   std::printf("  \"rss_end_mb\": %.1f, \"peak_rss_mb\": %.1f\n", rss_end, peak);
   std::printf("}\n");
   tm_model_destroy(m);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
   return 0;
 }

@@ -99,10 +99,9 @@ void Profile(tm_context *ctx, const tinymlir::gpt2::Gpt2Config &config, const Ke
   }
   double compile_ms = 1e3 * (Now() - t0);
   if (ir_kind == k.name) {
-    char *text = nullptr;
-    Check(tm_program_ir(p, static_cast<tm_stage>(stage), &text), "ir");
-    std::printf("%s\n", text);
-    tm_free(text);
+    std::string text;
+    Check(tinymlir::ProgramIr(p, static_cast<tm_stage>(stage), &text), "ir");
+    std::printf("%s\n", text.c_str());
   }
   // A program that runs once per layer gets one copy of its inputs per layer, used in turn,
   // so that (as in the model) its weights come from DRAM, not from the cache.

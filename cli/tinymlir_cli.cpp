@@ -446,14 +446,12 @@ void EmitIr(const std::string &bundle, const std::string &dir) {
     Check(tm_program_load((bundle + "/" + name).c_str(), program.out()), "--emit-ir");
     const std::string base = dir + "/" + name.substr(0, name.rfind('.')) + ".";
     for (const auto &s : kStages) {
-      char *text = nullptr;
-      if (tm_program_ir(program, s.stage, &text) != TM_OK) continue;  // not kept
+      std::string text;
+      if (tinymlir::ProgramIr(program, s.stage, &text) != TM_OK) continue;  // not kept
       const std::string path = base + s.name;
       FILE *f = std::fopen(path.c_str(), "wb");
-      const size_t n = std::strlen(text);
-      const bool ok = f && std::fwrite(text, 1, n, f) == n;
+      const bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
       const int error = errno;
-      tm_free(text);
       if (!f || std::fclose(f) != 0 || !ok)
         Die("--emit-ir: cannot write " + path + ": " + std::strerror(ok ? errno : error));
       ++files;

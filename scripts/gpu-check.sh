@@ -62,10 +62,10 @@ prepare() {
   # The runtime library (stripped, 26 MB, most of it OpenBLAS's kernels for every CPU) and
   # the shared libraries it needs beyond the C/C++ runtime, which the GPU machine has, in
   # one xz archive (1.8 MB): the kit travels under a 64 MiB limit. `run` unpacks it.
-  local stripped="$KIT/libtinymlir_runtime.so.0"
-  strip -o "$stripped" "$BUILD/capi/libtinymlir_runtime.so.0"
+  local stripped="$KIT/libtinymlir_runtime.so.1"
+  strip -o "$stripped" "$BUILD/capi/libtinymlir_runtime.so.1"
   { echo "$stripped"
-    ldd "$BUILD/capi/libtinymlir_runtime.so.0" | awk '/=>/ {print $3}' |
+    ldd "$BUILD/capi/libtinymlir_runtime.so.1" | awk '/=>/ {print $3}' |
       grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux)[.-]'; } |
     tar -cJf "$KIT/lib/deps.tar.xz" --transform 's|.*/||' -h -P -T -
   rm "$stripped"

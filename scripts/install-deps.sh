@@ -12,8 +12,9 @@ packages=(
   libopenblas-dev
   # model
   nlohmann-json3-dev libpcre2-dev
-  # tests (clang with its runtime libraries builds the libFuzzer targets)
-  libgtest-dev clang libclang-rt-14-dev
+  # tests (clang with its runtime libraries builds the libFuzzer targets; llvm-22-tools has
+  # lit and FileCheck for the passes' tests; abigail-tools checks the C ABI)
+  libgtest-dev clang libclang-rt-14-dev llvm-22-tools abigail-tools
   # bindings: Python (SWIG, Debian's python3 with numpy/pytest), Rust (bindgen), Go
   swig python3-dev python3-numpy python3-pytest bindgen golang-go
 )

@@ -8,6 +8,7 @@ import "C"
 import (
 	"runtime"
 	"sync"
+	"unsafe"
 )
 
 // Context owns the compiled-program cache. It is safe for concurrent use (the C context
@@ -50,7 +51,7 @@ func (ctx *Context) Close() error {
 	ctx.mu.Lock()
 	defer ctx.mu.Unlock()
 	runtime.SetFinalizer(ctx, nil)
-	C.tm_context_destroy(ctx.c) // accepts NULL
+	C.tm_context_release(ctx.c) // accepts NULL
 	ctx.c = nil
 	return nil
 }
@@ -93,11 +94,12 @@ func (ctx *Context) Compile(trace *Trace, options *CompileOptions) (*Program, er
 
 // CacheStats returns the cache's counters.
 func (ctx *Context) CacheStats() (CacheStats, error) {
-	var h, m, e C.uint64_t
+	var info C.tm_cache_info
+	info.struct_size = C.uint32_t(unsafe.Sizeof(info))
 	err := ctx.use(func(c *C.tm_context) error {
-		return call(func() C.tm_status { return C.tm_cache_stats(c, &h, &m, &e) })
+		return call(func() C.tm_status { return C.tm_cache_get_info(c, &info) })
 	})
-	return CacheStats{Hits: uint64(h), Misses: uint64(m), Entries: uint64(e)}, err
+	return CacheStats{Hits: uint64(info.hits), Misses: uint64(info.misses), Entries: uint64(info.entries)}, err
 }
 
 // CompileOptions are tm_compile_options; DefaultCompileOptions gives the library's

@@ -3,6 +3,8 @@ package tinymlir
 /*
 #include <stdlib.h>
 #include <tinymlir/tinymlir.h>
+
+static void tmg_set_tensor_data(tm_tensor *t, void *data) { t->data = data; }
 */
 import "C"
 
@@ -127,10 +129,11 @@ func withCTensors(inputs, outputs []Tensor, f func(in, out *C.tm_tensor) error) 
 	next := shapesAt
 	for i, t := range all {
 		views[i] = C.tm_tensor{
-			data:  unsafe.Pointer(&mem[dataAt[i]]),
 			dtype: C.tm_dtype(t.dtype),
 			rank:  C.int32_t(len(t.shape)),
 		}
+		// data is a member of an anonymous union (data / const_data), which cgo cannot name.
+		C.tmg_set_tensor_data(&views[i], unsafe.Pointer(&mem[dataAt[i]]))
 		if len(t.shape) > 0 {
 			shape := unsafe.Slice((*int64)(unsafe.Pointer(&mem[next])), len(t.shape))
 			copy(shape, t.shape)
@@ -303,17 +306,31 @@ const (
 	StageAssembly   Stage = C.TM_STAGE_ASSEMBLY   // native assembly (CPU) or PTX (GPU)
 )
 
-// IR returns the text of one compilation stage.
+// IR returns the text of one compilation stage (tm_program_ir_text: its size, then the
+// text into a buffer of ours).
 func (p *Program) IR(stage Stage) (string, error) {
-	var text *C.char
+	var text string
 	err := p.use(func(c *C.tm_program) error {
-		return call(func() C.tm_status { return C.tm_program_ir(c, C.tm_stage(stage), &text) })
+		var n C.size_t
+		if err := call(func() C.tm_status {
+			return C.tm_program_ir_text(c, C.tm_stage(stage), nil, 0, &n)
+		}); err != nil {
+			return err
+		}
+		buf := (*C.char)(C.malloc(n + 1))
+		if buf == nil {
+			return newError(StatusOutOfMemory, "cannot allocate %d bytes for the stage text", int(n)+1)
+		}
+		defer C.free(unsafe.Pointer(buf))
+		if err := call(func() C.tm_status {
+			return C.tm_program_ir_text(c, C.tm_stage(stage), buf, n+1, &n)
+		}); err != nil {
+			return err
+		}
+		text = C.GoStringN(buf, C.int(n))
+		return nil
 	})
-	if err != nil {
-		return "", err
-	}
-	defer C.tm_free(unsafe.Pointer(text)) // the library's memory: tm_free, never C.free
-	return C.GoString(text), nil
+	return text, err
 }
 
 // Invoke runs the program: it reads inputs and writes outputs, which must match the

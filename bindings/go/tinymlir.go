@@ -79,12 +79,12 @@ func cString(what, s string) (*C.char, error) {
 	return C.CString(s), nil
 }
 
-// checkABI fails with StatusUnsupported when the loaded library's ABI version differs from
-// the header's, every struct layout then being suspect: checked by the two calls every use
-// starts with, NewContext and LoadProgram (a process that only runs exported programs
-// makes no context).
+// checkABI fails with StatusUnsupported when the loaded library's ABI is not the header's:
+// another major version, or fewer additions (TM_API_VERSION is 1000 * major + minor):
+// checked by the two calls every use starts with, NewContext and LoadProgram (a process
+// that only runs exported programs makes no context).
 func checkABI() error {
-	if APIVersion() != HeaderAPIVersion {
+	if APIVersion()/1000 != HeaderAPIVersion/1000 || APIVersion() < HeaderAPIVersion {
 		return newError(StatusUnsupported, "libtinymlir has ABI version %d, this package was built for %d",
 			APIVersion(), HeaderAPIVersion)
 	}
@@ -113,7 +113,7 @@ func call(f func() C.tm_status) error {
 	return nil
 }
 
-// Version is the loaded library's version, e.g. "0.1.0" (tm_version, read at run time).
+// Version is the loaded library's version, e.g. "1.0.0" (tm_version, read at run time).
 func Version() string { return C.GoString(C.tm_version()) }
 
 // APIVersion is the loaded library's ABI version; NewContext refuses a library whose ABI

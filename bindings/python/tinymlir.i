@@ -97,7 +97,17 @@ TMPY_RELEASE_GIL(tm_model_logits)
 %ignore tm_detokenize;
 %ignore tm_generate;
 %ignore tm_free;
+%ignore tm_program_ir_text;     /* swig/values.i's helper, which returns a str, is it */
 %ignore tm_cache_disk_message;  /* a caller char buffer: not wrapped */
+/* The earlier spellings (tinymlir.h's last section): Python has only the current ones. */
+%ignore tm_context_destroy;
+%ignore tm_cache_stats;
+%ignore tm_program_ir;
+%ignore tm_kernel_timing;
+%ignore tm_kernel_times_get;
+%ignore tm_managed_alloc;
+%ignore tm_managed_free;
+%ignore tm_managed_prefetch;
 %ignore tm_token_callback;
 
 /* SWIG does not follow #include: each header is wrapped by name. */

@@ -1,7 +1,7 @@
 // The GPU device (NVIDIA, through the CUDA driver found at run time). The caller's buffers
 // are ordinary host memory, which a kernel cannot read, so every input is copied into
 // managed memory before the call and every output copied back after it; a tensor already
-// in managed memory (tm_managed_alloc: weights kept on the device across calls) is used in
+// in managed memory (tm_process_managed_alloc: weights kept on the device across calls) is used in
 // place. The copies, and the blocks the program frees, are recycled once the device is done
 // with the call (gpu::DeferredFrees). The program's host code launches the kernels.
 #include <string>

@@ -60,12 +60,32 @@ Status WriteVersionedStruct(const char *fn, const char *what, const T &value,
   const size_t size = out->struct_size;
   if (size < first_layout)
     return InvalidArgument(std::string(fn) + ": " + what + "->struct_size is " +
-                           std::to_string(size) + ", smaller than the first layout (" +
-                           std::to_string(first_layout) + " bytes); set it to sizeof(" + what +
+                           std::to_string(size) + ", smaller than the first published layout (" +
+                           std::to_string(first_layout) + " bytes); set it to sizeof(*" + what +
                            ")");
   const uint32_t keep = out->struct_size;
   std::memcpy(out, &value, std::min(size, sizeof(T)));
   out->struct_size = keep;
+  return Status::Ok();
+}
+
+// Fills the first `size` bytes of a caller's options struct with `defaults` (this library's
+// layout, defaults filled in): bytes beyond this library's layout, a newer header's fields,
+// are zeroed (their defaults); struct_size becomes `size`. Nothing beyond `size` is written,
+// and nothing at all when `size` is outside [first_layout, max_size].
+template <typename T>
+Status InitVersionedStruct(const char *fn, const T &defaults, size_t first_layout,
+                           size_t max_size, T *out, size_t size) {
+  if (!out) return InvalidArgument(std::string(fn) + ": options is NULL");
+  if (size < first_layout || size > max_size)
+    return InvalidArgument(std::string(fn) + ": struct_size " + std::to_string(size) +
+                           " is not the size of a layout of these options (" +
+                           std::to_string(first_layout) + " to " + std::to_string(max_size) +
+                           " bytes); pass sizeof the struct");
+  auto *bytes = reinterpret_cast<unsigned char *>(out);
+  std::memcpy(bytes, &defaults, std::min(size, sizeof(T)));
+  if (size > sizeof(T)) std::memset(bytes + sizeof(T), 0, size - sizeof(T));
+  out->struct_size = static_cast<uint32_t>(size);
   return Status::Ok();
 }
 

@@ -52,13 +52,20 @@ int main(void) {
   CHECK(tm_trace_end(trace, &y, 1));
   CHECK(tm_compile(ctx, trace, NULL, &program));
 
-  char *traced, *optimized;
-  CHECK(tm_program_ir(program, TM_STAGE_TRACED, &traced));
-  CHECK(tm_program_ir(program, TM_STAGE_OPTIMIZED, &optimized));
-  printf("linalg.generic ops: %d traced -> %d after fusion\n", count(traced, "linalg.generic"),
-         count(optimized, "linalg.generic"));
-  tm_free(traced);
-  tm_free(optimized);
+  /* Each stage's text, snprintf-style: asked for its size, then copied into our buffer. */
+  char *text[2];
+  const tm_stage stages[2] = {TM_STAGE_TRACED, TM_STAGE_OPTIMIZED};
+  for (int i = 0; i < 2; ++i) {
+    size_t len = 0;
+    CHECK(tm_program_ir_text(program, stages[i], NULL, 0, &len));
+    text[i] = malloc(len + 1);
+    if (!text[i]) return 1;
+    CHECK(tm_program_ir_text(program, stages[i], text[i], len + 1, &len));
+  }
+  printf("linalg.generic ops: %d traced -> %d after fusion\n", count(text[0], "linalg.generic"),
+         count(text[1], "linalg.generic"));
+  free(text[0]);
+  free(text[1]);
 
   float xs[8] = {-2, -1, 0, 1, 2, 3, 4, 5}, gs[4] = {1, 2, 3, 4}, bs[4] = {0.5f, 0, -1, 2};
   float ys[8];
@@ -74,6 +81,6 @@ int main(void) {
 
   tm_program_release(program);
   tm_trace_destroy(trace);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
   return 0;
 }

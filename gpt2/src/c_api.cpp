@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/support/last_error.h"
 #include "core/support/versioned_struct.h"
 #include "gpt2/src/model.h"
 #include "tinymlir/gpt2.h"
@@ -21,15 +22,43 @@ struct tm_model {
 namespace {
 
 // First published layouts (struct_size) of the options structs.
-constexpr size_t kModelOptionsFirstLayout = 8;
-constexpr size_t kGenerateOptionsFirstLayout = 40;
-constexpr size_t kModelStatsFirstLayout = 64;
-static_assert(sizeof(tm_model_stats) == 176, "gpt2.h names the layout sizes: update it");
+constexpr size_t kModelOptionsFirstLayout = TM_MODEL_OPTIONS_SIZE_V1;
+constexpr size_t kGenerateOptionsFirstLayout = TM_GENERATE_OPTIONS_SIZE_V1;
+constexpr size_t kModelStatsFirstLayout = TM_MODEL_STATS_SIZE_V1;
+// The newest layout of each struct is this library's: gpt2.h names every layout's size.
+static_assert(sizeof(tm_model_options) == TM_MODEL_OPTIONS_SIZE_V3, "update gpt2.h's sizes");
+static_assert(sizeof(tm_generate_options) == TM_GENERATE_OPTIONS_SIZE_V2, "update gpt2.h's sizes");
+static_assert(sizeof(tm_model_stats) == TM_MODEL_STATS_SIZE_V3, "update gpt2.h's sizes");
+
+// This library's defaults, in its own layouts.
+tm_model_options DefaultModelOptions() {
+  tm_model_options o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.target = TM_TARGET_CPU;
+  return o;
+}
+
+tm_generate_options DefaultGenerateOptions() {
+  tm_generate_options o;
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.max_new_tokens = 32;
+  o.temperature = 0.0f;
+  o.top_k = 0;
+  o.top_p = 1.0f;
+  o.seed = 0;
+  o.use_kv_cache = 1;
+  o.stop_at_eos = 0;
+  return o;
+}
 
 // Reports a failed Status the way the compiler's shims do: its code, and its message as
 // the thread's tm_last_error (through the C API, so both layers share one last error).
 tm_status Report(const Status &status) {
-  return status.ok() ? TM_OK : tm_set_last_error(static_cast<tm_status>(status.code()), status.message().c_str());
+  if (status.ok()) return TM_OK;
+  tinymlir::SetLastError(status.message());
+  return static_cast<tm_status>(status.code());
 }
 
 // Runs `body`, keeping C++ exceptions inside the library.
@@ -66,11 +95,10 @@ Status Null(const char *fn, const char *what) {
 
 extern "C" {
 
-TM_API void tm_model_options_init(tm_model_options *options) {
-  if (!options) return;
-  std::memset(options, 0, sizeof *options);
-  options->struct_size = sizeof *options;
-  options->target = TM_TARGET_CPU;
+TM_API tm_status tm_model_options_init_size(tm_model_options *options, size_t struct_size) {
+  return Report(tinymlir::InitVersionedStruct("tm_model_options_init_size",
+                                              DefaultModelOptions(), kModelOptionsFirstLayout,
+                                              TM_OPTIONS_MAX_STRUCT_SIZE, options, struct_size));
 }
 
 TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, const tm_model_options *options,
@@ -79,8 +107,7 @@ TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, const tm_model_
   if (!dir) return Report(Null("tm_model_load", "dir"));
   if (!out) return Report(Null("tm_model_load", "out"));
   return Guard("tm_model_load", [&]() -> Status {
-    tm_model_options o;
-    tm_model_options_init(&o);
+    tm_model_options o = DefaultModelOptions();
     TM_RETURN_IF_ERROR(ReadOptions("tm_model_load", options, kModelOptionsFirstLayout, &o));
     // An empty path would name files at the root ("/config.json"), and an empty bundle
     // folder would quietly mean none.
@@ -154,17 +181,11 @@ TM_API tm_status tm_model_logits(tm_model *model, const int32_t *ids, size_t n, 
   });
 }
 
-TM_API void tm_generate_options_init(tm_generate_options *options) {
-  if (!options) return;
-  std::memset(options, 0, sizeof *options);
-  options->struct_size = sizeof *options;
-  options->max_new_tokens = 32;
-  options->temperature = 0.0f;
-  options->top_k = 0;
-  options->top_p = 1.0f;
-  options->seed = 0;
-  options->use_kv_cache = 1;
-  options->stop_at_eos = 0;
+TM_API tm_status tm_generate_options_init_size(tm_generate_options *options,
+                                               size_t struct_size) {
+  return Report(tinymlir::InitVersionedStruct(
+      "tm_generate_options_init_size", DefaultGenerateOptions(), kGenerateOptionsFirstLayout,
+      TM_OPTIONS_MAX_STRUCT_SIZE, options, struct_size));
 }
 
 TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
@@ -174,8 +195,7 @@ TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_pr
   if (!n_out) return Report(Null("tm_generate", "n_out"));
   if (!out_ids && capacity > 0) return Report(Null("tm_generate", "out_ids"));
   return Guard("tm_generate", [&]() -> Status {
-    tm_generate_options o;
-    tm_generate_options_init(&o);
+    tm_generate_options o = DefaultGenerateOptions();
     TM_RETURN_IF_ERROR(ReadOptions("tm_generate", options, kGenerateOptionsFirstLayout, &o));
     // Each field named with the value it has (NaN fails every comparison, so the checks
     // say what is valid).

@@ -63,7 +63,7 @@ struct Weight {
   tm_dtype dtype = TM_F32;
   std::vector<float> data;     // when dtype is TM_F32
   std::vector<uint16_t> half;  // when dtype is TM_F16 or TM_BF16 (the raw bits)
-  // A copy in GPU-reachable memory (tm_managed_alloc) when the model's programs run on the
+  // A copy in GPU-reachable memory (tm_process_managed_alloc) when the model's programs run on the
   // GPU (always F32): passed to them in place, so the weights are uploaded once. Owned by
   // the model.
   float *device = nullptr;

@@ -1,5 +1,5 @@
 // A float array the model's programs read or write (activations, the KV cache): host
-// memory, or, when the programs run on the GPU, CUDA managed memory (tm_managed_alloc),
+// memory, or, when the programs run on the GPU, CUDA managed memory (tm_process_managed_alloc),
 // which tm_invoke hands to the kernels in place. In host memory, every GPU call would copy
 // each tensor into fresh managed memory before the call and out after it, the whole
 // attended KV cache included, and the device would fault every one of those pages in.
@@ -50,7 +50,7 @@ class Floats {
         return OutOfMemory(std::to_string(n) + " floats do not fit in memory");
       void *block = nullptr;
       if (managed_) {
-        if (tm_status s = tm_managed_alloc(n * sizeof(float), &block); s != TM_OK) return FromC(s);
+        if (tm_status s = tm_process_managed_alloc(n * sizeof(float), &block); s != TM_OK) return FromC(s);
         std::memset(block, 0, n * sizeof(float));
       } else if (!(block = std::calloc(n, sizeof(float)))) {
         return OutOfMemory("cannot allocate " + std::to_string(n * sizeof(float)) + " bytes");
@@ -69,7 +69,7 @@ class Floats {
  private:
   void Release() {
     if (managed_) {
-      tm_managed_free(data_);
+      tm_process_managed_free(data_);
     } else {
       std::free(data_);
     }

@@ -118,7 +118,7 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
 }
 
 Gpt2Model::~Gpt2Model() {
-  for (float *block : device_blocks_) tm_managed_free(block);
+  for (float *block : device_blocks_) tm_process_managed_free(block);
 }
 
 Status Gpt2Model::AllocateCaches(bool managed) {
@@ -150,7 +150,7 @@ Status Gpt2Model::UploadWeights(bool *uploaded) {
       all.push_back(w);
   for (Weight *w : all) {
     void *block = nullptr;
-    const tm_status s = tm_managed_alloc(w->data.size() * sizeof(float), &block);
+    const tm_status s = tm_process_managed_alloc(w->data.size() * sizeof(float), &block);
     // Where there is no GPU, the weights stay on the host: every program call then fails
     // with the same message, and a model can still be loaded, inspected and tokenized.
     if (s == TM_ERROR_UNSUPPORTED) return Status::Ok();
@@ -159,7 +159,7 @@ Status Gpt2Model::UploadWeights(bool *uploaded) {
     std::memcpy(block, w->data.data(), w->data.size() * sizeof(float));
     // On the device before the first call reads it (a page fault at a time otherwise). A
     // driver that cannot prefetch still moves the pages when they are read: not an error.
-    (void)tm_managed_prefetch(block, w->data.size() * sizeof(float));
+    (void)tm_process_managed_prefetch(block, w->data.size() * sizeof(float));
     w->device = static_cast<float *>(block);
   }
   *uploaded = true;

@@ -43,7 +43,7 @@ static void test_affine(void) {
   EXPECT_OK(tm_compile(ctx, trace, NULL, &program));
   if (!program) {
     tm_trace_destroy(trace);
-    tm_context_destroy(ctx);
+    tm_context_release(ctx);
     return;
   }
 
@@ -72,7 +72,7 @@ static void test_affine(void) {
 
   tm_program_release(program);
   tm_trace_destroy(trace);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
 }
 
 static void test_error(void) {
@@ -94,7 +94,7 @@ static void test_error(void) {
          tm_status_string(TM_ERROR_SHAPE));
   EXPECT(tm_api_version() == TM_API_VERSION, "api version %u", tm_api_version());
   tm_trace_destroy(trace);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
 }
 
 /* A trace of neg(x) for x: f32[2]. */
@@ -138,7 +138,7 @@ static void test_cache_hit_and_struct_size(void) {
   tm_program_release(a);
   tm_program_release(b);
   tm_trace_destroy(trace);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
 }
 
 struct reentry {
@@ -159,7 +159,7 @@ static void test_model_rules(void) {
   tm_model *model = NULL;
   EXPECT_OK(tm_context_create(&ctx));
   EXPECT_OK(tm_model_load(ctx, TM_MODELS_DIR "/kjv-tiny", NULL, &model));
-  tm_context_destroy(ctx); /* the model keeps the context alive */
+  tm_context_release(ctx); /* the model keeps the context alive */
   if (!model) return;
 
   const char text[] = "In the beginning";

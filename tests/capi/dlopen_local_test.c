@@ -31,7 +31,7 @@ static struct {
   tm_status (*op_input)(tm_trace *, tm_dtype, int32_t, const int64_t *, tm_value *);
   tm_status (*op_matmul)(tm_trace *, tm_value, tm_value, tm_value *);
   tm_status (*op_unary[3])(tm_trace *, tm_value, tm_value *); /* tanh, exp, erf */
-  void (*compile_options_init)(tm_compile_options *);
+  tm_status (*compile_options_init_size)(tm_compile_options *, size_t);
   tm_status (*compile)(tm_context *, const tm_trace *, const tm_compile_options *,
                        tm_program **);
   tm_status (*program_ir)(tm_program *, tm_stage, char **);
@@ -44,7 +44,7 @@ static int load(void *lib) {
   struct { void **slot; const char *name; } symbols[] = {
       {(void **)&tm.last_error, "tm_last_error"},
       {(void **)&tm.context_create, "tm_context_create"},
-      {(void **)&tm.context_destroy, "tm_context_destroy"},
+      {(void **)&tm.context_destroy, "tm_context_release"},
       {(void **)&tm.trace_begin, "tm_trace_begin"},
       {(void **)&tm.trace_end, "tm_trace_end"},
       {(void **)&tm.trace_destroy, "tm_trace_destroy"},
@@ -53,7 +53,7 @@ static int load(void *lib) {
       {(void **)&tm.op_unary[0], "tm_op_tanh"},
       {(void **)&tm.op_unary[1], "tm_op_exp"},
       {(void **)&tm.op_unary[2], "tm_op_erf"},
-      {(void **)&tm.compile_options_init, "tm_compile_options_init"},
+      {(void **)&tm.compile_options_init_size, "tm_compile_options_init_size"},
       {(void **)&tm.compile, "tm_compile"},
       {(void **)&tm.program_ir, "tm_program_ir"},
       {(void **)&tm.free_, "tm_free"},
@@ -108,7 +108,7 @@ static int run(tm_context *ctx, tm_trace *trace) {
   OK(tm.trace_end(trace, y, 3));
 
   tm_compile_options options;
-  tm.compile_options_init(&options);
+  OK(tm.compile_options_init_size(&options, sizeof options));
   options.use_blas = 1;
   tm_program *program = NULL;
   OK(tm.compile(ctx, trace, &options, &program));

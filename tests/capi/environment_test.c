@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
   }
   if (portable) check_portable(ctx);
   else check_refused(ctx, argv[2], argv[3]);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -141,7 +141,7 @@ int main(void) {
   EXPECT(other == 0, "%d of %d children failed otherwise", other, ROUNDS);
   tm_program_release(gemm);
   tm_program_release(gemv);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
 }

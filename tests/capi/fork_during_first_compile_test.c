@@ -35,7 +35,7 @@ static int compile_exp(void) {
   if (!ok) fprintf(stderr, "compile: %s\n", tm_last_error());
   tm_program_release(program);
   tm_trace_destroy(trace);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
   return ok ? 0 : 1;
 }
 

@@ -60,7 +60,7 @@ static int compile_and_invoke(void) {
   }
   tm_program_release(program);
   tm_trace_destroy(trace);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
   return ok ? 0 : 1;
 }
 

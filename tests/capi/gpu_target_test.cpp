@@ -316,9 +316,9 @@ TEST(GpuTarget, InvokingWithoutAGpuIsAClearError) {
 
 // Managed memory (weights kept on the device) needs a driver; without one the status says so.
 TEST(GpuTarget, ManagedMemoryNeedsTheDriver) {
-  TM_EXPECT_STATUS(tm_managed_alloc(16, nullptr), TM_ERROR_INVALID_ARGUMENT);
+  TM_EXPECT_STATUS(tm_process_managed_alloc(16, nullptr), TM_ERROR_INVALID_ARGUMENT);
   void *block = reinterpret_cast<void *>(1);
-  const tm_status s = tm_managed_alloc(1024, &block);
+  const tm_status s = tm_process_managed_alloc(1024, &block);
   if (s == TM_OK) {
     ASSERT_NE(block, nullptr);
     static_cast<char *>(block)[1023] = 7;  // host-reachable
@@ -327,14 +327,14 @@ TEST(GpuTarget, ManagedMemoryNeedsTheDriver) {
     EXPECT_EQ(block, nullptr);
     EXPECT_NE(std::string(tm_last_error()).find("CUDA"), std::string::npos) << tm_last_error();
   }
-  tm_managed_free(block);
-  tm_managed_free(nullptr);
-  TM_EXPECT_STATUS(tm_managed_prefetch(nullptr, 16), TM_ERROR_INVALID_ARGUMENT);
+  tm_process_managed_free(block);
+  tm_process_managed_free(nullptr);
+  TM_EXPECT_STATUS(tm_process_managed_prefetch(nullptr, 16), TM_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tm_last_error()).find("block is NULL"), std::string::npos);
-  TM_ASSERT_OK(tm_managed_prefetch(nullptr, 0));
+  TM_ASSERT_OK(tm_process_managed_prefetch(nullptr, 0));
   if (s != TM_OK) {  // no driver: prefetching says so, as allocating did
     char host[16];
-    TM_EXPECT_STATUS(tm_managed_prefetch(host, sizeof host), TM_ERROR_UNSUPPORTED);
+    TM_EXPECT_STATUS(tm_process_managed_prefetch(host, sizeof host), TM_ERROR_UNSUPPORTED);
     EXPECT_NE(std::string(tm_last_error()).find("CUDA"), std::string::npos) << tm_last_error();
   }
 }

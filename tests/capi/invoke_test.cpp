@@ -278,7 +278,7 @@ TEST(Invoke, TransposedViewIntoBlasMatmul) {
 
 // ---- Kernel timing ---------------------------------------------------------------------------
 
-// tm_kernel_timing counts the matrix kernels a program calls while it is on, and nothing
+// tm_process_kernel_timing counts the matrix kernels a program calls while it is on, and nothing
 // while it is off. (Counters are process-wide: each CTest entry is its own process.)
 TEST(KernelTiming, CountsTheMatrixKernelsWhileOn) {
   Context ctx = NewContext();
@@ -296,10 +296,10 @@ TEST(KernelTiming, CountsTheMatrixKernelsWhileOn) {
     tm_kernel_times k;
     std::memset(&k, 0xff, sizeof k);
     k.struct_size = sizeof k;
-    EXPECT_EQ(tm_kernel_times_get(&k), TM_OK) << tm_last_error();
+    EXPECT_EQ(tm_process_kernel_times(&k), TM_OK) << tm_last_error();
     return k;
   };
-  tm_kernel_timing(1);
+  tm_process_kernel_timing(1);
   for (int i = 0; i < 3; ++i) TM_ASSERT_OK(run());
   tm_kernel_times on = read();
   EXPECT_EQ(on.gemv_calls, 3u);
@@ -307,23 +307,23 @@ TEST(KernelTiming, CountsTheMatrixKernelsWhileOn) {
   EXPECT_GT(on.gemv_seconds, 0.0);
   EXPECT_GT(on.blas_seconds, 0.0);
   EXPECT_GE(on.gemv_seconds, on.pool_wait_seconds);
-  tm_kernel_timing(0);
+  tm_process_kernel_timing(0);
   TM_ASSERT_OK(run());
   tm_kernel_times off = read();
   EXPECT_EQ(off.gemv_calls, 3u);
   EXPECT_EQ(off.blas_calls, 3u);
-  tm_kernel_timing(1);  // turning it on again resets the counters
+  tm_process_kernel_timing(1);  // turning it on again resets the counters
   EXPECT_EQ(read().gemv_calls, 0u);
-  tm_kernel_timing(0);
+  tm_process_kernel_timing(0);
   EXPECT_EQ(y[0], 32.0f);  // 64 * 0.5: exact
 }
 
 TEST(KernelTiming, BadArgumentsAreInvalid) {
-  EXPECT_EQ(tm_kernel_times_get(nullptr), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(tm_process_kernel_times(nullptr), TM_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tm_last_error()).find("times is NULL"), std::string::npos);
   tm_kernel_times k{};
   k.struct_size = 4;
-  EXPECT_EQ(tm_kernel_times_get(&k), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(tm_process_kernel_times(&k), TM_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(tm_last_error()).find("struct_size is 4"), std::string::npos)
       << tm_last_error();
 }

@@ -347,7 +347,7 @@ int main(int argc, char **argv) {
   }
   tm_program_release(second);
   tm_program_release(program);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
   printf("lazy_compiler_test %s: %d passed, %d failed\n", mode, passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
                write_bytes(out_path, y, ny * sizeof(float)),
            "%s: cannot write the data files", kNames[k]);
     tm_trace_destroy(t);
-    tm_context_destroy(ctx);
+    tm_context_release(ctx);
 #else
     float *want = malloc(ny * sizeof(float));
     EXPECT(read_bytes(in_path, in, (nx + nw) * sizeof(float)) &&
@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
     EXPECT(model && tm_model_compile_bundle(model, bundle, NULL, NULL) == TM_OK,
            "compiling the bundle: %s", tm_last_error());
     tm_model_destroy(model);
-    tm_context_destroy(ctx);
+    tm_context_release(ctx);
     check_model_from_bundle(model_dir, bundle); /* the same, in the compiler's library */
   }
 #else

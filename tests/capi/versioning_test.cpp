@@ -50,13 +50,13 @@ TEST(Versioning, ContextIsReferenceCounted) {
   tm_context *ctx = nullptr;
   TM_ASSERT_OK(tm_context_create(&ctx));
   tm_context_retain(ctx);
-  tm_context_destroy(ctx);  // one reference left: still usable
+  tm_context_release(ctx);  // one reference left: still usable
   Trace t = Negate(ctx);
   Program p;
   TM_ASSERT_OK(tm_compile(ctx, t, nullptr, p.out()));
-  tm_context_destroy(ctx);  // the last one
+  tm_context_release(ctx);  // the last one
   tm_context_retain(nullptr);
-  tm_context_destroy(nullptr);
+  tm_context_release(nullptr);
   Host<float> x({2}, {1, -2}), y({2}, 0.0f);
   tm_tensor in = x.view(), out = y.view();
   TM_ASSERT_OK(tm_invoke(p, &in, 1, &out, 1));  // programs outlive their context

@@ -50,6 +50,9 @@ const Case kCases[] = {
     {"matmul_bias_gelu", {{129, 67}, {67, 301}, {301}}, {TM_F32, TM_F32, TM_F32}},
     {"matvec_residual", {{1, 768}, {768, 768}, {1, 768}}, {TM_F32, TM_F32, TM_F32}},
     {"batch_matvec_masked", {{12, 1, 64}, {12, 64, 200}, {1, 200}}, {TM_F32, TM_F32, TM_F32}},
+    // Every unary op of the library's table (tm_op_unary), summed: one op lowered wrongly
+    // moves the sum by about its own size.
+    {"every_unary_op", {{300, 257}}, {TM_F32}},
 };
 
 size_t DtypeBytes(tm_dtype d) { return d == TM_F64 || d == TM_I64 ? 8 : d == TM_BOOL ? 1 : 4; }
@@ -117,6 +120,24 @@ tm_value Trace(tm_trace *t, const Case &c, const std::vector<tm_value> &v, tm_va
   if (name == "elementwise") {
     tm_op_mul(t, v[0], v[1], &a);
     tm_op_tanh(t, a, &r);
+  } else if (name == "every_unary_op") {  // on |x| / 10 + 0.5: inside every op's domain, O(1)
+    tm_value tenth = 0, half = 0, x = 0;
+    tm_op_scalar(t, TM_F32, 0.1, &tenth);
+    tm_op_scalar(t, TM_F32, 0.5, &half);
+    tm_op_abs(t, v[0], &a);
+    tm_op_mul(t, a, tenth, &b);
+    tm_op_add(t, b, half, &x);
+    for (int op = 0; op < tm_unary_op_count(); ++op) {
+      tm_value y = 0;
+      tm_op_unary(t, static_cast<tm_unary_op>(op), x, &y);
+      if (op == 0) {
+        r = y;
+      } else {
+        tm_value sum = 0;
+        tm_op_add(t, r, y, &sum);
+        r = sum;
+      }
+    }
   } else if (name == "reductions") {
     tm_op_reduce_sum(t, v[0], 1, 0, &r);
     tm_op_reduce_max(t, v[0], 0, 0, second);
@@ -197,7 +218,7 @@ int Write(const std::string &dir) {
     tm_program_release(gpu);
     tm_trace_destroy(t);
   }
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
   std::printf("wrote %zu cases to %s (%d errors)\n", sizeof kCases / sizeof kCases[0],
               dir.c_str(), errors);
   return errors ? 1 : 0;

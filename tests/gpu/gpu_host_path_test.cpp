@@ -38,19 +38,19 @@ struct LogSince {
 TEST(GpuHostPath, TheFakeDriverIsTheOneLoaded) {
   ASSERT_NE(std::getenv("FAKE_CUDA_LOG"), nullptr) << "run under CTest";
   void *block = nullptr;
-  TM_ASSERT_OK(tm_managed_alloc(4096, &block));
-  tm_managed_free(block);
+  TM_ASSERT_OK(tm_process_managed_alloc(4096, &block));
+  tm_process_managed_free(block);
 }
 
-// tm_managed_prefetch moves a managed block, or part of it; memory the driver did not
+// tm_process_managed_prefetch moves a managed block, or part of it; memory the driver did not
 // allocate, or a range past a block's end, is the driver's error, named.
 TEST(GpuHostPath, ManagedBlocksArePrefetchedAndOtherMemoryIsRefused) {
   void *block = nullptr;
-  TM_ASSERT_OK(tm_managed_alloc(8192, &block));
+  TM_ASSERT_OK(tm_process_managed_alloc(8192, &block));
   const size_t before = DriverLog().size();
-  TM_ASSERT_OK(tm_managed_prefetch(block, 8192));
-  TM_ASSERT_OK(tm_managed_prefetch(static_cast<char *>(block) + 4096, 100));
-  TM_ASSERT_OK(tm_managed_prefetch(block, 0));
+  TM_ASSERT_OK(tm_process_managed_prefetch(block, 8192));
+  TM_ASSERT_OK(tm_process_managed_prefetch(static_cast<char *>(block) + 4096, 100));
+  TM_ASSERT_OK(tm_process_managed_prefetch(block, 0));
   const LogSince log(before);
   EXPECT_EQ(log.Count("prefetch 8192") + log.Count("prefetch 100"), 2) << log.text;
   EXPECT_TRUE(log.Clean()) << log.text;
@@ -59,12 +59,12 @@ TEST(GpuHostPath, ManagedBlocksArePrefetchedAndOtherMemoryIsRefused) {
        {std::tuple<const char *, const void *, size_t>{"host memory", host.data(), host.size()},
         {"past the end", block, 8193}}) {
     SCOPED_TRACE(what);
-    TM_EXPECT_STATUS(tm_managed_prefetch(p, bytes), TM_ERROR_RUNTIME);
+    TM_EXPECT_STATUS(tm_process_managed_prefetch(p, bytes), TM_ERROR_RUNTIME);
     const std::string msg = tm_last_error();
-    EXPECT_EQ(msg.rfind("tm_managed_prefetch: cuMemPrefetchAsync(", 0), 0u) << msg;
+    EXPECT_EQ(msg.rfind("tm_process_managed_prefetch: cuMemPrefetchAsync(", 0), 0u) << msg;
     EXPECT_NE(msg.find("CUDA_ERROR_INVALID_VALUE"), std::string::npos) << msg;
   }
-  tm_managed_free(block);
+  tm_process_managed_free(block);
 }
 
 // Every op kind (gpu_op_cases.h), as PTX and as cubin: invoked on the caller's host arrays
@@ -124,7 +124,7 @@ TEST(GpuHostPath, Gpt2GeneratesWithEveryLaunchOnDeviceMemory) {
   EXPECT_GE(CountSubstr(LogSince(before_load).text,
                         "alloc " + std::to_string(int64_t{n_ctx} * n_embd * 4) + "\n"),
             2 * n_layer);
-  // Each weight tensor is moved to the device at load (tm_managed_prefetch), not a page
+  // Each weight tensor is moved to the device at load (tm_process_managed_prefetch), not a page
   // fault at a time inside the first call: wte, wpe, ln_f's two and 12 per layer.
   EXPECT_EQ(CountSubstr(LogSince(before_load).text, "prefetch "), 4 + 12 * n_layer);
   for (int kv_cache : {1, 0}) {

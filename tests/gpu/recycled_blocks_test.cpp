@@ -115,7 +115,7 @@ TEST_F(FakeDriver, OutOfMemoryGivesTheIdleBlocksBackAndTriesAgain) {
   gpu::FreeRecycled(big);
 }
 
-// tm_managed_alloc's path: new managed memory, the idle blocks given back when it does not fit.
+// tm_process_managed_alloc's path: new managed memory, the idle blocks given back when it does not fit.
 TEST_F(FakeDriver, ANewManagedBlockMakesRoomFromTheIdleOnes) {
   void *idle = nullptr, *big = nullptr;
   ASSERT_TRUE(gpu::AllocateRecycled(150 * kMiB, &idle).ok());

@@ -41,7 +41,7 @@ class ModelApi : public ::testing::Test {
   void SetUp() override { ASSERT_EQ(tm_context_create(&ctx_), TM_OK); }
   void TearDown() override {
     for (tm_model *m : models_) tm_model_destroy(m);
-    tm_context_destroy(ctx_);
+    tm_context_release(ctx_);
   }
   tm_model *Load(const std::string &dir) {
     tm_model *m = nullptr;

@@ -47,7 +47,7 @@ tm_status LoadModel(tm_context *ctx, const std::string &dir, tm_model **out) {
   return tm_model_load(ctx, dir.c_str(), &o, out);
 }
 
-struct ContextDeleter { void operator()(tm_context *c) const { tm_context_destroy(c); } };
+struct ContextDeleter { void operator()(tm_context *c) const { tm_context_release(c); } };
 struct ModelDeleter { void operator()(tm_model *m) const { tm_model_destroy(m); } };
 
 std::string ModelDir(const std::string &name) {

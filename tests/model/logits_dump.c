@@ -51,6 +51,6 @@ int main(int argc, char **argv) {
   if (!ok) fprintf(stderr, "%s\n", tm_last_error());
   free(logits);
   tm_model_destroy(model);
-  tm_context_destroy(ctx);
+  tm_context_release(ctx);
   return ok ? 0 : 1;
 }

@@ -27,7 +27,7 @@ class WeightsDtype : public ::testing::Test {
   void SetUp() override { ASSERT_EQ(tm_context_create(&ctx_), TM_OK); }
   void TearDown() override {
     for (tm_model *m : models_) tm_model_destroy(m);
-    tm_context_destroy(ctx_);
+    tm_context_release(ctx_);
   }
   tm_status TryLoad(const std::string &dir, int weights, tm_model **out,
                     tm_target target = TM_TARGET_CPU, const char *bundle = nullptr) {

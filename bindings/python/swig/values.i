@@ -219,13 +219,47 @@ TMPY_HANDLE_OUT(tm_model)
   $result = SWIG_Python_AppendOutput($result, Py_BuildValue("(iiii)", *$1, *$2, *$3, *$4));
 }
 
-/* tm_program_ir: the text as str; the library's copy is freed here with tm_free. */
-%typemap(in, numinputs=0) char **text (char *text = NULL) { $1 = &text; }
-%typemap(argout) char **text {
+/* tm_program_ir_text: the text as str. The library fills a buffer of ours, snprintf-style:
+ * asked for the size first, then for the text. */
+%{
+static tm_status tmpy_program_ir_text(tm_program *program, tm_stage stage, char **ir_text) {
+  size_t n = 0;
+  tm_status s = tm_program_ir_text(program, stage, NULL, 0, &n);
+  if (s != TM_OK) return s;
+  char *buf = (char *)malloc(n + 1);
+  if (!buf) return PyErr_NoMemory(), TM_ERROR_OUT_OF_MEMORY;
+  s = tm_program_ir_text(program, stage, buf, n + 1, &n);
+  if (s != TM_OK) {
+    free(buf);
+    return s;
+  }
+  *ir_text = buf;
+  return TM_OK;
+}
+%}
+%typemap(in, numinputs=0) char **ir_text (char *text = NULL) { $1 = &text; }
+%typemap(argout) char **ir_text {
   PyObject *s = PyUnicode_DecodeUTF8(*$1, (Py_ssize_t)strlen(*$1), "replace");
-  tm_free(*$1);
+  free(*$1);
   *$1 = NULL;
   $result = SWIG_Python_AppendOutput($result, s);
+}
+%typemap(freearg) char **ir_text { free(*$1); }
+%rename(tm_program_ir_text) tmpy_program_ir_text;
+tm_status tmpy_program_ir_text(tm_program *program, tm_stage stage, char **ir_text);
+
+/* tm_cache_get_info: a new tm_cache_info object with struct_size filled in here. */
+%typemap(in, numinputs=0) tm_cache_info *info (tm_cache_info info) {
+  memset(&info, 0, sizeof info);
+  info.struct_size = (uint32_t)sizeof info;
+  $1 = &info;
+}
+%typemap(argout) tm_cache_info *info {
+  tm_cache_info *copy = (tm_cache_info *)malloc(sizeof *copy);
+  if (!copy) SWIG_exception_fail(SWIG_MemoryError, "out of memory");
+  *copy = *$1;
+  $result = SWIG_Python_AppendOutput($result,
+                                     SWIG_NewPointerObj(copy, $1_descriptor, SWIG_POINTER_OWN));
 }
 
 /* tm_model_get_stats: a new tm_model_stats object with struct_size filled in here, since

@@ -22,9 +22,9 @@ P = ctypes.c_void_p
 SIZE = ctypes.c_size_t
 for name, restype, argtypes in [
     ("tm_last_error", ctypes.c_char_p, []),
-    ("tm_compile_options_init", None, [P]),
-    ("tm_generate_options_init", None, [P]),
-    ("tm_model_options_init", None, [P]),
+    ("tm_compile_options_init_size", ctypes.c_int, [P, SIZE]),
+    ("tm_generate_options_init_size", ctypes.c_int, [P, SIZE]),
+    ("tm_model_options_init_size", ctypes.c_int, [P, SIZE]),
     ("tm_compile", ctypes.c_int, [P, P, P, ctypes.POINTER(P)]),
     ("tm_program_release", None, [P]),
     ("tm_model_load", ctypes.c_int, [P, ctypes.c_char_p, P, ctypes.POINTER(P)]),
@@ -43,12 +43,13 @@ def addr(swig_pointer):
     return P(int(swig_pointer))
 
 
-def options(init, extra=0):
-    """A zeroed buffer filled by a *_options_init function, with `extra` spare bytes after
-    the library's layout; returns (buffer, the library's struct size)."""
+def options(init, size, extra=0):
+    """A zeroed buffer filled by a *_options_init_size function for a struct of `size` bytes
+    (a published layout's, TM_<STRUCT>_SIZE_V<n>), with `extra` spare bytes after it;
+    returns (buffer, size)."""
     buf = ctypes.create_string_buffer(256)
-    init(buf)
-    size = struct.unpack_from("=I", buf, 0)[0]
+    assert init(buf, size) == 0, last_error()
+    assert struct.unpack_from("=I", buf, 0)[0] == size
     assert size + extra <= len(buf)
     return buf, size
 

@@ -8,7 +8,10 @@
 """
 from . import capi
 
-if capi.tm_api_version() != capi.TM_API_VERSION:
+# The same ABI major version, and at least the additions the binding was built with
+# (TM_API_VERSION is 1000 * major + minor: tinymlir.h).
+_loaded, _built = capi.tm_api_version(), capi.TM_API_VERSION
+if _loaded // 1000 != _built // 1000 or _loaded < _built:
     raise ImportError(
         f"tinymlir: the loaded libtinymlir has ABI version {capi.tm_api_version()}, this "
         f"binding was built for {capi.TM_API_VERSION}; rebuild the binding")

@@ -40,7 +40,7 @@ class Target(enum.IntEnum):
 
 
 class Stage(enum.IntEnum):
-    """The compilation stages a program keeps as text (tm_program_ir)."""
+    """The compilation stages a program keeps as text (tm_program_ir_text)."""
 
     TRACED = capi.TM_STAGE_TRACED
     OPTIMIZED = capi.TM_STAGE_OPTIMIZED
@@ -216,7 +216,7 @@ class Context(_Handle):
     """tm_context: the owner of the compiled-program cache. Thread-safe. Models keep their
     own reference to it, so it may be closed before them."""
 
-    _free = staticmethod(capi.tm_context_destroy)
+    _free = staticmethod(capi.tm_context_release)
     _kind = "context"
     _elsewhere = "create a Context (or use tinymlir.default_context()) in the other process"
 
@@ -224,8 +224,9 @@ class Context(_Handle):
         super().__init__(capi.tm_context_create())
 
     def cache_stats(self):
-        """tm_cache_stats: CacheStats(hits, misses, entries)."""
-        return CacheStats(*capi.tm_cache_stats(self._live_ptr()))
+        """tm_cache_get_info's hits, misses and entries: CacheStats(hits, misses, entries)."""
+        info = capi.tm_cache_get_info(self._live_ptr())
+        return CacheStats(info.hits, info.misses, info.entries)
 
     def set_cache_dir(self, directory, limit_bytes=0):
         """tm_cache_set_dir: keeps compiled programs in `directory` (a path; None turns the
@@ -348,7 +349,7 @@ class Program(_Handle):
 
     def ir(self, stage):
         """The text of one compilation stage (a Stage, its value, or a name)."""
-        return capi.tm_program_ir(self._live_ptr(), int(Stage.of(stage)))
+        return capi.tm_program_ir_text(self._live_ptr(), int(Stage.of(stage)))
 
     def invoke(self, inputs, outputs):
         """tm_invoke on NumPy arrays: reads `inputs`, writes `outputs` (caller-owned)."""

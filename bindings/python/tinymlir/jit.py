@@ -34,7 +34,7 @@ from .tracer import TraceState, Tracer, lift, tracing
 
 CacheInfo = collections.namedtuple("CacheInfo", "hits misses entries context")
 CacheInfo.__doc__ = """hits/misses/entries of one jitted function's specialisations;
-context: the context's tm_cache_stats (CacheStats), shared by everything compiled in it."""
+context: the context's tm_cache_get_info counts (CacheStats), shared by everything compiled in it."""
 
 
 DEFAULT_MAX_SPECIALIZATIONS = 128   # as functools.lru_cache

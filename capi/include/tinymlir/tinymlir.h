@@ -12,21 +12,39 @@
  *   keeps or returns pointers into them.
  * - The library owns contexts, traces and programs. Each has one create and one
  *   destroy/release function, and every destroy/release accepts NULL. Contexts and programs
- *   are reference-counted: whatever uses them (a model, the cache) keeps its own reference,
- *   so they can be released in any order.
+ *   are reference-counted, with tm_X_retain and tm_X_release: whatever uses them (a model,
+ *   the cache) keeps its own reference, so they can be released in any order. Traces and
+ *   models have one owner: tm_X_destroy.
  * - Arrays passed in come with their element count. Where the library fills a caller's
- *   buffer whose needed size depends on the data (token ids, text), a buffer that is too
- *   small is not an error: the call writes what fits and reports the size it needs, as
- *   snprintf does (call with capacity 0 to ask for the size).
- * - Options structs start with struct_size and are filled by their *_options_init. The
- *   library accepts any struct_size from the first published layout to its own: fields a
- *   caller's older header does not have take their defaults, and fields of a newer header
- *   this library does not know must be zero (their defaults), else the call fails with
- *   TM_ERROR_UNSUPPORTED naming the size. No version of any options struct is larger than
+ *   buffer whose needed size depends on the data (token ids, text, IR), a buffer that is
+ *   too small is not an error: the call writes what fits and reports the size it needs, as
+ *   snprintf does (call with capacity 0 to ask for the size). This is the one way text
+ *   comes back (tm_program_ir, which returns memory to release with tm_free, is kept for
+ *   callers written against it).
+ * - Versioned structs start with uint32_t struct_size: the size of the layout the caller's
+ *   header has (TM_<STRUCT>_SIZE_V<n> names every published one). The library reads and
+ *   writes exactly struct_size bytes, never its own size: options structs of any size from
+ *   the first published layout up are accepted (fields a caller's older header does not
+ *   have take their defaults; fields of a newer header this library does not know must be
+ *   zero, their defaults, else TM_ERROR_UNSUPPORTED naming the size), and query structs
+ *   (tm_cache_info, tm_kernel_times, tm_model_stats) are filled up to struct_size. The
+ *   *_options_init functions are inline here: they pass sizeof as the caller's header sees
+ *   it to the library's *_options_init_size. No layout of any struct is larger than
  *   TM_OPTIONS_MAX_STRUCT_SIZE bytes: a larger struct_size (an uninitialised struct, say) is
  *   TM_ERROR_INVALID_ARGUMENT before a byte beyond the library's own layout is read.
- * - Strings the library hands to the caller to keep are released with tm_free().
  * - Nothing aborts the process on bad input, and nothing is printed to stderr.
+ *
+ * ABI (version 1.0, declared with tinymlir 1.0.0): everything declared here and in gpt2.h
+ * is stable for the life of the library's SONAME, libtinymlir.so.1 (and
+ * libtinymlir_runtime.so.1): a function's signature and meaning, an enum value, a struct's
+ * published layouts never change. What may be added within 1.x: functions, enum values
+ * (appended, with explicit values), fields at the end of a versioned struct (a new
+ * TM_<STRUCT>_SIZE_V<n>). Anything else is a break, made only with a new SONAME (2), so
+ * that the loader refuses binaries built against this one rather than run them wrongly.
+ * TM_API_VERSION (version.h) and tm_api_version() say which additions a header and a
+ * library have; the ABI is checked against a committed baseline on every build (the
+ * README's "ABI" section). Binaries built against 0.x headers (libtinymlir.so.0) are
+ * refused by the loader.
  *
  * Thread safety: tm_context is thread-safe (compiles from several threads may share it).
  * tm_program is immutable after compilation: tm_invoke may run concurrently on the same
@@ -38,8 +56,8 @@
  *
  * The runtime library, libtinymlir_runtime.so, runs exported programs without LLVM or
  * MLIR. It implements, with the same behaviour, every tm_program_* function, tm_invoke,
- * tm_last_error, tm_set_last_error, tm_status_string, tm_version, tm_api_version and
- * tm_free; it has no contexts, traces or compiler (tm_program_load makes its programs).
+ * tm_last_error, tm_status_string, tm_version, tm_api_version, the tm_process_* functions
+ * and tm_free; it has no contexts, traces or compiler (tm_program_load makes its programs).
  */
 #ifndef TINYMLIR_TINYMLIR_H
 #define TINYMLIR_TINYMLIR_H
@@ -70,10 +88,13 @@
 extern "C" {
 #endif
 
-/* TM_API_VERSION (version.h) is the ABI version, bumped whenever a function signature or
- * the meaning of a call changes incompatibly (struct growth is not such a change: see
- * struct_size above). A binding compares tm_api_version() (the library it loaded) with
- * the macro (the header it was built against) and refuses to run on a mismatch. */
+/* TM_API_VERSION (version.h) is 1000 * the ABI's major version (the SONAME's number) plus
+ * its minor version, which counts the compatible additions (functions, enum values, struct
+ * fields) made within that major version. A binding built against a header with
+ * TM_API_VERSION h runs on a library whose tm_api_version() l has l / 1000 == h / 1000 and
+ * l >= h, and refuses anything else with a message naming both. */
+#define TM_ABI_MAJOR(api_version) ((api_version) / 1000u)
+#define TM_ABI_MINOR(api_version) ((api_version) % 1000u)
 
 /* Largest tensor rank the API accepts. */
 #define TM_MAX_RANK 8
@@ -148,7 +169,11 @@ typedef TM_ENUM(tm_compile_phase) {
 /* A view of a caller-owned tensor. `shape` has `rank` entries (NULL allowed when
  * rank is 0). `strides` counts elements, not bytes; NULL means C-contiguous. */
 typedef struct tm_tensor {
-  void *data;
+  union {
+    void *data;             /* an output's elements: the library writes them */
+    const void *const_data; /* an input's elements, which the library only reads: set
+                               either member (they are one pointer) */
+  };
   tm_dtype dtype;
   int32_t rank;
   const int64_t *shape;
@@ -171,48 +196,35 @@ typedef struct tm_program tm_program;
  * tinymlir call on this thread; copy it to keep it. */
 TM_API const char *tm_last_error(void);
 
-/* Sets the calling thread's tm_last_error() message and returns `status`: for libraries
- * built on this API (the GPT-2 model in <tinymlir/gpt2.h> is one) to report their failures
- * through the same last error. message NULL means "". */
-TM_API tm_status tm_set_last_error(tm_status status, const char *message);
-
 /* A static, human-readable name for a status ("TM_ERROR_SHAPE", ...). Never NULL. */
 TM_API const char *tm_status_string(tm_status status);
 
-/* The library's version string, e.g. "0.1.0". Static; never NULL. */
+/* The library's version string, e.g. "1.0.0". Static; never NULL. */
 TM_API const char *tm_version(void);
 
-/* The ABI version of the loaded library; equals TM_API_VERSION of a matching header. */
+/* The ABI version of the loaded library (see TM_API_VERSION above). */
 TM_API uint32_t tm_api_version(void);
-
-/* Frees memory the library allocated for the caller (IR text, ...). Accepts NULL. */
-TM_API void tm_free(void *ptr);
 
 /* ---- Context ----------------------------------------------------------------------- */
 
 /* Creates a context: the owner of the compiled-program cache.
- * *out receives a context (one reference) to release with tm_context_destroy.
+ * *out receives a context (one reference) to release with tm_context_release.
  * Errors: TM_ERROR_INVALID_ARGUMENT (out is NULL), TM_ERROR_OUT_OF_MEMORY. */
 TM_API tm_status tm_context_create(tm_context **out);
 
-/* Adds a reference to a context; each is dropped with tm_context_destroy. Objects that use
- * a context (GPT-2 models) take one, so the caller may destroy its own first. Accepts NULL.
+/* Adds a reference to a context; each is dropped with tm_context_release. Objects that use
+ * a context (GPT-2 models) take one, so the caller may release its own first. Accepts NULL.
  * Thread-safe. */
 TM_API void tm_context_retain(tm_context *ctx);
 
 /* Drops a reference to a context. With the last one the context and its cache's
  * references to programs are freed; programs the caller still holds stay valid until
- * released. Accepts NULL. */
-TM_API void tm_context_destroy(tm_context *ctx);
+ * released. Accepts NULL. Thread-safe. */
+TM_API void tm_context_release(tm_context *ctx);
 
-/* Cache statistics: lookups that found a program, lookups that compiled one, and programs
- * currently cached. Any output pointer may be NULL.
- * Errors: TM_ERROR_INVALID_ARGUMENT (ctx is NULL). */
-TM_API tm_status tm_cache_stats(tm_context *ctx, uint64_t *hits, uint64_t *misses,
-                                uint64_t *entries);
-
-/* The cache's state. First published layout: struct_size 56 (up to budget_bytes); the
- * disk fields from struct_size 112. */
+/* The cache's state (the one cache query). Published layouts: */
+#define TM_CACHE_INFO_SIZE_V1 56  /* up to budget_bytes */
+#define TM_CACHE_INFO_SIZE_V2 112 /* the disk fields */
 typedef struct tm_cache_info {
   uint32_t struct_size;  /* set to sizeof(tm_cache_info) before the call */
   uint64_t hits;         /* lookups that found their program in memory (or waited for
@@ -233,7 +245,8 @@ typedef struct tm_cache_info {
   uint64_t disk_limit_bytes; /* the limit (tm_cache_set_dir) */
 } tm_cache_info;
 
-/* Fills the first info->struct_size bytes of *info (any size from the first layout up).
+/* Fills the first info->struct_size bytes of *info (any size from TM_CACHE_INFO_SIZE_V1 up;
+ * the bytes of a newer caller's fields this library does not know are left as they were).
  * Errors: TM_ERROR_INVALID_ARGUMENT (NULL, struct_size below the first layout). */
 TM_API tm_status tm_cache_get_info(tm_context *ctx, tm_cache_info *info);
 
@@ -479,7 +492,9 @@ TM_API tm_status tm_op_causal_mask(tm_trace *trace, int64_t rows, int64_t cols, 
 
 /* ---- Compilation -------------------------------------------------------------------- */
 
-/* First published layout: struct_size 20 (target .. opt_level); the gpu_* fields from 32. */
+/* Compile options. Published layouts: */
+#define TM_COMPILE_OPTIONS_SIZE_V1 20 /* target .. opt_level */
+#define TM_COMPILE_OPTIONS_SIZE_V2 32 /* the gpu_* fields */
 typedef struct tm_compile_options {
   uint32_t struct_size; /* sizeof(tm_compile_options); set by tm_compile_options_init */
   tm_target target;     /* TM_TARGET_CPU (default) or TM_TARGET_GPU */
@@ -495,9 +510,18 @@ typedef struct tm_compile_options {
                               assembles when the program is linked */
 } tm_compile_options;
 
-/* Fills options with the defaults: CPU, optimize on, BLAS on, opt level 3, sm_90, tile 16,
- * PTX. */
-TM_API void tm_compile_options_init(tm_compile_options *options);
+/* Fills the first `struct_size` bytes of *options with the defaults (CPU, optimize on, BLAS
+ * on, opt level 3, sm_90, tile 16, PTX) and sets options->struct_size: bytes of fields this
+ * library does not know (a newer header's) are zeroed, their defaults; nothing beyond
+ * struct_size is written.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL; struct_size below TM_COMPILE_OPTIONS_SIZE_V1 or
+ * above TM_OPTIONS_MAX_STRUCT_SIZE: nothing is written). */
+TM_API tm_status tm_compile_options_init_size(tm_compile_options *options, size_t struct_size);
+
+/* The defaults, for the layout of the header the caller was built with. */
+static inline void tm_compile_options_init(tm_compile_options *options) {
+  tm_compile_options_init_size(options, sizeof *options);
+}
 
 /* Compiles an ended trace, or finds the program compiled earlier for an equal trace
  * (same ops, shapes, dtypes and constants) and equal options in ctx's cache.
@@ -563,13 +587,16 @@ TM_API tm_status tm_program_input_type(const tm_program *program, int32_t i, tm_
 TM_API tm_status tm_program_output_type(const tm_program *program, int32_t i, tm_dtype *dtype,
                                         int32_t *rank, int64_t *shape);
 
-/* The text of one compilation stage, NUL-terminated, in *text: release with tm_free.
- * A CPU program's TM_STAGE_ASSEMBLY is printed from its LLVM IR on the first request, by
- * the compiler (a compiler process, as for tm_compile; libtinymlir_runtime.so has none).
- * Errors: TM_ERROR_INVALID_ARGUMENT, TM_ERROR_UNSUPPORTED (stage not produced by this
- * target, or the assembly where there is no compiler or no LLVM IR kept),
- * TM_ERROR_COMPILE (a compiler process that died). */
-TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text);
+/* The text of one compilation stage, snprintf-style: *len receives the bytes the text needs
+ * (without the NUL); min(capacity, *len + 1) bytes, NUL-terminated, are written to buf (buf
+ * may be NULL when capacity is 0). A CPU program's TM_STAGE_ASSEMBLY is printed from its
+ * LLVM IR on the first request, by the compiler (a compiler process, as for tm_compile;
+ * libtinymlir_runtime.so has none), and kept.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL program or len, buf NULL with capacity > 0),
+ * TM_ERROR_UNSUPPORTED (stage not produced by this target, or the assembly where there is
+ * no compiler or no LLVM IR kept), TM_ERROR_COMPILE (a compiler process that died). */
+TM_API tm_status tm_program_ir_text(tm_program *program, tm_stage stage, char *buf,
+                                    size_t capacity, size_t *len);
 
 /* Runs a program: reads inputs (never writes them) and writes outputs, all owned by the
  * caller. Every tensor must match the program's specialisation (dtype, rank, shape).
@@ -586,12 +613,13 @@ TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text)
 TM_API tm_status tm_invoke(tm_program *program, const tm_tensor *inputs, int32_t n_inputs,
                            const tm_tensor *outputs, int32_t n_outputs);
 
-/* ---- Kernel timing ------------------------------------------------------------------ */
+/* ---- Process-wide functions (tm_process_*) ------------------------------------------ */
 
-/* Process-wide timing of the runtime kernels that compiled CPU programs call, for
+/* Kernel timing: process-wide timing of the runtime kernels that compiled CPU programs call, for
  * profiling: how much of a program's time goes to matrix products, and how long a
  * parallel kernel's caller waits for the worker threads. Off by default; while off, a
  * kernel pays one atomic load. bench/ uses it to break a decode step down. */
+#define TM_KERNEL_TIMES_SIZE_V1 56 /* the only layout so far */
 typedef struct tm_kernel_times {
   uint32_t struct_size;      /* set to sizeof(tm_kernel_times) before the call */
   uint64_t gemv_calls;       /* tinymlir's matrix-vector kernels (products with M or N = 1) */
@@ -603,27 +631,25 @@ typedef struct tm_kernel_times {
 } tm_kernel_times;
 
 /* enable != 0 resets the counters and starts timing; 0 stops it (the counters stay). */
-TM_API void tm_kernel_timing(int32_t enable);
+TM_API void tm_process_kernel_timing(int32_t enable);
 
 /* Fills the first times->struct_size bytes of *times with the counters.
  * Errors: TM_ERROR_INVALID_ARGUMENT (NULL, or struct_size smaller than the first layout). */
-TM_API tm_status tm_kernel_times_get(tm_kernel_times *times);
+TM_API tm_status tm_process_kernel_times(tm_kernel_times *times);
 
-/* ---- GPU memory --------------------------------------------------------------------- */
-
-/* A GPU program (TM_TARGET_GPU) reads and writes the caller's tensors through copies in
+/* GPU memory. A GPU program (TM_TARGET_GPU) reads and writes the caller's tensors through copies in
  * CUDA managed memory, made for each tm_invoke. A tensor whose data is managed memory
  * already is used in place: allocate tensors that many calls share (model weights) here to
  * keep them on the device across calls (uploaded once). The block is reachable from the
  * host too (write it like any memory, between calls). Zero bytes gives *out = NULL.
  * Errors: TM_ERROR_INVALID_ARGUMENT (NULL out), TM_ERROR_UNSUPPORTED (no CUDA driver or
  * GPU; the message says which), TM_ERROR_OUT_OF_MEMORY. */
-TM_API tm_status tm_managed_alloc(size_t bytes, void **out);
+TM_API tm_status tm_process_managed_alloc(size_t bytes, void **out);
 
-/* Frees a block from tm_managed_alloc; NULL is a no-op. */
-TM_API void tm_managed_free(void *block);
+/* Frees a block from tm_process_managed_alloc; NULL is a no-op. */
+TM_API void tm_process_managed_free(void *block);
 
-/* Moves `bytes` of a block from tm_managed_alloc, from `block` on, to the GPU now, and
+/* Moves `bytes` of a block from tm_process_managed_alloc, from `block` on, to the GPU now, and
  * returns when they are there. Call it after the host wrote the block: its pages otherwise
  * move one fault at a time inside the first kernel that reads them (GPT-2 124M's weights
  * made most of its first call's 100 ms on an H200 that way). The block stays reachable from
@@ -631,7 +657,7 @@ TM_API void tm_managed_free(void *block);
  * Errors: TM_ERROR_INVALID_ARGUMENT (NULL block with bytes > 0), TM_ERROR_UNSUPPORTED (no
  * CUDA driver or GPU), TM_ERROR_RUNTIME (the driver refused, as for memory that is not
  * managed: the message names the driver's call and error). */
-TM_API tm_status tm_managed_prefetch(const void *block, size_t bytes);
+TM_API tm_status tm_process_managed_prefetch(const void *block, size_t bytes);
 
 /* ---- Program files ------------------------------------------------------------------ */
 
@@ -652,6 +678,24 @@ TM_API tm_status tm_program_export(const tm_program *program, const char *path);
  * version, or for a CPU this one is not: another architecture, or instruction set
  * extensions this CPU lacks, named in the message). */
 TM_API tm_status tm_program_load(const char *path, tm_program **out);
+
+/* ---- Earlier spellings --------------------------------------------------------------- */
+
+/* Kept, with their behaviour, for code written against them; new code uses the names
+ * above (the same calls under one naming rule). */
+TM_API void tm_context_destroy(tm_context *ctx); /* = tm_context_release */
+/* Hits, misses and entries of tm_cache_get_info; any output pointer may be NULL. */
+TM_API tm_status tm_cache_stats(tm_context *ctx, uint64_t *hits, uint64_t *misses,
+                                uint64_t *entries);
+/* A stage's text in *text, allocated by the library: release with tm_free. */
+TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text);
+/* Frees memory the library allocated for the caller (tm_program_ir's text). Accepts NULL. */
+TM_API void tm_free(void *ptr);
+TM_API void tm_kernel_timing(int32_t enable);                       /* = tm_process_... */
+TM_API tm_status tm_kernel_times_get(tm_kernel_times *times);       /* = tm_process_... */
+TM_API tm_status tm_managed_alloc(size_t bytes, void **out);        /* = tm_process_... */
+TM_API void tm_managed_free(void *block);                           /* = tm_process_... */
+TM_API tm_status tm_managed_prefetch(const void *block, size_t bytes); /* = tm_process_... */
 
 #ifdef __cplusplus
 } /* extern "C" */

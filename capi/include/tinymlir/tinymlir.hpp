@@ -52,7 +52,19 @@ class Handle {
   T *p_ = nullptr;
 };
 
-using ContextHandle = Handle<tm_context, tm_context_destroy>;
+using ContextHandle = Handle<tm_context, tm_context_release>;
+
+// A stage's text (tm_program_ir_text, asked for its size, then for the text).
+inline tm_status ProgramIr(tm_program *program, tm_stage stage, std::string *out) {
+  size_t n = 0;
+  if (tm_status s = tm_program_ir_text(program, stage, nullptr, 0, &n); s != TM_OK) return s;
+  std::string text(n + 1, '\0');
+  if (tm_status s = tm_program_ir_text(program, stage, &text[0], text.size(), &n); s != TM_OK)
+    return s;
+  text.resize(n);
+  *out = std::move(text);
+  return TM_OK;
+}
 using TraceHandle = Handle<tm_trace, tm_trace_destroy>;
 using ProgramHandle = Handle<tm_program, tm_program_release>;
 

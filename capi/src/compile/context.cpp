@@ -22,31 +22,28 @@ TM_API void tm_context_retain(tm_context *ctx) {
   if (ctx) ctx->refs.fetch_add(1, std::memory_order_relaxed);
 }
 
-TM_API void tm_context_destroy(tm_context *ctx) {
+TM_API void tm_context_release(tm_context *ctx) {
   if (ctx && ctx->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete ctx;
 }
+
+TM_API void tm_context_destroy(tm_context *ctx) { tm_context_release(ctx); }
 
 TM_API tm_status tm_cache_stats(tm_context *ctx, uint64_t *hits, uint64_t *misses,
                                 uint64_t *entries) {
   if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_stats: ctx is NULL");
-  tinymlir::CacheStats stats = ctx->cache.Stats();
-  if (hits) *hits = stats.hits;
-  if (misses) *misses = stats.misses;
-  if (entries) *entries = stats.entries;
+  tm_cache_info info;
+  info.struct_size = TM_CACHE_INFO_SIZE_V1;
+  if (tm_status s = tm_cache_get_info(ctx, &info); s != TM_OK) return s;
+  if (hits) *hits = info.hits;
+  if (misses) *misses = info.misses;
+  if (entries) *entries = info.entries;
   return TM_OK;
 }
 
 TM_API tm_status tm_cache_get_info(tm_context *ctx, tm_cache_info *info) {
   if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_get_info: ctx is NULL");
-  if (!info) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_get_info: info is NULL");
-  constexpr uint32_t kFirstLayout = 56;
-  if (info->struct_size < kFirstLayout)
-    return Fail(TM_ERROR_INVALID_ARGUMENT,
-                "tm_cache_get_info: info->struct_size is " + std::to_string(info->struct_size) +
-                    ", smaller than the first published layout (56 bytes)");
   tinymlir::CacheStats stats = ctx->cache.Stats();
   tm_cache_info current;
-  current.struct_size = info->struct_size;
   current.hits = stats.hits;
   current.misses = stats.misses;
   current.entries = stats.entries;
@@ -63,8 +60,8 @@ TM_API tm_status tm_cache_get_info(tm_context *ctx, tm_cache_info *info) {
   current.disk_evictions = stats.disk.evictions;
   current.disk_bytes = stats.disk.bytes;
   current.disk_limit_bytes = stats.disk.limit;
-  std::memcpy(info, &current, std::min<size_t>(info->struct_size, sizeof current));
-  return TM_OK;
+  return tm_capi::Report(tinymlir::WriteVersionedStruct("tm_cache_get_info", "info", current,
+                                                        TM_CACHE_INFO_SIZE_V1, info));
 }
 
 TM_API tm_status tm_cache_set_budget(tm_context *ctx, uint64_t bytes) {
@@ -89,20 +86,15 @@ TM_API tm_status tm_cache_set_dir(tm_context *ctx, const char *dir, uint64_t lim
 TM_API tm_status tm_cache_disk_message(tm_context *ctx, char *buf, size_t capacity,
                                        size_t *len) {
   if (!ctx) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_disk_message: ctx is NULL");
-  if (!len) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_cache_disk_message: len is NULL");
-  if (!buf && capacity > 0)
-    return Fail(TM_ERROR_INVALID_ARGUMENT,
-                "tm_cache_disk_message: buf is NULL with capacity " + std::to_string(capacity));
+  if (tm_status s = tm_capi::Report(
+          tm_capi::CheckTextBuffer("tm_cache_disk_message", buf, capacity, len));
+      s != TM_OK)
+    return s;
   return Guard("tm_cache_disk_message", [&] {
     tinymlir::DiskCacheStats disk = ctx->cache.Stats().disk;
     std::string text = disk.enabled ? disk.directory + ": on" : std::string();
     if (!disk.message.empty()) text += (text.empty() ? "" : "; ") + disk.message;
-    *len = text.size();
-    if (capacity > 0) {
-      const size_t n = std::min(capacity - 1, text.size());
-      std::memcpy(buf, text.data(), n);
-      buf[n] = '\0';
-    }
+    tm_capi::CopyText(text, buf, capacity, len);
     return tinymlir::Status::Ok();
   });
 }

@@ -12,17 +12,29 @@ using tm_capi::Guard;
 
 namespace {
 
-// The first published layout of tm_compile_options (all of today's fields).
-constexpr size_t kCompileOptionsFirstLayout = 20;
 
 }  // namespace
 
 namespace tm_capi {
 
-tinymlir::Status ReadCompileOptions(const tm_compile_options *in, tinymlir::CompileOptions *out) {
+// This library's defaults, in its own layout.
+tm_compile_options DefaultCompileOptions() {
   tm_compile_options o;
-  tm_compile_options_init(&o);
-  TM_RETURN_IF_ERROR(ReadOptions("tm_compile", in, kCompileOptionsFirstLayout, &o));
+  std::memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.target = TM_TARGET_CPU;
+  o.optimize = 1;
+  o.use_blas = 1;
+  o.opt_level = 3;
+  o.gpu_sm = 90;
+  o.gpu_matmul_tile = 16;
+  o.gpu_cubin = 0;
+  return o;
+}
+
+tinymlir::Status ReadCompileOptions(const tm_compile_options *in, tinymlir::CompileOptions *out) {
+  tm_compile_options o = DefaultCompileOptions();
+  TM_RETURN_IF_ERROR(ReadOptions("tm_compile", in, TM_COMPILE_OPTIONS_SIZE_V1, &o));
   // Values are checked, and the environment applied, by the program cache (core/engine/
   // compile_options.h): here they are only carried over.
   out->target = static_cast<tinymlir::Target>(o.target);
@@ -39,17 +51,10 @@ tinymlir::Status ReadCompileOptions(const tm_compile_options *in, tinymlir::Comp
 
 extern "C" {
 
-TM_API void tm_compile_options_init(tm_compile_options *options) {
-  if (!options) return;
-  std::memset(options, 0, sizeof *options);
-  options->struct_size = sizeof *options;
-  options->target = TM_TARGET_CPU;
-  options->optimize = 1;
-  options->use_blas = 1;
-  options->opt_level = 3;
-  options->gpu_sm = 90;
-  options->gpu_matmul_tile = 16;
-  options->gpu_cubin = 0;
+TM_API tm_status tm_compile_options_init_size(tm_compile_options *options, size_t struct_size) {
+  return tm_capi::Report(tinymlir::InitVersionedStruct(
+      "tm_compile_options_init_size", tm_capi::DefaultCompileOptions(),
+      TM_COMPILE_OPTIONS_SIZE_V1, TM_OPTIONS_MAX_STRUCT_SIZE, options, struct_size));
 }
 
 TM_API tm_status tm_compile(tm_context *ctx, const tm_trace *trace,

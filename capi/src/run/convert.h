@@ -42,6 +42,24 @@ tinymlir::Status ReadOptions(const char *fn, const T *in, size_t first_layout, T
   return tinymlir::ReadVersionedStruct(fn, in, first_layout, TM_OPTIONS_MAX_STRUCT_SIZE, out);
 }
 
+// Text back to the caller, the C API's one way (snprintf-style): *len = the bytes `text`
+// needs without the NUL; min(capacity, *len + 1) bytes, NUL-terminated, written to buf.
+inline tinymlir::Status CheckTextBuffer(const char *fn, const char *buf, size_t capacity,
+                                        const size_t *len) {
+  if (!len) return tinymlir::InvalidArgument(std::string(fn) + ": len is NULL");
+  if (!buf && capacity > 0)
+    return tinymlir::InvalidArgument(std::string(fn) + ": buf is NULL with capacity " +
+                                     std::to_string(capacity));
+  return tinymlir::Status::Ok();
+}
+inline void CopyText(const std::string &text, char *buf, size_t capacity, size_t *len) {
+  *len = text.size();
+  if (capacity == 0) return;
+  const size_t n = std::min(capacity - 1, text.size());
+  std::memcpy(buf, text.data(), n);
+  buf[n] = '\0';
+}
+
 // Reads tm_compile_options into the core's CompileOptions (range checks in the core).
 tinymlir::Status ReadCompileOptions(const tm_compile_options *in, tinymlir::CompileOptions *out);
 

@@ -4,20 +4,18 @@
 #include <cstdlib>
 #include <string>
 
-namespace {
-thread_local std::string last_error;
-}
+#include "core/support/last_error.h"
 
 namespace tm_capi {
 
 tm_status Report(const tinymlir::Status &status, const char *fn) {
   if (status.ok()) return TM_OK;
-  last_error = fn ? std::string(fn) + ": " + status.message() : status.message();
+  tinymlir::SetLastError(fn ? std::string(fn) + ": " + status.message() : status.message());
   return ToC(status.code());
 }
 
 tm_status Fail(tm_status code, const std::string &message) {
-  last_error = message;
+  tinymlir::SetLastError(message);
   return code;
 }
 
@@ -25,16 +23,7 @@ tm_status Fail(tm_status code, const std::string &message) {
 
 extern "C" {
 
-TM_API const char *tm_last_error(void) { return last_error.c_str(); }
-
-TM_API tm_status tm_set_last_error(tm_status status, const char *message) {
-  try {
-    last_error = message ? message : "";
-  } catch (...) {
-    last_error.clear();  // out of memory: an empty message beats none at all
-  }
-  return status;
-}
+TM_API const char *tm_last_error(void) { return tinymlir::LastError(); }
 
 TM_API const char *tm_status_string(tm_status status) {
   switch (status) {

@@ -10,8 +10,8 @@
 #include "capi/src/run/program_handle.h"
 #include "core/engine/program_loader.h"
 #include "core/runtime/cpu/kernel_times.h"
+#include "core/engine/device.h"
 #include "core/runtime/gpu/cuda_driver.h"
-#include "core/runtime/gpu/recycled_blocks.h"
 
 using tm_capi::Fail;
 using tm_capi::Guard;
@@ -42,6 +42,36 @@ tm_status TypeOf(const tm_program *p, int32_t i, bool input, tm_dtype *dtype, in
   if (rank) *rank = t.rank();
   if (shape) std::copy(t.shape.begin(), t.shape.end(), shape);
   return TM_OK;
+}
+
+tm_status ManagedAlloc(const char *fn, size_t bytes, void **out) {
+  if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, std::string(fn) + ": out is NULL");
+  *out = nullptr;
+  // Through the GPU device: blocks GPU program calls left idle for each other
+  // (recycled_blocks.h) make room.
+  return Guard(fn, [&] { return tinymlir::DeviceOf(tinymlir::DeviceKind::kGpu).Allocate(bytes, out); });
+}
+
+tm_status ManagedPrefetch(const char *fn, const void *block, size_t bytes) {
+  if (!block && bytes > 0)
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                std::string(fn) + ": block is NULL but bytes is " + std::to_string(bytes));
+  return Guard(fn, [&] { return tinymlir::gpu::PrefetchToDevice(block, bytes); });
+}
+
+tm_status KernelTimes(const char *fn, tm_kernel_times *times) {
+  using tinymlir::KernelClass;
+  const tinymlir::KernelTimes k = tinymlir::ReadKernelTimes();
+  auto at = [](KernelClass c) { return static_cast<int>(c); };
+  tm_kernel_times current;
+  current.gemv_calls = k.calls[at(KernelClass::kGemv)];
+  current.gemv_seconds = k.seconds[at(KernelClass::kGemv)];
+  current.blas_calls = k.calls[at(KernelClass::kBlas)];
+  current.blas_seconds = k.seconds[at(KernelClass::kBlas)];
+  current.pool_waits = k.calls[at(KernelClass::kPoolWait)];
+  current.pool_wait_seconds = k.seconds[at(KernelClass::kPoolWait)];
+  return tm_capi::Report(tinymlir::WriteVersionedStruct(fn, "times", current,
+                                                        TM_KERNEL_TIMES_SIZE_V1, times));
 }
 
 }  // namespace
@@ -93,6 +123,21 @@ TM_API tm_status tm_program_input_type(const tm_program *program, int32_t i, tm_
 TM_API tm_status tm_program_output_type(const tm_program *program, int32_t i, tm_dtype *dtype,
                                         int32_t *rank, int64_t *shape) {
   return TypeOf(program, i, false, dtype, rank, shape);
+}
+
+TM_API tm_status tm_program_ir_text(tm_program *program, tm_stage stage, char *buf,
+                                    size_t capacity, size_t *len) {
+  if (!program) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_program_ir_text: program is NULL");
+  if (tm_status s = tm_capi::Report(
+          tm_capi::CheckTextBuffer("tm_program_ir_text", buf, capacity, len));
+      s != TM_OK)
+    return s;
+  return Guard("tm_program_ir_text", [&] {
+    std::string text;
+    TM_RETURN_IF_ERROR(StageText(*program->impl, stage, &text));
+    tm_capi::CopyText(text, buf, capacity, len);
+    return tinymlir::Status::Ok();
+  });
 }
 
 TM_API tm_status tm_program_ir(tm_program *program, tm_stage stage, char **text) {
@@ -155,44 +200,35 @@ TM_API tm_status tm_program_load(const char *path, tm_program **out) {
   });
 }
 
+TM_API tm_status tm_process_managed_alloc(size_t bytes, void **out) {
+  return ManagedAlloc("tm_process_managed_alloc", bytes, out);
+}
+
+TM_API void tm_process_managed_free(void *block) {
+  tinymlir::DeviceOf(tinymlir::DeviceKind::kGpu).Free(block);
+}
+
+TM_API tm_status tm_process_managed_prefetch(const void *block, size_t bytes) {
+  return ManagedPrefetch("tm_process_managed_prefetch", block, bytes);
+}
+
+TM_API void tm_process_kernel_timing(int32_t enable) { tinymlir::SetKernelTiming(enable != 0); }
+
+TM_API tm_status tm_process_kernel_times(tm_kernel_times *times) {
+  return KernelTimes("tm_process_kernel_times", times);
+}
+
+// The earlier spellings (tinymlir.h's last section).
 TM_API tm_status tm_managed_alloc(size_t bytes, void **out) {
-  if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_managed_alloc: out is NULL");
-  *out = nullptr;
-  // Blocks GPU program calls left idle for each other (recycled_blocks.h) make room.
-  return Guard("tm_managed_alloc",
-               [&] { return tinymlir::gpu::ManagedAllocMakingRoom(bytes, out); });
+  return ManagedAlloc("tm_managed_alloc", bytes, out);
 }
-
-TM_API void tm_managed_free(void *block) { tinymlir::gpu::ManagedFree(block); }
-
+TM_API void tm_managed_free(void *block) { tm_process_managed_free(block); }
 TM_API tm_status tm_managed_prefetch(const void *block, size_t bytes) {
-  if (!block && bytes > 0)
-    return Fail(TM_ERROR_INVALID_ARGUMENT,
-                "tm_managed_prefetch: block is NULL but bytes is " + std::to_string(bytes));
-  return Guard("tm_managed_prefetch",
-               [&] { return tinymlir::gpu::PrefetchToDevice(block, bytes); });
+  return ManagedPrefetch("tm_managed_prefetch", block, bytes);
 }
-
-TM_API void tm_kernel_timing(int32_t enable) { tinymlir::SetKernelTiming(enable != 0); }
-
+TM_API void tm_kernel_timing(int32_t enable) { tm_process_kernel_timing(enable); }
 TM_API tm_status tm_kernel_times_get(tm_kernel_times *times) {
-  if (!times) return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_kernel_times_get: times is NULL");
-  if (times->struct_size < sizeof(tm_kernel_times))  // one layout so far
-    return Fail(TM_ERROR_INVALID_ARGUMENT,
-                "tm_kernel_times_get: times->struct_size is " +
-                    std::to_string(times->struct_size) + ", smaller than the first layout (" +
-                    std::to_string(sizeof(tm_kernel_times)) +
-                    " bytes); set it to sizeof(tm_kernel_times)");
-  using tinymlir::KernelClass;
-  const tinymlir::KernelTimes k = tinymlir::ReadKernelTimes();
-  auto at = [](KernelClass c) { return static_cast<int>(c); };
-  times->gemv_calls = k.calls[at(KernelClass::kGemv)];
-  times->gemv_seconds = k.seconds[at(KernelClass::kGemv)];
-  times->blas_calls = k.calls[at(KernelClass::kBlas)];
-  times->blas_seconds = k.seconds[at(KernelClass::kBlas)];
-  times->pool_waits = k.calls[at(KernelClass::kPoolWait)];
-  times->pool_wait_seconds = k.seconds[at(KernelClass::kPoolWait)];
-  return TM_OK;
+  return KernelTimes("tm_kernel_times_get", times);
 }
 
 }  // extern "C"

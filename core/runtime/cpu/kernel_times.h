@@ -1,7 +1,7 @@
 // Optional timing of the runtime kernels compiled programs call: where a program's time goes
 // (matrix products against everything else) and how long the caller waits for the worker
 // pool. Off by default; when off, each kernel pays one relaxed atomic load. The counters are
-// process-wide (tm_kernel_timing in the C API turns them on and reads them).
+// process-wide (tm_process_kernel_timing in the C API turns them on and reads them).
 #pragma once
 
 #include <atomic>

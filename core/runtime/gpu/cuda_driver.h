@@ -139,7 +139,7 @@ Status QueuePrefetchToDevice(const void *block, uint64_t bytes);
 // for it; until then neither buffer may be touched.
 Status QueueCopy(void *dst, const void *src, uint64_t bytes);
 
-// Whether `p` points into managed memory (ManagedAlloc, tm_managed_alloc): such a tensor is
+// Whether `p` points into managed memory (ManagedAlloc, tm_process_managed_alloc): such a tensor is
 // passed to a GPU program in place instead of being copied. False without a driver.
 bool IsManaged(const void *p);
 

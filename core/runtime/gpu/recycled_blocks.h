@@ -41,7 +41,7 @@ void FreeIdle();
 
 // `bytes` of new managed memory (ManagedAlloc); when the driver is out of memory, the idle
 // blocks are given back first and the allocation tried again. What AllocateRecycled does for
-// a size it has no idle block of, and what tm_managed_alloc does.
+// a size it has no idle block of, and what tm_process_managed_alloc does.
 Status ManagedAllocMakingRoom(uint64_t bytes, void **out);
 
 }  // namespace gpu

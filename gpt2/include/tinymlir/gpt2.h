@@ -33,12 +33,15 @@ typedef struct tm_model tm_model;
  * made the call, at least once when total > 0 (with done == total last). */
 typedef void (*tm_progress_callback)(void *user, int32_t done, int32_t total);
 
-/* First published layout: struct_size 8 (target); bundle_dir from 16; weights from 24. */
+/* Model options. Published layouts: */
+#define TM_MODEL_OPTIONS_SIZE_V1 8  /* target */
+#define TM_MODEL_OPTIONS_SIZE_V2 16 /* bundle_dir */
+#define TM_MODEL_OPTIONS_SIZE_V3 24 /* weights */
 typedef struct tm_model_options {
   uint32_t struct_size; /* sizeof(tm_model_options); set by tm_model_options_init */
   tm_target target;     /* TM_TARGET_CPU (default) or TM_TARGET_GPU: programs compile for
                            the GPU and the weights are copied to GPU memory once, at load
-                           (tm_managed_alloc; where there is no GPU they stay on the host
+                           (tm_process_managed_alloc; where there is no GPU they stay on the host
                            and generating fails with the driver's message) */
   /* NULL (default): programs are compiled through the context's cache as needed. A folder
    * written by tm_model_compile_bundle: programs are loaded from it (tm_program_load, no
@@ -56,8 +59,17 @@ typedef struct tm_model_options {
   tm_dtype weights;
 } tm_model_options;
 
-/* Fills options with the defaults: the CPU target. */
-TM_API void tm_model_options_init(tm_model_options *options);
+/* Fills the first `struct_size` bytes of *options with the defaults (the CPU target, no
+ * bundle, the checkpoint's dtype) and sets options->struct_size, as
+ * tm_compile_options_init_size does (tinymlir.h).
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL; a size below TM_MODEL_OPTIONS_SIZE_V1 or above
+ * TM_OPTIONS_MAX_STRUCT_SIZE: nothing is written). */
+TM_API tm_status tm_model_options_init_size(tm_model_options *options, size_t struct_size);
+
+/* The defaults, for the layout of the header the caller was built with. */
+static inline void tm_model_options_init(tm_model_options *options) {
+  tm_model_options_init_size(options, sizeof *options);
+}
 
 /* Loads a GPT-2 checkpoint in Hugging Face layout from the folder `dir`: config.json and
  * model.safetensors (F32, F16 or BF16 weights; the matrices kept as options.weights says,
@@ -127,7 +139,9 @@ TM_API tm_status tm_detokenize(const tm_model *model, const int32_t *ids, size_t
 TM_API tm_status tm_model_logits(tm_model *model, const int32_t *ids, size_t n, float *logits,
                                  size_t capacity);
 
-/* First published layout: struct_size 40 (up to stop_at_eos); progress from 56. */
+/* Generation options. Published layouts: */
+#define TM_GENERATE_OPTIONS_SIZE_V1 40 /* up to stop_at_eos */
+#define TM_GENERATE_OPTIONS_SIZE_V2 56 /* progress */
 typedef struct tm_generate_options {
   uint32_t struct_size;   /* sizeof(tm_generate_options); set by tm_generate_options_init */
   int32_t max_new_tokens; /* tokens to generate (default 32) */
@@ -142,8 +156,18 @@ typedef struct tm_generate_options {
   void *progress_user;           /* passed to progress */
 } tm_generate_options;
 
-/* Fills options with the defaults: 32 tokens, greedy, KV cache on, no stop at EOS. */
-TM_API void tm_generate_options_init(tm_generate_options *options);
+/* Fills the first `struct_size` bytes of *options with the defaults (32 tokens, greedy, KV
+ * cache on, no stop at EOS, no progress callback) and sets options->struct_size, as
+ * tm_compile_options_init_size does.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL; a size below TM_GENERATE_OPTIONS_SIZE_V1 or
+ * above TM_OPTIONS_MAX_STRUCT_SIZE: nothing is written). */
+TM_API tm_status tm_generate_options_init_size(tm_generate_options *options,
+                                               size_t struct_size);
+
+/* The defaults, for the layout of the header the caller was built with. */
+static inline void tm_generate_options_init(tm_generate_options *options) {
+  tm_generate_options_init_size(options, sizeof *options);
+}
 
 /* Called with each generated token as soon as it is chosen. Return 0 to go on; a non-zero
  * return stops the generation after that token (the token is kept). Every binding gives
@@ -168,7 +192,10 @@ TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_pr
                              const tm_generate_options *options, tm_token_callback callback,
                              void *user, int32_t *out_ids, size_t capacity, size_t *n_out);
 
-/* Statistics of the model's work so far. First published layout: struct_size 64. */
+/* Statistics of the model's work so far. Published layouts: */
+#define TM_MODEL_STATS_SIZE_V1 64  /* up to decode_tokens */
+#define TM_MODEL_STATS_SIZE_V2 136 /* programs_from_disk, phase_seconds */
+#define TM_MODEL_STATS_SIZE_V3 176 /* decode_invoke_seconds, decode_invokes */
 /* The programs a forward pass runs, in order: the embedding, then per layer the attention
  * projections (layer norm + QKV) and the attention with the MLP, then the LM head. */
 typedef enum tm_model_program {
@@ -188,13 +215,13 @@ typedef struct tm_model_stats {
   double prefill_seconds;   /* last tm_generate: prompt processing */
   double decode_seconds;    /* last tm_generate: all decode steps */
   uint64_t decode_tokens;   /* last tm_generate: tokens produced by decode steps */
-  /* From struct_size 136: */
+  /* From TM_MODEL_STATS_SIZE_V2: */
   uint64_t programs_from_disk; /* programs read from the disk cache (not counted above) */
   /* Seconds each compile phase (tm_compile_phase) took, summed over the programs this
    * model compiled or read from disk; with parallel compiles the sum exceeds
    * compile_seconds, which is wall time. */
   double phase_seconds[TM_NUM_COMPILE_PHASES];
-  /* From struct_size 176: where the last tm_generate's decode steps went. Seconds inside
+  /* From TM_MODEL_STATS_SIZE_V3: where the last tm_generate's decode steps went. Seconds inside
    * tm_invoke for each program kind (indexed by tm_model_program) and the number of calls;
    * decode_seconds minus their sum is the model's own work between the calls (cache rows,
    * the mask, sampling). */
@@ -203,7 +230,8 @@ typedef struct tm_model_stats {
 } tm_model_stats;
 
 /* Fills the first stats->struct_size bytes of *stats (set struct_size first; any size from
- * the first layout up is accepted; a newer caller's extra fields are left as they were).
+ * TM_MODEL_STATS_SIZE_V1 up is accepted; a newer caller's extra fields are left as they
+ * were).
  * Errors: TM_ERROR_INVALID_ARGUMENT, TM_ERROR_BUSY. */
 TM_API tm_status tm_model_get_stats(tm_model *model, tm_model_stats *stats);
 

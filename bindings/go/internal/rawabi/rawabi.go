@@ -139,7 +139,7 @@ func NewEnv(dir string) (*Env, int) {
 func (e *Env) Close() {
 	C.tm_model_destroy(e.model)
 	C.tm_trace_destroy(e.trace)
-	C.tm_context_destroy(e.ctx)
+	C.tm_context_release(e.ctx)
 	C.free(unsafe.Pointer(e.dir))
 }
 

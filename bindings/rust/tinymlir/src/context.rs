@@ -34,11 +34,12 @@ pub struct CacheStats {
 
 impl Context {
     /// Creates a context. Fails with [`ErrorKind::Unsupported`] when the loaded library's
-    /// ABI version differs from the header this crate was generated from, since every
-    /// struct layout and signature would then be suspect.
+    /// ABI is not the one of the header this crate was generated from: another major version,
+    /// or fewer additions (`TM_API_VERSION` is 1000 * major + minor).
     pub fn new() -> Result<Context> {
         let loaded = unsafe { sys::tm_api_version() };
-        if loaded != sys::TM_API_VERSION {
+        let built = sys::TM_API_VERSION;
+        if loaded / 1000 != built / 1000 || loaded < built {
             return Err(Error::new(
                 ErrorKind::Unsupported,
                 format!(
@@ -69,9 +70,11 @@ impl Context {
 
     /// The cache's hit, miss and entry counts.
     pub fn cache_stats(&self) -> Result<CacheStats> {
-        let mut s = CacheStats::default();
-        check(unsafe { sys::tm_cache_stats(self.raw, &mut s.hits, &mut s.misses, &mut s.entries) })?;
-        Ok(s)
+        // SAFETY: all-zero is a valid tm_cache_info; struct_size says how much is ours.
+        let mut info: sys::tm_cache_info = unsafe { std::mem::zeroed() };
+        info.struct_size = std::mem::size_of::<sys::tm_cache_info>() as u32;
+        check(unsafe { sys::tm_cache_get_info(self.raw, &mut info) })?;
+        Ok(CacheStats { hits: info.hits, misses: info.misses, entries: info.entries })
     }
 
     pub(crate) fn as_raw(&self) -> *mut sys::tm_context {
@@ -83,6 +86,6 @@ impl Drop for Context {
     fn drop(&mut self) {
         // Drops this reference: programs still held elsewhere stay valid (the cache only
         // drops its references), and models keep the context alive with their own.
-        unsafe { sys::tm_context_destroy(self.raw) }
+        unsafe { sys::tm_context_release(self.raw) }
     }
 }

@@ -44,7 +44,7 @@ pub use trace::{Trace, Value};
 /// Re-exported raw declarations, for what the safe API does not cover.
 pub use tinymlir_sys as sys;
 
-/// The loaded library's version, e.g. "0.1.0" (`tm_version`, read at run time: the one
+/// The loaded library's version, e.g. "1.0.0" (`tm_version`, read at run time: the one
 /// version of the project, which this crate's own version equals).
 pub fn version() -> &'static str {
     // A static string in the library (tm_version: "Static; never NULL").

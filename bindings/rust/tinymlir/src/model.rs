@@ -50,9 +50,9 @@ pub struct ModelOptions {
 impl ModelOptions {
     fn raw(&self) -> sys::tm_model_options {
         let mut raw = std::mem::MaybeUninit::<sys::tm_model_options>::zeroed();
-        // SAFETY: the init function fills every field, struct_size included.
+        // SAFETY: the init function fills every field of our layout, struct_size included.
         let mut raw = unsafe {
-            sys::tm_model_options_init(raw.as_mut_ptr());
+            sys::tm_model_options_init_size(raw.as_mut_ptr(), std::mem::size_of::<sys::tm_model_options>());
             raw.assume_init()
         };
         raw.target = self.target.raw();
@@ -105,9 +105,9 @@ impl Default for GenerateOptions {
 
 fn raw_generate_options() -> sys::tm_generate_options {
     let mut raw = std::mem::MaybeUninit::<sys::tm_generate_options>::zeroed();
-    // SAFETY: the init function fills every field, struct_size included.
+    // SAFETY: the init function fills every field of our layout, struct_size included.
     unsafe {
-        sys::tm_generate_options_init(raw.as_mut_ptr());
+        sys::tm_generate_options_init_size(raw.as_mut_ptr(), std::mem::size_of::<sys::tm_generate_options>());
         raw.assume_init()
     }
 }

@@ -1,6 +1,6 @@
 //! Compiled programs: immutable, reference-counted, invoked on caller-owned buffers.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::CString;
 use std::path::Path;
 use std::ptr;
 
@@ -76,7 +76,7 @@ impl Default for CompileOptions {
         let mut raw = std::mem::MaybeUninit::<sys::tm_compile_options>::zeroed();
         // SAFETY: the init function fills every field.
         let raw = unsafe {
-            sys::tm_compile_options_init(raw.as_mut_ptr());
+            sys::tm_compile_options_init_size(raw.as_mut_ptr(), std::mem::size_of::<sys::tm_compile_options>());
             raw.assume_init()
         };
         CompileOptions {
@@ -93,7 +93,7 @@ impl CompileOptions {
         // Start from init so struct_size (and any field we do not expose) is right.
         let mut raw = std::mem::MaybeUninit::<sys::tm_compile_options>::zeroed();
         let mut raw = unsafe {
-            sys::tm_compile_options_init(raw.as_mut_ptr());
+            sys::tm_compile_options_init_size(raw.as_mut_ptr(), std::mem::size_of::<sys::tm_compile_options>());
             raw.assume_init()
         };
         raw.target = self.target.raw();
@@ -189,12 +189,15 @@ impl Program {
 
     /// The text of one compilation stage.
     pub fn ir(&self, stage: Stage) -> Result<String> {
-        let mut text: *mut c_char = ptr::null_mut();
-        check(unsafe { sys::tm_program_ir(self.raw, stage.raw(), &mut text) })?;
-        // Copy, then give the library's buffer back to tm_free (never Rust's allocator).
-        let s = unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned();
-        unsafe { sys::tm_free(text.cast()) };
-        Ok(s)
+        // tm_program_ir_text: the size first, then the text into our buffer.
+        let mut len = 0usize;
+        check(unsafe { sys::tm_program_ir_text(self.raw, stage.raw(), ptr::null_mut(), 0, &mut len) })?;
+        let mut buf = vec![0u8; len + 1];
+        check(unsafe {
+            sys::tm_program_ir_text(self.raw, stage.raw(), buf.as_mut_ptr().cast(), buf.len(), &mut len)
+        })?;
+        buf.truncate(len);
+        Ok(String::from_utf8_lossy(&buf).into_owned())
     }
 
     /// Runs the program: reads `inputs`, writes `outputs`. Each view must match the

@@ -246,7 +246,8 @@ impl Layout {
 
     fn raw(&self, data: *mut c_void, dtype: DType) -> sys::tm_tensor {
         sys::tm_tensor {
-            data,
+            // data / const_data, one pointer (an anonymous union in tinymlir.h).
+            __bindgen_anon_1: sys::tm_tensor__bindgen_ty_1 { data },
             dtype: dtype.raw(),
             rank: self.rank as i32,
             shape: self.shape.as_ptr(),
