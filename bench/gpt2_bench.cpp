@@ -553,7 +553,7 @@ int main(int argc, char **argv) {
   }
   tm_model_stats end = GetStats(m);
 
-  // Decode without the KV cache (the seed's way: every step recomputes the whole sequence),
+  // Decode without the KV cache (the simplest loop: every step recomputes the whole sequence),
   // min(decode_tokens, 16) steps after the 16-token prompt, as numpy_gpt2.py does.
   const int no_cache_tokens = std::min(decode_tokens, 16);
   std::vector<double> no_cache_tps;

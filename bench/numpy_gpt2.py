@@ -104,7 +104,7 @@ def generate(model, prompt, new_tokens):
 
 
 def generate_recomputing(model, prompt, new_tokens):
-    """Greedy without a KV cache, the seed's way: every step runs the whole sequence again.
+    """Greedy without a KV cache, the simplest loop: every step runs the whole sequence again.
     Returns the per-step seconds."""
     out, steps = [int(np.argmax(model.forward(np.asarray(prompt), 0)))], []
     for _ in range(new_tokens - 1):

@@ -5,8 +5,8 @@ The forward pass is four plain functions over NumPy-style values (embed, block, 
 and the attention inside block); GPT2 wraps them with tinymlir.jit for one target. The
 weights are a tree of arrays (a dataclass of per-layer dataclasses), passed as arguments, so
 every transformer block runs the same compiled program. Generation is greedy and recomputes
-the whole prefix every step, as the seed chapter does: each new length is a new
-specialisation, compiled once.
+the whole prefix every step, the simplest decoding loop (no KV cache): each new length is a
+new specialisation, compiled once.
 
     /usr/bin/python3 examples/python/gpt2.py "In the beginning"
     /usr/bin/python3 examples/python/gpt2.py --model tests/data/tiny-a --ids "1 2 3"
