@@ -41,6 +41,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,6 +73,7 @@ struct Global {
   bool results_unchecked = false;  // gpu-host: the fake driver runs no kernel
   long runs = 0, compiled = 0, invoked = 0, compared = 0, dont_care = 0;
   std::map<std::string, long> checked_ops;  // ops of programs whose results were compared
+  std::map<std::string, long> cells;        // op x parameter cells of compared values
 } G;
 
 void Print(const char *fmt, ...) {
@@ -232,6 +234,47 @@ class Runner {
     Expect e;
     e.Fail(Bit(status), "");
     return e;
+  }
+
+  // ---- coverage: the op x parameter cells of each value (CoverageReport) -------------
+
+  // The cells every value of op `id` counts for: the op with its operand's dtype (a cast with
+  // both), and whether an operand (or the result, for ops without operands) has an empty or
+  // a size-1 dimension.
+  std::vector<std::string> CellsOf(int id) const {
+    const tmref::Node &n = prog_.node(id);
+    const std::string op = tmref::OpName(n.op);
+    std::vector<std::string> cells;
+    auto dt = [&](int v) { return std::string(tmref::DtypeName(prog_.type(v).dtype)); };
+    if (n.op == Op::kCast) {
+      cells.push_back("cast " + dt(n.args[0]) + " -> " + tmref::DtypeName(n.type.dtype));
+    } else if (n.op == Op::kGather) {
+      cells.push_back("gather table " + dt(n.args[0]));
+      cells.push_back("gather indices " + dt(n.args[1]));
+    } else if (n.op == Op::kWhere) {
+      cells.push_back("where " + dt(n.args[1]));
+    } else {
+      cells.push_back(op + " " + (n.args.empty() ? std::string(tmref::DtypeName(n.type.dtype)) : dt(n.args[0])));
+    }
+    std::vector<const Type *> shapes;
+    for (int a : n.args) shapes.push_back(&prog_.type(a));
+    if (shapes.empty()) shapes.push_back(&n.type);
+    bool empty = false, one = false;
+    for (const Type *t : shapes)
+      for (int64_t d : t->shape) {
+        empty |= d == 0;
+        one |= d == 1;
+      }
+    if (empty) cells.push_back(op + " empty");
+    if (one) cells.push_back(op + " size-1");
+    return cells;
+  }
+
+  // An axis cell ("reduce_sum axis -2 of rank 3") for the next op, when the axis is valid.
+  void AxisCells(const char *op, int32_t axis, int rank) {
+    if (rank >= 1 && axis >= -rank && axis < rank)
+      next_cells_.push_back(std::string(op) + " axis " + std::to_string(axis) + " of rank " +
+                            std::to_string(rank));
   }
 
   // ---- reporting -------------------------------------------------------------------------
@@ -519,12 +562,16 @@ class Runner {
     Log(line);
     Check(s, ex, desc);
     if (s != TM_OK) {
+      next_cells_.clear();
       if (out != kUnwritten) Violation(desc + " failed but wrote *out");
       return;
     }
     int ref = prog_.Commit();
     Val v{out, ref};
     vals_.push_back(v);
+    cells_[ref] = CellsOf(ref);
+    for (std::string &c : next_cells_) cells_[ref].push_back(std::move(c));
+    next_cells_.clear();
     log_.back() = ' ';
     Log("   = %" + std::to_string(ref) + " " + ex.type.str());
     // The library's type of the new value.
@@ -675,6 +722,8 @@ class Runner {
         int32_t axis = Axis(RankOf(x));
         static const int32_t keeps[4] = {0, 1, 0, 7};
         int32_t keep = keeps[rd_.Byte() % 4];
+        AxisCells(tmref::OpName(op), axis, RankOf(x));
+        next_cells_.push_back(std::string(tmref::OpName(op)) + " keepdims " + (keep ? "1" : "0"));
         Expect ex = prog_.Reduce(op, x.ref, axis, keep);
         Record(std::string("tm_op_") + tmref::OpName(op) + "(" + Name(x) + ", axis " + std::to_string(axis) +
                    ", keepdims " + std::to_string(keep) + ")",
@@ -704,6 +753,7 @@ class Runner {
       case kSoftmax: {
         Val x = Pick([](const Type &t) { return tmref::IsFloat(t.dtype) && t.rank() >= 1; });
         int32_t axis = Axis(RankOf(x));
+        AxisCells("softmax", axis, RankOf(x));
         Expect ex = prog_.Softmax(x.ref, axis);
         Record("tm_op_softmax(" + Name(x) + ", axis " + std::to_string(axis) + ")", ex,
                [&](tm_value *o) { return tm_op_softmax(trace_, x.lib, axis, o); });
@@ -923,6 +973,7 @@ class Runner {
       ref.push_back(v.ref);
       names += (names.empty() ? "" : ", ") + Name(v);
     }
+    AxisCells("concat", axis, RankOf(first));
     Expect ex = prog_.Concat(ref.data(), n, axis);
     Record("tm_op_concat([" + names + "], n " + std::to_string(n) + ", axis " + std::to_string(axis) + ")", ex,
            [&](tm_value *o) { return tm_op_concat(trace_, lib.data(), n, axis, o); });
@@ -1476,7 +1527,10 @@ class Runner {
     }
     std::vector<bool> live = prog_.Live();
     for (int id = 0; id < prog_.size(); ++id)
-      if (live[static_cast<size_t>(id)]) ++G.checked_ops[tmref::OpName(prog_.node(id).op)];
+      if (live[static_cast<size_t>(id)]) {
+        ++G.checked_ops[tmref::OpName(prog_.node(id).op)];
+        for (const std::string &c : cells_[id]) ++G.cells[c];
+      }
 
     if (!again) return;
     // The cached handle computes the same bytes (contiguous buffers this time).
@@ -1670,11 +1724,391 @@ class Runner {
   tm_value other_value_ = 0;
   std::vector<tm_program *> programs_;
   std::vector<Val> vals_;
+  std::map<int, std::vector<std::string>> cells_;  // each value's coverage cells (CellsOf)
+  std::vector<std::string> next_cells_;            // the next op's own (an axis, keepdims)
   bool ended_ = false;
   std::string log_, last_msg_;
 };
 
 }  // namespace
+
+// ---- the sweep: every op x parameter cell, through the fuzzer's own decoding --------------
+//
+// Random inputs reach most cells but not all in a CI run's 500. With TM_FUZZ_SWEEP=1 the
+// target first runs inputs written to reach each cell (every op, every dtype it accepts,
+// every axis of ranks 1 to 3, negative too, keepdims, empty and size-1 dimensions): byte
+// strings that the decoding above turns into those calls, so each is traced, compiled,
+// invoked and compared with the reference interpreter like any input. With
+// TM_FUZZ_COVERAGE=require, a run that leaves a required cell unchecked fails.
+
+// Writes the bytes Runner decodes into chosen calls. Every call must be one the library
+// accepts (a value is then added): the value indices below count on it.
+class SweepProgram {
+ public:
+  SweepProgram() : bytes_{0x00 /*flags: named trace, compile*/, 0x12, 0x34 /*data seed*/} {}
+
+  int Input(int dtype, const Shape &shape) {
+    Op(kInput);
+    bytes_.push_back(DtypeByte(dtype));
+    bytes_.push_back(0);  // GenShape: a fresh shape of rank byte % 4
+    bytes_.push_back(static_cast<uint8_t>(shape.size()));
+    for (int64_t d : shape) bytes_.push_back(DimByte(d));
+    return Value();
+  }
+  int Unary(size_t table_index, int x) {
+    Op(kUnary);
+    bytes_.push_back(static_cast<uint8_t>(table_index));
+    Pick(x);
+    return Value();
+  }
+  int Binary(int which, int a, int b) {  // which: kAdd - kAdd .. kEqual - kAdd
+    Op(kAdd + which);
+    Pick(a);
+    Pick(b);
+    return Value();
+  }
+  int Where(int c, int a, int b) {
+    Op(kWhere);
+    Pick(c);
+    Pick(a);
+    Pick(b);
+    return Value();
+  }
+  int Cast(int x, int dtype) {
+    Op(kCast);
+    Pick(x);
+    bytes_.push_back(DtypeByte(dtype));
+    return Value();
+  }
+  int Matmul(int a, int b) {
+    Op(kMatmul);
+    Pick(a);
+    Pick(b);
+    return Value();
+  }
+  int Reduce(int which, int x, int axis, int rank, bool keep) {  // which: sum, max, mean, var
+    Op(kSum + which);
+    Pick(x);
+    bytes_.push_back(static_cast<uint8_t>(axis + rank));  // Axis: byte % (2 rank) - rank
+    bytes_.push_back(keep ? 1 : 0);
+    return Value();
+  }
+  int Softmax(int x, int axis, int rank) {
+    Op(kSoftmax);
+    Pick(x);
+    bytes_.push_back(static_cast<uint8_t>(axis + rank));
+    return Value();
+  }
+  int Concat(int x, int axis, int rank) {  // x with itself
+    Op(kConcat);
+    bytes_.push_back(1);  // two values
+    Pick(x);
+    bytes_.push_back(static_cast<uint8_t>(axis + rank));
+    Pick(x);
+    return Value();
+  }
+  int Reshape(int x) {  // to (-1,)
+    Op(kReshape);
+    Pick(x);
+    bytes_.push_back(1);
+    return Value();
+  }
+  int Transpose(int x) {  // perm NULL: the axes reversed
+    Op(kTranspose);
+    Pick(x);
+    bytes_.push_back(0);
+    return Value();
+  }
+  int Slice(int x, const Shape &shape) {  // the whole of each dimension
+    Op(kSlice);
+    Pick(x);
+    bytes_.push_back(0);
+    for (int64_t d : shape) {
+      bytes_.push_back(0);
+      bytes_.push_back(static_cast<uint8_t>(d));
+    }
+    return Value();
+  }
+  int Gather(int table, int indices) {
+    Op(kGather);
+    Pick(table);
+    Pick(indices);
+    return Value();
+  }
+  int LayerNorm(int x, int gamma, int beta) {
+    Op(kLayerNorm);
+    Pick(x);
+    Pick(gamma);
+    Pick(beta);
+    bytes_.push_back(0);  // eps 1e-5
+    return Value();
+  }
+  int Gelu(int x) {
+    Op(kGelu);
+    Pick(x);
+    return Value();
+  }
+  int CausalMask(int rows, int cols, int dtype) {  // rows, cols in 0..5
+    Op(kCausalMask);
+    bytes_.push_back(static_cast<uint8_t>(rows));
+    bytes_.push_back(static_cast<uint8_t>(cols));
+    bytes_.push_back(0);  // offset 0
+    bytes_.push_back(DtypeByte(dtype));
+    return Value();
+  }
+  int steps() const { return steps_; }
+  // Ends the trace with every value but the inputs as an output, and adds the input.
+  void FinishAndRun(std::vector<std::vector<uint8_t>> *out) {
+    // The runner takes at most kMaxOps calls: the stop must be one of them.
+    if (steps_ >= kMaxOps) std::abort();
+    Op(kStop);
+    bytes_.push_back(0x1c);  // End: 30 + 0x1c % 12 = 34 outputs, the last value first
+    for (int i = 1; i < 34; ++i) {
+      const int v = results_.empty() ? values_ - 1 : results_[static_cast<size_t>(i) % results_.size()];
+      bytes_.push_back(static_cast<uint8_t>(values_ - 1 - v));
+    }
+    out->push_back(bytes_);
+  }
+
+ private:
+  void Op(int opcode) {
+    bytes_.push_back(static_cast<uint8_t>(opcode));
+    if (opcode != kStop) ++steps_;
+  }
+  // Pick's "any value" branch (sel 0x80..0xef): the value `values - 1 - (sel & 0x7f)`.
+  void Pick(int v) { bytes_.push_back(static_cast<uint8_t>(0x80 | (values_ - 1 - v))); }
+  int Value() { return values_++; }
+  static uint8_t DtypeByte(int d) {
+    switch (d) {
+      case TM_F32: return 0;
+      case TM_F64: return 4;
+      case TM_I32: return 6;
+      case TM_I64: return 8;
+      case TM_BOOL: return 10;
+      case TM_F16: return 14;
+      case TM_BF16: return 30;
+    }
+    return 0;
+  }
+  static uint8_t DimByte(int64_t d) {
+    static const int64_t table[32] = {1, 2, 3, 4, 2, 3, 1, 4, 0, 2, 3, 1, 5, 2, 1, 3,
+                                      1, 2, 3, 4, 6, 7, 8, 9, 16, 17, 1, 2, 3, 4, 33, 5};
+    for (int i = 0; i < 32; ++i)
+      if (table[i] == d) return static_cast<uint8_t>(i);
+    return 0;
+  }
+  std::vector<uint8_t> bytes_;
+  int values_ = 0, steps_ = 0;
+
+ public:
+  std::vector<int> results_;  // values to output
+};
+
+const int kAllDtypes[] = {TM_F32, TM_F64, TM_I32, TM_I64, TM_BOOL, TM_F16, TM_BF16};
+const int kNumeric[] = {TM_F32, TM_F64, TM_I32, TM_I64};
+const int kFloats[] = {TM_F32, TM_F64};
+// The binary ops of Opcode kAdd..kEqual, and whether they take bools (sub and pow do not).
+const char *const kBinaryNames[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
+                                    "less", "greater", "equal"};
+bool BinaryTakesBool(int which) { return which != 1 && which != 4; }
+const char *const kReduceNames[] = {"reduce_sum", "reduce_max", "reduce_mean", "reduce_var"};
+// Shapes of each rank: ordinary, with size-1 dimensions, with an empty dimension.
+const Shape kShapes[3][3] = {{{3}, {1}, {0}}, {{2, 3}, {1, 3}, {0, 3}}, {{2, 3, 4}, {1, 3, 1}, {2, 0, 3}}};
+
+// The cells a run must check (TM_FUZZ_COVERAGE=require).
+std::set<std::string> RequiredCells() {
+  std::set<std::string> cells;
+  auto add = [&](const std::string &op, bool shapes) {
+    if (shapes) {
+      cells.insert(op + " empty");
+      cells.insert(op + " size-1");
+    }
+  };
+  const char *dt[8] = {};
+  for (int d : kAllDtypes) dt[d] = tmref::DtypeName(d);
+  for (size_t w = 0; w < 10; ++w) {
+    for (int d : kNumeric) cells.insert(std::string(kBinaryNames[w]) + " " + dt[d]);
+    if (BinaryTakesBool(static_cast<int>(w))) cells.insert(std::string(kBinaryNames[w]) + " bool");
+    add(kBinaryNames[w], true);
+  }
+  for (int d : kAllDtypes) cells.insert(std::string("where ") + dt[d]);
+  add("where", true);
+  for (const tmref::UnaryRef &u : tmref::UnaryRefs()) {
+    for (int d : kNumeric) cells.insert(std::string(u.name) + " " + dt[d]);
+    add(u.name, true);
+  }
+  for (int a : kAllDtypes)
+    for (int b : kAllDtypes) cells.insert(std::string("cast ") + dt[a] + " -> " + dt[b]);
+  add("cast", true);
+  for (int d : kNumeric) cells.insert(std::string("matmul ") + dt[d]);
+  add("matmul", true);
+  for (const char *r : kReduceNames) {
+    for (int d : kNumeric) cells.insert(std::string(r) + " " + dt[d]);
+    for (int rank = 1; rank <= 3; ++rank)
+      for (int a = -rank; a < rank; ++a)
+        cells.insert(std::string(r) + " axis " + std::to_string(a) + " of rank " + std::to_string(rank));
+    cells.insert(std::string(r) + " keepdims 0");
+    cells.insert(std::string(r) + " keepdims 1");
+    add(r, true);
+  }
+  for (const char *op : {"softmax", "concat"})
+    for (int rank = 1; rank <= 3; ++rank)
+      for (int a = -rank; a < rank; ++a)
+        cells.insert(std::string(op) + " axis " + std::to_string(a) + " of rank " + std::to_string(rank));
+  for (int d : kFloats) cells.insert(std::string("softmax ") + dt[d]);
+  add("softmax", true);
+  for (const char *op : {"concat", "reshape", "transpose", "slice", "input"}) {
+    for (int d : kAllDtypes) cells.insert(std::string(op) + " " + dt[d]);
+    add(op, true);
+  }
+  for (int d : kAllDtypes) cells.insert(std::string("gather table ") + dt[d]);
+  cells.insert("gather indices i32");
+  cells.insert("gather indices i64");
+  add("gather", true);
+  for (const char *op : {"layer_norm", "gelu_tanh"}) {
+    for (int d : kFloats) cells.insert(std::string(op) + " " + dt[d]);
+    add(op, true);
+  }
+  for (int d : kFloats) cells.insert(std::string("causal_mask ") + dt[d]);
+  return cells;
+}
+
+// The sweep's inputs: for each kind of shape (ordinary, size-1, empty), programs of at most
+// kMaxOps calls reaching every cell of RequiredCells.
+std::vector<std::vector<uint8_t>> SweepInputs() {
+  std::vector<std::vector<uint8_t>> inputs;
+  // Starts programs as needed: `body` adds calls to p (inputs first) and returns false when
+  // it needs a fresh program.
+  for (int kind = 0; kind < 3; ++kind) {
+    const Shape &s2 = kShapes[1][kind], &s3 = kShapes[2][kind];
+    // Unary ops (the table's), binary ops and where, each dtype, on rank-2 values.
+    for (int d : kAllDtypes) {
+      const bool numeric = d != TM_BOOL && d != TM_F16 && d != TM_BF16;
+      SweepProgram p;
+      int x = p.Input(d, s2), y = p.Input(d, s2);
+      int c = p.Input(TM_BOOL, s2);
+      if (numeric)
+        for (size_t u = 0; u < tmref::UnaryRefs().size(); ++u) p.results_.push_back(p.Unary(u, x));
+      p.results_.push_back(p.Where(c, x, y));
+      p.FinishAndRun(&inputs);
+      if (d == TM_F16 || d == TM_BF16) continue;
+      SweepProgram q;
+      x = q.Input(d, s2);
+      y = q.Input(d, Shape{s2.back()});  // broadcast against the rows
+      for (int w = 0; w < 10; ++w)
+        if (d != TM_BOOL || BinaryTakesBool(w)) q.results_.push_back(q.Binary(w, x, y));
+      q.FinishAndRun(&inputs);
+    }
+    // Casts, every pair.
+    for (int from : kAllDtypes) {
+      SweepProgram p;
+      int x = p.Input(from, s2);
+      for (int to : kAllDtypes) p.results_.push_back(p.Cast(x, to));
+      p.FinishAndRun(&inputs);
+    }
+    // Reductions: every axis of every rank (keepdims alternating) on f32; each other
+    // numeric dtype on rank 2.
+    for (int r = 0; r < 4; ++r) {
+      SweepProgram p;
+      int x[3];
+      for (int rank = 1; rank <= 3; ++rank) x[rank - 1] = p.Input(TM_F32, kShapes[rank - 1][kind]);
+      for (int rank = 1; rank <= 3; ++rank)
+        for (int a = -rank; a < rank; ++a) {
+          const int ax = a < 0 ? a + rank : a;
+          if (r == 1 && kShapes[rank - 1][kind][static_cast<size_t>(ax)] == 0) continue;  // max of nothing
+          p.results_.push_back(p.Reduce(r, x[rank - 1], a, rank, (a + rank) % 2 == 1));
+        }
+      p.FinishAndRun(&inputs);
+      SweepProgram q;
+      for (int d : {TM_F64, TM_I32, TM_I64}) {
+        const int y = q.Input(d, s2);
+        if (r == 1 && s2[1] == 0) continue;
+        q.results_.push_back(q.Reduce(r, y, -1, 2, false));
+      }
+      q.FinishAndRun(&inputs);
+    }
+    // Softmax (each float dtype) and concat over every axis of every rank.
+    {
+      SweepProgram p, q;
+      for (int rank = 1; rank <= 3; ++rank) {
+        const Shape &s = kShapes[rank - 1][kind];
+        const int x[2] = {p.Input(TM_F32, s), p.Input(TM_F64, s)};
+        const int y = q.Input(kAllDtypes[rank], s);
+        for (int a = -rank; a < rank; ++a) {
+          p.results_.push_back(p.Softmax(x[(a + rank) % 2], a, rank));
+          q.results_.push_back(q.Concat(y, a, rank));
+        }
+      }
+      p.FinishAndRun(&inputs);
+      q.FinishAndRun(&inputs);
+    }
+    // Data movement, each dtype: reshape, transpose, slice, concat; gather with both index
+    // dtypes (indices computed from a float input: a computed index is clamped to the table,
+    // where an input's would be range-checked and refuse the call).
+    for (int d : kAllDtypes) {
+      SweepProgram p;
+      int x = p.Input(d, s3);
+      p.results_.push_back(p.Reshape(x));
+      p.results_.push_back(p.Transpose(x));
+      p.results_.push_back(p.Slice(x, s3));
+      p.results_.push_back(p.Concat(x, 0, 3));
+      if (s3[0] > 0) {
+        int f = p.Input(TM_F32, s2);
+        p.results_.push_back(p.Gather(x, p.Cast(f, TM_I32)));
+        p.results_.push_back(p.Gather(x, p.Cast(f, TM_I64)));
+      }
+      p.FinishAndRun(&inputs);
+    }
+    // Products: 2-D, batched, and a batch folded into the rows; each numeric dtype.
+    for (int d : kNumeric) {
+      SweepProgram p;
+      const int64_t m = kind == 1 ? 1 : 3, k = kind == 2 ? 0 : 4, n = kind == 1 ? 1 : 5;
+      int a = p.Input(d, {m, k}), b = p.Input(d, {k, n});
+      int ba = p.Input(d, {2, m, k}), bb = p.Input(d, {2, k, n});
+      p.results_.push_back(p.Matmul(a, b));
+      p.results_.push_back(p.Matmul(ba, bb));
+      p.results_.push_back(p.Matmul(ba, b));
+      p.FinishAndRun(&inputs);
+    }
+    // Layer norm and GELU, each float dtype; the causal mask, each float dtype.
+    for (int d : kFloats) {
+      SweepProgram p;
+      int x = p.Input(d, s3), g = p.Input(d, {s3.back()}), b = p.Input(d, {s3.back()});
+      p.results_.push_back(p.LayerNorm(x, g, b));
+      p.results_.push_back(p.Gelu(x));
+      p.FinishAndRun(&inputs);
+    }
+    if (kind == 0) {
+      SweepProgram p;
+      for (int d : kFloats) p.results_.push_back(p.CausalMask(3, 4, d));
+      p.FinishAndRun(&inputs);
+    }
+  }
+  return inputs;
+}
+
+// Prints which required cells the run checked; with TM_FUZZ_COVERAGE=require, a run that
+// missed one ends with exit status 1 (at exit, after libFuzzer's own report).
+void CoverageReport() {
+  const std::set<std::string> required = RequiredCells();
+  std::vector<std::string> missing;
+  for (const std::string &c : required)
+    if (G.cells.count(c) == 0) missing.push_back(c);
+  Print("\ncapi_fuzz coverage: %zu of %zu op x parameter cells checked against the reference "
+        "(every op x dtype it accepts, every axis of ranks 1-3, keepdims, empty and size-1 "
+        "dimensions)\n",
+        required.size() - missing.size(), required.size());
+  if (std::getenv("TM_FUZZ_VERBOSE"))
+    for (const std::string &c : required) Print("  %8ld  %s\n", G.cells.count(c) ? G.cells[c] : 0L, c.c_str());
+  for (const std::string &c : missing) Print("  not checked: %s\n", c.c_str());
+  const char *want = std::getenv("TM_FUZZ_COVERAGE");
+  if (want && std::strcmp(want, "require") == 0 && !missing.empty()) {
+    Print("capi_fuzz coverage: %zu required cells were not checked\n", missing.size());
+    _exit(1);
+  }
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   G.verbose = std::getenv("TM_FUZZ_VERBOSE") != nullptr;
@@ -1697,6 +2131,13 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   }
   const char *st = std::getenv("TM_FUZZ_STATS");
   if (st && *st && *st != '0') atexit(PrintStats);
+  atexit(CoverageReport);
+  const char *sweep = std::getenv("TM_FUZZ_SWEEP");
+  if (sweep && *sweep && *sweep != '0') {
+    const std::vector<std::vector<uint8_t>> inputs = SweepInputs();
+    for (const std::vector<uint8_t> &in : inputs) LLVMFuzzerTestOneInput(in.data(), in.size());
+    Print("capi_fuzz: swept %zu inputs over the op x parameter cells\n", inputs.size());
+  }
   return 0;
 }
 

@@ -336,7 +336,8 @@ struct UnaryRef {
 };
 
 inline const std::vector<UnaryRef> &UnaryRefs() {
-  static const std::vector<UnaryRef> refs = {
+  // Never destroyed: exit handlers (the fuzzer's coverage report) still read it.
+  static const std::vector<UnaryRef> &refs = *new std::vector<UnaryRef>{
 #define TM_UNARY_OP(Name, C_ENUMERATOR, c_value, name, rule, ulps_f32, ulps_f64, domain,   \
                     reference, lowering)                                                   \
   {Op::k##Name, c_value, name, #rule == std::string("kKeepsNumber"), ulps_f32, ulps_f64,   \
