@@ -11,8 +11,9 @@ import (
 	"testing"
 )
 
-// Greedy ids are compared up to the first step whose top-1/top-2 logit margin is below
-// this: there float rounding may legitimately pick the other token.
+// Free-running greedy ids are compared up to the first step whose top-1/top-2 logit margin
+// is below this: there float rounding may legitimately pick the other token. Every token,
+// that one and those after it included, is checked by TestEveryGoldenTokenUnderTeacherForcing.
 const minMargin = 0.01
 
 type goldenCase struct {
@@ -20,9 +21,14 @@ type goldenCase struct {
 	PromptIDs []int32   `json:"prompt_ids"`
 	GreedyIDs []int32   `json:"greedy_ids"`
 	Margins   []float64 `json:"margins"`
+	// Hugging Face's top-5 ids and logits for the first steps.
+	FirstStepsTop5 []struct {
+		IDs    []int32   `json:"ids"`
+		Logits []float64 `json:"logits"`
+	} `json:"first_steps_top5"`
 }
 
-// exact is how many leading greedy ids must match.
+// exact is how many leading greedy ids must match in free-running generation.
 func (c goldenCase) exact() int {
 	for i, m := range c.Margins {
 		if m < minMargin {
@@ -105,6 +111,75 @@ func TestGreedyGenerationMatchesTheGolden(t *testing.T) {
 	stats := must[ModelStats](t)(model.Stats())
 	if stats.ProgramsCompiled+stats.ProgramsFromDisk == 0 || stats.DecodeTokens == 0 {
 		t.Errorf("stats %+v", stats)
+	}
+}
+
+// logitTolerance is one logit's tolerance against Hugging Face's, as
+// tests/model/gpt2_golden_test.cpp (tests/data/README.md): 1e-4 relative, with an absolute
+// floor of 1e-4.
+func logitTolerance(x float64) float64 {
+	return 1e-4 * math.Max(1, math.Abs(x))
+}
+
+// Every golden token, teacher-forced: the logits after the prompt and the golden's own tokens
+// before each step. The argmax is the golden token where its margin is >= minMargin; below,
+// the golden token is in our top 2 and at most two logits' error behind our top 1. At every
+// step its lead over every other token is the golden margin within two logits' error (plus
+// the golden's rounding to 5 decimals), and first_steps_top5's logits are within one.
+func TestEveryGoldenTokenUnderTeacherForcing(t *testing.T) {
+	_, model := loadKJV(t)
+	checked, total := 0, 0
+	for _, c := range goldenCases(t) {
+		if len(c.Margins) != len(c.GreedyIDs) {
+			t.Fatalf("prompt %q: %d margins for %d greedy ids", c.Prompt, len(c.Margins), len(c.GreedyIDs))
+		}
+		total += len(c.GreedyIDs)
+		ids := append([]int32(nil), c.PromptIDs...)
+		for i, want := range c.GreedyIDs {
+			logits := must[[]float32](t)(model.Logits(ids))
+			first, second := -1, -1 // our top two
+			other := math.Inf(-1)   // our largest logit of a token other than want
+			for tok, v := range logits {
+				if first < 0 || v > logits[first] {
+					first, second = tok, first
+				} else if second < 0 || v > logits[second] {
+					second = tok
+				}
+				if tok != int(want) {
+					other = math.Max(other, float64(v))
+				}
+			}
+			at := fmt.Sprintf("prompt %q step %d (golden margin %.5f)", c.Prompt, i, c.Margins[i])
+			top1, golden := float64(logits[first]), float64(logits[want])
+			if c.Margins[i] >= minMargin {
+				if first != int(want) {
+					t.Errorf("%s: argmax %d, golden %d", at, first, want)
+				}
+			} else {
+				if first != int(want) && second != int(want) {
+					t.Errorf("%s: golden %d not in our top 2 (%d, %d)", at, want, first, second)
+				}
+				if behind := top1 - golden; behind > 2*logitTolerance(top1) {
+					t.Errorf("%s: golden token %g behind our top 1", at, behind)
+				}
+			}
+			if lead := golden - other; math.Abs(lead-c.Margins[i]) > 2*logitTolerance(top1)+5e-6 {
+				t.Errorf("%s: golden token's lead %g", at, lead)
+			}
+			if i < len(c.FirstStepsTop5) {
+				step := c.FirstStepsTop5[i]
+				for r, tok := range step.IDs {
+					if got := float64(logits[tok]); math.Abs(got-step.Logits[r]) > logitTolerance(step.Logits[r]) {
+						t.Errorf("%s: logit of %d is %g, Hugging Face's %g", at, tok, got, step.Logits[r])
+					}
+				}
+			}
+			checked++
+			ids = append(ids, want)
+		}
+	}
+	if checked != total || total != 4*32 {
+		t.Errorf("%d golden tokens checked of %d (want 4 x 32)", checked, total)
 	}
 }
 

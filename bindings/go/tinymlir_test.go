@@ -49,7 +49,8 @@ var (
 	affineBias = []float32{0.5, 0, -1, 2}
 )
 
-// affine traces the seed chapter's example, (x * gain + bias) * 0.5.
+// affine traces the affine example, (x * gain + bias) * 0.5: three elementwise ops that
+// fusion makes one loop.
 func affine(t *testing.T, ctx *Context) *Trace {
 	v := must[Value](t)
 	tr := must[*Trace](t)(NewTrace(ctx, "affine_activation"))

@@ -1,4 +1,4 @@
-/* The seed chapter's example through the public C API:
+/* An affine activation through the public C API:
  *   affine_activation(x, gain, bias) = (x * gain + bias) * 0.5
  * Traced as three elementwise ops; elementwise fusion turns them into one linalg.generic.
  * Prints the input, the output and the generic count before and after fusion. */

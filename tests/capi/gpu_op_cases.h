@@ -1,4 +1,4 @@
-// The op kinds of the seed chapter, as traces for the GPU target's tests (gpu_target_test:
+// The basic op kinds, as traces for the GPU target's tests (gpu_target_test:
 // IR and PTX; gpu_host_path_test: the host side against the fake CUDA driver): elementwise,
 // reductions, softmax, layer norm, gelu, matmul with sizes that are not multiples of the
 // tile, batch matmul, a constant tensor, gather, products with one row (decode) and
@@ -19,8 +19,8 @@ struct OpCase {
   std::function<std::vector<tm_value>(tm_trace *, const std::vector<tm_value> &)> build;
 };
 
-// The op kinds the seed chapter names: elementwise, reductions, softmax, layer norm, gelu,
-// matmul with sizes that are not multiples of the tile, batch matmul, gather.
+// The op kinds tested here, among them elementwise, reductions, softmax, layer norm, gelu,
+// matmul with sizes that are not multiples of the tile, batch matmul and gather.
 inline std::vector<OpCase> OpCases() {
   return {
       {"elementwise", {{5, 7}, {7}}, {TM_F32, TM_F32},

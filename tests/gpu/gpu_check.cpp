@@ -25,7 +25,8 @@ struct Case {
   std::vector<tm_dtype> dtypes;
 };
 
-// The op kinds of the seed chapter (rows reduced by the row kernels), the products with one
+// The basic op kinds (elementwise, reductions, softmax, layer norm, gelu, matmul, batch
+// matmul, gather, a constant tensor; rows reduced by the row kernels), the products with one
 // row of a decode step (the matrix-vector kernel) and with one column (the logits: the
 // row-dot kernel), and products with the elementwise ops that follow them in GPT-2
 // (each kernel's epilogue); the traces are in Trace() below.

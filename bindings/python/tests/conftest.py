@@ -16,8 +16,9 @@ TINY_B = os.path.join(SOURCE_DIR, "tests", "data", "tiny-b")
 KJV_TINY = os.path.join(SOURCE_DIR, "models", "kjv-tiny")
 sys.path.insert(0, os.path.join(SOURCE_DIR, "examples", "python"))
 
-# The golden rule for greedy tokens (tests/data/README / shared fixtures): exact up to the
-# first step whose top-1 minus top-2 margin is below this; later divergence is reported.
+# The goldens' rule for free-running greedy tokens (tests/data/README.md): exact up to the
+# first step whose top-1 minus top-2 margin is below this; a later divergence is reported.
+# test_model.py's teacher-forced test checks every golden token, those after it included.
 MARGIN = 0.01
 
 

@@ -273,7 +273,7 @@ def test_lower_exposes_every_stage(rng):
     x, g, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 4), 4, 4))
     affine = tm.jit(lambda x, g, b: (x * g + b) * 0.5)
     lowered = affine.lower(x, g, b)
-    # The seed chapter's example: three elementwise generics fused into one.
+    # The affine example, (x * gain + bias) * 0.5: three elementwise generics fused into one.
     assert lowered.traced.count("linalg.generic") == 3
     assert lowered.optimized.count("linalg.generic") == 1
     assert "memref" in lowered.bufferized

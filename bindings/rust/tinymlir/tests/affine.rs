@@ -1,4 +1,4 @@
-//! The seed chapter's example, (x * gain + bias) * 0.5: three elementwise ops trace to three
+//! The affine example, (x * gain + bias) * 0.5: three elementwise ops trace to three
 //! linalg.generic, fusion makes one; values, types, cache hits and program clones.
 
 use tinymlir::{Context, DType, Program, Stage, TensorMut, TensorRef, TensorType, Trace};

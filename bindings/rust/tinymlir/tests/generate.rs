@@ -9,15 +9,20 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use common::{models_dir, test_data_dir, Json};
 use tinymlir::{Context, DType, ErrorKind, GenerateOptions, Model, ModelOptions, Target};
 
-/// Greedy ids are compared up to the first step whose top-1/top-2 logit margin is below
-/// this: there float rounding may legitimately pick the other token.
+/// Free-running greedy ids are compared up to the first step whose top-1/top-2 logit margin
+/// is below this: there float rounding may legitimately pick the other token. Every token,
+/// that one and those after it included, is checked by every_golden_token_under_teacher_forcing.
 const MIN_MARGIN: f64 = 0.01;
 
 struct Case {
     prompt: String,
     prompt_ids: Vec<i32>,
     greedy_ids: Vec<i32>,
-    /// How many leading greedy ids must match exactly.
+    /// Hugging Face's top-1 minus top-2 logit at each step.
+    margins: Vec<f64>,
+    /// first_steps_top5: Hugging Face's top-5 ids and logits for the first steps.
+    top5: Vec<(Vec<i32>, Vec<f64>)>,
+    /// How many leading greedy ids must match exactly in free-running generation.
     exact: usize,
 }
 
@@ -35,11 +40,23 @@ fn golden_cases() -> Vec<Case> {
         .map(|c| {
             let margins: Vec<f64> = c.get("margins").unwrap().arr().iter().map(Json::num).collect();
             let greedy_ids = c.get("greedy_ids").unwrap().ints();
+            let top5 = c
+                .get("first_steps_top5")
+                .unwrap()
+                .arr()
+                .iter()
+                .map(|step| {
+                    let logits = step.get("logits").unwrap().arr().iter().map(Json::num).collect();
+                    (step.get("ids").unwrap().ints(), logits)
+                })
+                .collect();
             Case {
                 prompt: c.get("prompt").unwrap().str().to_string(),
                 prompt_ids: c.get("prompt_ids").unwrap().ints(),
                 exact: margins.iter().position(|&m| m < MIN_MARGIN).unwrap_or(greedy_ids.len()),
                 greedy_ids,
+                margins,
+                top5,
             }
         })
         .collect()
@@ -74,6 +91,65 @@ fn greedy_generation_matches_the_golden() -> tinymlir::Result<()> {
 
     let stats = model.stats()?;
     assert!(stats.programs_compiled + stats.programs_from_disk > 0 && stats.decode_tokens > 0, "{stats:?}");
+    Ok(())
+}
+
+/// One logit's tolerance against Hugging Face's, as tests/model/gpt2_golden_test.cpp
+/// (tests/data/README.md): 1e-4 relative, with an absolute floor of 1e-4.
+fn logit_tolerance(x: f64) -> f64 {
+    1e-4 * x.abs().max(1.0)
+}
+
+/// Every golden token, teacher-forced: the logits after the prompt and the golden's own tokens
+/// before each step. The argmax is the golden token where its margin is >= MIN_MARGIN; below,
+/// the golden token is in our top 2 and at most two logits' error behind our top 1. At every
+/// step its lead over every other token is the golden margin within two logits' error (plus
+/// the golden's rounding to 5 decimals), and first_steps_top5's logits are within one.
+#[test]
+fn every_golden_token_under_teacher_forcing() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let model = load(&ctx);
+    let (mut checked, mut total) = (0usize, 0usize);
+    for case in &golden_cases() {
+        assert_eq!(case.margins.len(), case.greedy_ids.len(), "prompt {:?}", case.prompt);
+        total += case.greedy_ids.len();
+        let mut ids = case.prompt_ids.clone();
+        for (i, &want) in case.greedy_ids.iter().enumerate() {
+            let logits: Vec<f64> = model.logits(&ids)?.into_iter().map(f64::from).collect();
+            let mut order: Vec<usize> = (0..logits.len()).collect();
+            order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
+            let (first, second, want_u) = (order[0], order[1], want as usize);
+            let margin = case.margins[i];
+            let at = format!("prompt {:?} step {i} (golden margin {margin:.5})", case.prompt);
+            if margin >= MIN_MARGIN {
+                assert_eq!(first, want_u, "{at}");
+            } else {
+                let behind = logits[first] - logits[want_u];
+                assert!(want_u == first || want_u == second, "{at}: ours {first}, {second}");
+                assert!(behind <= 2.0 * logit_tolerance(logits[first]), "{at}: {behind} behind");
+            }
+            let other = logits
+                .iter()
+                .enumerate()
+                .filter(|&(t, _)| t != want_u)
+                .map(|(_, &v)| v)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let lead = logits[want_u] - other;
+            assert!(
+                (lead - margin).abs() <= 2.0 * logit_tolerance(logits[first]) + 5e-6,
+                "{at}: lead {lead}"
+            );
+            if let Some((top_ids, top_logits)) = case.top5.get(i) {
+                for (&t, &value) in top_ids.iter().zip(top_logits) {
+                    let got = logits[t as usize];
+                    assert!((got - value).abs() <= logit_tolerance(value), "{at}: id {t}: {got} vs {value}");
+                }
+            }
+            checked += 1;
+            ids.push(want);
+        }
+    }
+    assert_eq!((checked, total), (4 * 32, 4 * 32));
     Ok(())
 }
 
