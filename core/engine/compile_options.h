@@ -40,8 +40,8 @@ inline DeviceKind RunsOn(const CompileOptions &options) {
 }
 
 // Every field of CompileOptions, once: its name (in cache keys, manifests, the compiler
-// process's messages and error messages), its valid range as integers, and how it reads
-// and writes. Checking, encoding and decoding go through this table, so a field added to
+// process's messages and error messages), its valid range as integers, a second valid value,
+// and how it reads and writes. Checking, encoding and decoding go through this table, so a field added to
 // the struct but not here is in no key, and a test that walks the table
 // (tests/capi/cache_key_test.cpp) finds each field's effect on the caches.
 struct CompileOptionField {
@@ -49,6 +49,7 @@ struct CompileOptionField {
   int min, max;
   const char *range;     // the range in words, for messages
   bool from_environment;  // set by the driver from a variable (TINYMLIR_GPU_EMULATE), not by callers
+  int other;              // a valid value other than the default, which compiles: for tests
   int (*get)(const CompileOptions &);
   void (*set)(CompileOptions *, int);
 };

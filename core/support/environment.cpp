@@ -58,7 +58,20 @@ const Settings &Read() {
   });
 }
 
+constexpr EnvironmentVariable kVariables[] = {
+    {"TINYMLIR_NUM_THREADS", EnvironmentVariable::kSameCode, "1"},
+    {"TINYMLIR_COMPILE_IN_PROCESS", EnvironmentVariable::kSameCode, "1"},
+    {"TINYMLIR_CPU_EXCLUDE", EnvironmentVariable::kChangesCode, "avx2,fma,f16c"},
+    {"TINYMLIR_GPU_EMULATE", EnvironmentVariable::kChangesCode, "1"},
+    {"TINYMLIR_EXPLAIN_CACHE", EnvironmentVariable::kSameCode, "1"},
+    {"TINYMLIR_CACHE_DIR", EnvironmentVariable::kCacheFolder, "off"},
+};
+
 }  // namespace
+
+EnvironmentVariableList EnvironmentVariables() {
+  return {kVariables, sizeof kVariables / sizeof kVariables[0]};
+}
 
 const std::string &EnvironmentError() {
   return environment_error.Get(

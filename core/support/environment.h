@@ -14,9 +14,30 @@
 // off, and tm_cache_disk_message says why. Each variable is read once per process.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace tinymlir {
+
+// Every variable the library reads, once (the list above as data): what tests walk to show
+// that each one that changes compiled code reaches the caches' keys, and that no other does.
+struct EnvironmentVariable {
+  enum Effect {
+    kChangesCode,  // part of every program's key (the CPU compiled for, GPU emulation)
+    kSameCode,     // how the work is done, never what is compiled
+    kCacheFolder,  // where the disk cache is (its key is per folder)
+  };
+  const char *name;
+  Effect effect;
+  const char *example;  // a valid value other than the default, for tests
+};
+struct EnvironmentVariableList {
+  const EnvironmentVariable *first;
+  size_t count;
+  const EnvironmentVariable *begin() const { return first; }
+  const EnvironmentVariable *end() const { return first + count; }
+};
+EnvironmentVariableList EnvironmentVariables();
 
 // The first variable above whose value the library cannot take, as a message naming the
 // variable, the value and what it takes; empty when all are fine.

@@ -66,16 +66,30 @@ touch "$work/a-file"
 refused "a-file: cannot use as the bundle folder: not a folder" compile --model "$model" --out "$work/a-file"
 refused "--emit-ir: $work/a-file exists and is not a folder" compile --model "$model" --out "$work/b" --emit-ir "$work/a-file"
 
-# Help and version: stdout, status 0.
-"$cli" --help | grep -q "^usage: tinymlir generate"
-"$cli" -h | grep -q "^usage: tinymlir generate"
-"$cli" generate --help | grep -q "^usage: tinymlir generate"
-"$cli" --version | grep -Eq "^tinymlir [0-9]+\.[0-9]+\.[0-9]+$"
-if "$run_cli" --help | grep -E -- "--out|--emit-ir|tinymlir compile \["; then
+# Help and version: stdout, status 0, nothing on stderr.
+# shown WORDS ARGS...: `ARGS` exits 0, prints nothing to stderr, and a line of its stdout
+# matches WORDS (grep -E).
+shown() {
+  words="$1"
+  shift
+  status=0
+  "$@" >"$work/out" 2>"$work/err" || status=$?
+  if [ $status -ne 0 ] || [ -s "$work/err" ] || ! grep -Eq -- "$words" "$work/out"; then
+    echo "$*: exit status $status (expected 0), stdout not matching '$words' or stderr not empty:" >&2
+    cat "$work/out" "$work/err" >&2
+    exit 1
+  fi
+}
+shown "^usage: tinymlir generate" "$cli" --help
+shown "^usage: tinymlir generate" "$cli" -h
+shown "^usage: tinymlir generate" "$cli" generate --help
+shown "^tinymlir [0-9]+\.[0-9]+\.[0-9]+$" "$cli" --version
+shown "^usage: tinymlir-run generate" "$run_cli" --help
+if grep -E -- "--out|--emit-ir|tinymlir compile \[" "$work/out"; then
   echo "tinymlir-run's usage lists what only tinymlir compile takes" >&2
   exit 1
 fi
-"$run_cli" --version | grep -Eq "^tinymlir-run [0-9]+\.[0-9]+\.[0-9]+$"
+shown "^tinymlir-run [0-9]+\.[0-9]+\.[0-9]+$" "$run_cli" --version
 
 # What works: the largest seed, `--` before the prompt, ids separated by commas.
 out=$("$cli" generate --model "$model" --ids --tokens 5 --greedy -- "1,2 3" 2>/dev/null)

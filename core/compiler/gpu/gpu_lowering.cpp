@@ -1,5 +1,9 @@
 #include "core/compiler/gpu/gpu_lowering.h"
 
+#include <unistd.h>
+
+#include <cctype>
+
 #include <algorithm>
 #include <cstdlib>
 #include <vector>
@@ -163,6 +167,33 @@ Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::st
   const std::string chip = "sm_" + std::to_string(options.gpu_sm);
   TM_RETURN_IF_ERROR(RunPipeline(module, "lower for the GPU",
                                  GpuLowerPipeline(chip, CudaToolkit(), options.gpu_cubin)));
+  // MLIR links libdevice when it finds it and goes on without it when it does not: PTX
+  // calling its functions unresolved (`.extern .func __nv_expf`), which no driver loads.
+  // Without the file, a kernel that needs it is a compile error here, not a failure on the
+  // user's GPU.
+  std::string unresolved;
+  module.walk([&](mlir::gpu::BinaryOp binary) {
+    for (mlir::Attribute attr : binary.getObjects()) {
+      auto object = mlir::dyn_cast<mlir::gpu::ObjectAttr>(attr);
+      if (!object || object.getFormat() != mlir::gpu::CompilationTarget::Assembly) continue;
+      llvm::StringRef ptx = object.getObject().getValue();
+      for (size_t at = ptx.find(".extern .func"); at != llvm::StringRef::npos;
+           at = ptx.find(".extern .func", at + 1)) {
+        llvm::StringRef line = ptx.substr(at, ptx.find('\n', at) - at);
+        const size_t name = line.find("__nv_");
+        if (name == llvm::StringRef::npos) continue;
+        llvm::StringRef fn = line.substr(name).take_while(
+            [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+        if (unresolved.find(fn.str()) == std::string::npos)
+          unresolved += (unresolved.empty() ? "" : ", ") + fn.str();
+      }
+    }
+  });
+  const std::string libdevice = CudaToolkit() + "/nvvm/libdevice/libdevice.10.bc";
+  if (!unresolved.empty() && access(libdevice.c_str(), R_OK) != 0)
+    return Unsupported("the GPU kernels call CUDA's libdevice math functions (" + unresolved +
+                       "), and " + libdevice + " cannot be read: install the CUDA toolkit, "
+                       "or set CUDA_HOME to it");
   module.walk([&](mlir::gpu::BinaryOp binary) {
     for (mlir::Attribute attr : binary.getObjects()) {
       auto object = mlir::dyn_cast<mlir::gpu::ObjectAttr>(attr);
