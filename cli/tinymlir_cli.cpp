@@ -4,11 +4,11 @@
 // `tinymlir-run` (TINYMLIR_CLI_RUNTIME_ONLY), linked only to libtinymlir_runtime.so: no LLVM
 // in the process, so it runs where there is none, from a bundle `tinymlir compile` wrote.
 //
-//   tinymlir generate [--model DIR] [--bundle DIR] [--weights f32|f16|bf16] [--tokens N]
+//   tinymlir generate [--model DIR] [--bundle DIR] [--weights f32|f16|bf16|q8_0] [--tokens N]
 //                     [--greedy | --temperature T
 //                     --top-k K --top-p P --seed S] [--no-kv-cache] [--stop-at-eos] [--ids]
 //                     [--verbose] [--] "prompt"
-//   tinymlir compile [--model DIR] [--target cpu|gpu] [--weights f32|f16|bf16] --out DIR
+//   tinymlir compile [--model DIR] [--target cpu|gpu] [--weights f32|f16|bf16|q8_0] --out DIR
 //                    [--emit-ir IRDIR]
 //                                                every program of the model, as a bundle;
 //                                                --emit-ir writes each one's stages as text
@@ -67,9 +67,10 @@ const char kUsageOptions[] =
     "  --bundle DIR       (generate) run the programs of a bundle (tinymlir compile) instead\n"
     "                     of compiling; it runs on the target it was compiled for\n"
     "  --target cpu|gpu   where the programs run (default cpu; gpu: NVIDIA, CUDA driver)\n"
-    "  --weights f32|f16|bf16  the dtype the weight matrices are held in (default: as the\n"
-    "                     checkpoint stores them, or as the --bundle was compiled; f16/bf16\n"
-    "                     halve memory and decode traffic)\n";
+    "  --weights f32|f16|bf16|q8_0  the dtype the weight matrices are held in (default:\n"
+    "                     as the checkpoint stores them, or as the --bundle was compiled;\n"
+    "                     f16/bf16 halve memory and decode traffic; q8_0, 8-bit blocks\n"
+    "                     quantized at load, CPU only, cut them to 27%%)\n";
 const char kUsageCompileOptions[] =
     "  --out DIR          (compile) where to write the bundle\n"
     "  --emit-ir IRDIR    (compile) also write every stage of every program, as text\n";
@@ -84,8 +85,23 @@ const char kUsageGenerateOptions[] =
     "  --stop-at-eos      stop after the end-of-text token\n"
     "  --ids              the prompt is token ids (\"1 2 3\"); print ids, not text\n"
     "  --                 the next argument is the prompt, even if it starts with --\n"
-    "  --verbose          where the compile time went, the disk cache's state, and the\n"
-    "                     process's peak resident memory\n";
+    "  --verbose          where the compile time went, the disk cache's state, where the\n"
+    "                     weights came from (and their huge pages), and the process's peak\n"
+    "                     resident memory\n";
+
+// The model's load report (tm_model_load_report), a "[tinymlir] " line each.
+void PrintLoadReport(const tm_model *model) {
+  size_t n = 0;
+  if (tm_model_load_report(model, nullptr, 0, &n) != TM_OK) return;
+  std::string text(n + 1, '\0');
+  if (tm_model_load_report(model, &text[0], text.size(), &n) != TM_OK) return;
+  text.resize(n);
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = text.find('\n', at);
+    std::fprintf(stderr, "[tinymlir] %s\n", text.substr(at, end - at).c_str());
+    at = end == std::string::npos ? text.size() : end + 1;
+  }
+}
 
 // Which subcommand an option belongs to.
 enum class For { kBoth, kGenerate, kCompile };
@@ -153,7 +169,7 @@ std::string Usage() {
   tm_generate_options defaults;
   tm_generate_options_init(&defaults);
   std::string text;
-  char line[1024];
+  char line[2048];
   std::snprintf(line, sizeof line, kUsageGenerate, kCommand);
   text += line;
   if (kHasCompiler) text += kUsageCompile;
@@ -232,9 +248,9 @@ Args ParseArgs(int argc, char **argv) {
       a.target_given = true;
     } else if (arg == "--weights") {
       const std::string w = value();
-      if (w != "f32" && w != "f16" && w != "bf16")
-        Die("--weights expects f32, f16 or bf16, got '" + w + "'");
-      a.weights = w == "f16" ? TM_F16 : w == "bf16" ? TM_BF16 : TM_F32;
+      if (w != "f32" && w != "f16" && w != "bf16" && w != "q8_0")
+        Die("--weights expects f32, f16, bf16 or q8_0, got '" + w + "'");
+      a.weights = w == "f16" ? TM_F16 : w == "bf16" ? TM_BF16 : w == "q8_0" ? TM_Q8_0 : TM_F32;
     } else if (arg == "--tokens") {
       only(For::kGenerate);
       a.options.max_new_tokens =
@@ -616,6 +632,7 @@ int main(int argc, char **argv) {
                static_cast<unsigned long long>(st.decode_tokens));
   if (args.verbose) {
     PrintCompileBreakdown(st, ctx);
+    PrintLoadReport(model);
     std::fprintf(stderr, "[tinymlir] peak resident memory: %.1f MB\n", PeakResidentMb());
   } else if (args.bundle.empty()) {
     PrintDiskCacheProblem(ctx);

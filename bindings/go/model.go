@@ -59,7 +59,8 @@ type ModelInfo struct {
 // CPU target, the weight matrices held as the checkpoint stores them).
 type ModelOptions struct {
 	Target Target
-	// Weights is the dtype the weight matrices are held in: F32, F16, BF16, or 0 for the
+	// Weights is the dtype the weight matrices are held in: F32, F16, BF16, Q8_0 (8-bit
+	// blocks quantized at load, CPU only), or 0 for the
 	// checkpoint's own.
 	Weights DType
 }

@@ -453,6 +453,17 @@ func TestModelOptionsPassTheTarget(t *testing.T) {
 	if worst == 0 || worst > 2e-3*scale {
 		t.Errorf("F16 weights moved the logits by %v (largest %v)", worst, scale)
 	}
+	// q8_0 (8-bit blocks): ~1% of the largest logit on this random model.
+	q8 := must[*Model](t)(LoadModel(ctx, tinyA(), &ModelOptions{Target: CPU, Weights: Q8_0}))
+	got = must[[]float32](t)(q8.Logits([]int32{1, 2, 3}))
+	check(t, q8.Close())
+	worst = 0.0
+	for i := range want {
+		worst = math.Max(worst, math.Abs(float64(got[i]-want[i])))
+	}
+	if worst == 0 || worst > 3e-2*scale {
+		t.Errorf("q8_0 weights moved the logits by %v (largest %v)", worst, scale)
+	}
 	_, err := LoadModel(ctx, tinyA(), &ModelOptions{Target: GPU, Weights: BF16})
 	wantStatus(t, err, StatusUnsupported)
 }

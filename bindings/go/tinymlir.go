@@ -144,6 +144,9 @@ const (
 	// an F32 operand; arithmetic on them is refused): Float16 and BFloat16 hold their bits.
 	F16  DType = C.TM_F16
 	BF16 DType = C.TM_BF16
+	// Q8_0 is 8-bit weights in blocks of 32 along the last axis (llama.cpp's Q8_0: a
+	// binary16 scale and 32 int8 per 34-byte block), for ModelOptions.Weights. Size is 0.
+	Q8_0 DType = C.TM_Q8_0
 )
 
 // Float16 is an IEEE binary16 value, as its bits (Go has no float16).
@@ -217,7 +220,7 @@ func (d DType) Size() int {
 	case F16, BF16:
 		return 2
 	}
-	return 0
+	return 0 // Q8_0 (34 bytes per block of 32) and unknown dtypes
 }
 
 func (d DType) String() string {
@@ -236,6 +239,8 @@ func (d DType) String() string {
 		return "f16"
 	case BF16:
 		return "bf16"
+	case Q8_0:
+		return "q8_0"
 	}
 	return fmt.Sprintf("DType(%d)", int(d))
 }

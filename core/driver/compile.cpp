@@ -16,11 +16,26 @@ bool CanLink(const char *symbol, DeviceKind kind) {
   return DeviceOf(kind).symbols().count(symbol) > 0;
 }
 
+// q8_0 products run on the CPU target's kernels; the GPU target has none yet (a
+// dequantized f32 copy of every weight per call would defeat the point of 8 bits).
+Status CheckTargetTakesDtypes(const Trace &trace, const CompileOptions &options) {
+  if (RunsOn(options) != DeviceKind::kGpu) return Status::Ok();
+  for (size_t i = 0; i < trace.inputs().size(); ++i) {
+    const TensorType &t = trace.node(trace.inputs()[i]).type;
+    if (IsQuantized(t.dtype))
+      return Unsupported("trace '" + trace.name() + "': input " + std::to_string(i) + " is " +
+                         t.ToString() + "; q8_0 runs on the CPU target only (on the GPU, "
+                         "use f16 or bf16 weights)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Compile(const Trace &trace, const CompileOptions &options,
                std::unique_ptr<Program> *program) {
   if (!trace.ended()) return InvalidArgument("trace '" + trace.name() + "' has not ended");
+  TM_RETURN_IF_ERROR(CheckTargetTakesDtypes(trace, options));
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Program> compiled;
   if (CompileInThisProcess()) {

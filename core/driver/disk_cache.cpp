@@ -12,6 +12,7 @@
 #include <ctime>
 #include <vector>
 
+#include "core/support/cache_folder.h"
 #include "core/engine/program_file.h"
 #include "core/support/file_io.h"
 #include "core/support/fnv.h"
@@ -42,17 +43,7 @@ bool IsEntryName(const std::string &name) {
 
 }  // namespace
 
-std::string DiskCache::DirectoryFromEnvironment() {
-  if (const char *dir = std::getenv("TINYMLIR_CACHE_DIR"); dir && *dir) {
-    const std::string value = dir;
-    return value == "off" || value == "0" ? std::string() : value;
-  }
-  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::string(xdg) + "/tinymlir";
-  if (const char *home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.cache/tinymlir";
-  return std::string();
-}
+std::string DiskCache::DirectoryFromEnvironment() { return CacheFolderFromEnvironment(); }
 
 DiskCache::DiskCache() { Configure(DirectoryFromEnvironment(), 0); }
 

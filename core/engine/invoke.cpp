@@ -67,6 +67,30 @@ void CopyStrided(const uint8_t *src, const int64_t *src_strides, uint8_t *dst,
   }
 }
 
+// A q8_0 tensor as the compiled code takes it: its bytes, (..., k / 32, 34), dense (strides
+// in elements mean nothing inside a block, so only NULL or the dense strides are taken).
+Status DescribeBlocks(const std::string &name, const TensorView &t, View *view) {
+  int64_t dense[kMaxRank];
+  view->ContiguousStrides(dense);
+  if (t.strides && !std::equal(t.strides, t.strides + t.rank, dense))
+    return InvalidArgument(name + " is q8_0 with strides " +
+                           ShapeToString(Shape(t.strides, t.strides + t.rank)) +
+                           "; q8_0 tensors are dense blocks (pass NULL strides)");
+  if (view->rank + 1 > kMaxRank)  // a traced program's q8_0 inputs have rank < kMaxRank
+    return ShapeError(name + " is q8_0 with rank " + std::to_string(view->rank) +
+                      ", above the maximum of " + std::to_string(kMaxRank - 1));
+  view->shape[view->rank - 1] /= kQ8BlockElements;
+  view->shape[view->rank++] = kQ8BlockBytes;
+  view->elem = 1;
+  view->ContiguousStrides(view->strides);
+  view->contiguous = true;
+  view->data = static_cast<uint8_t *>(t.data);
+  const auto base = reinterpret_cast<uintptr_t>(t.data);
+  view->lo = base;
+  view->hi = base + view->NumElements();
+  return Status::Ok();
+}
+
 Status CheckTensor(const char *what, int i, const TensorView &t, const TensorType &want,
                    View *view) {
   // The tensor's name, built only for a message.
@@ -92,6 +116,7 @@ Status CheckTensor(const char *what, int i, const TensorView &t, const TensorTyp
                       ", the program expects " + want.ToString());
   int64_t n = view->NumElements();
   if (!t.data && n > 0) return InvalidArgument(name() + " has NULL data");
+  if (IsQuantized(want.dtype)) return DescribeBlocks(name(), t, view);
   view->elem = DtypeSize(want.dtype);
   int64_t contiguous[kMaxRank];
   view->ContiguousStrides(contiguous);

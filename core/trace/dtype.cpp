@@ -6,10 +6,11 @@ namespace {
 int Kind(DType d) { return d == DType::kBool ? 0 : IsInteger(d) ? 1 : 2; }
 }  // namespace
 
-bool IsValidDtype(int d) { return d >= static_cast<int>(DType::kF32) && d <= static_cast<int>(DType::kBF16); }
+bool IsValidDtype(int d) { return d >= static_cast<int>(DType::kF32) && d <= static_cast<int>(DType::kQ8_0); }
 bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF64 || IsHalf(d); }
 bool IsHalf(DType d) { return d == DType::kF16 || d == DType::kBF16; }
 bool IsInteger(DType d) { return d == DType::kI32 || d == DType::kI64; }
+bool IsQuantized(DType d) { return d == DType::kQ8_0; }
 
 size_t DtypeSize(DType d) {
   switch (d) {
@@ -17,8 +18,14 @@ size_t DtypeSize(DType d) {
     case DType::kF64: case DType::kI64: return 8;
     case DType::kBool: return 1;
     case DType::kF16: case DType::kBF16: return 2;
+    case DType::kQ8_0: return 0;
   }
   return 0;
+}
+
+int64_t StorageBytes(DType d, int64_t elements) {
+  if (d == DType::kQ8_0) return elements / kQ8BlockElements * kQ8BlockBytes;
+  return elements * static_cast<int64_t>(DtypeSize(d));
 }
 
 const char *DtypeName(DType d) {
@@ -30,6 +37,7 @@ const char *DtypeName(DType d) {
     case DType::kBool: return "bool";
     case DType::kF16: return "f16";
     case DType::kBF16: return "bf16";
+    case DType::kQ8_0: return "q8_0";
   }
   return "invalid";
 }

@@ -118,6 +118,19 @@ Status Trace::CheckArithmetic(const char *op, DType dtype) {
                     " is a storage type; arithmetic on it is not supported (cast to f32 first)");
 }
 
+Status Trace::CheckNotQuantized(const char *op, ValueId v) const {
+  const TensorType &t = nodes_[v].type;
+  if (!IsQuantized(t.dtype)) return Status::Ok();
+  return DtypeError(std::string(op) + ": " + t.ToString() +
+                    " is block-quantized storage; it can be cast to a float type "
+                    "(tm_op_cast), gathered by rows (tm_op_gather) or multiplied "
+                    "(tm_op_matmul), nothing else (cast to f32 first)");
+}
+
+bool Trace::IsTransposedQuantized(ValueId v) const {
+  return IsQuantized(nodes_[v].type.dtype) && nodes_[v].kind == OpKind::kTranspose;
+}
+
 ValueId Trace::Add(Node node) {
   nodes_.push_back(std::move(node));
   return static_cast<ValueId>(nodes_.size() - 1);
@@ -204,6 +217,17 @@ Status Trace::Input(const char *op, DType dtype, const Shape &shape, ValueId *ou
   if (!IsValidDtype(dtype))
     return DtypeError(std::string(op) + ": unknown dtype " + std::to_string(static_cast<int>(dtype)));
   TM_RETURN_IF_ERROR(CheckShape(op, shape));
+  if (IsQuantized(dtype)) {
+    // Stored as rank + 1 dimensions (the blocks, then their bytes): one rank less.
+    if (shape.empty() || shape.size() >= static_cast<size_t>(kMaxRank) ||
+        shape.back() % kQ8BlockElements != 0)
+      return ShapeError(std::string(op) + ": a q8_0 tensor holds blocks of " +
+                        std::to_string(kQ8BlockElements) +
+                        " elements along its last axis, so it needs rank 1 to " +
+                        std::to_string(kMaxRank - 1) + " and a last dimension that is a "
+                        "multiple of " + std::to_string(kQ8BlockElements) + "; got shape " +
+                        ShapeToString(shape));
+  }
   Node n;
   n.kind = OpKind::kInput;
   n.type = {dtype, shape};
@@ -217,6 +241,8 @@ Status Trace::Scalar(const char *op, DType dtype, double value, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   if (!IsValidDtype(dtype))
     return DtypeError(std::string(op) + ": unknown dtype " + std::to_string(static_cast<int>(dtype)));
+  if (IsQuantized(dtype))
+    return DtypeError(std::string(op) + ": a scalar cannot be q8_0 (block-quantized storage)");
   if (IsInteger(dtype) && !(std::isfinite(value) && ScalarFits(value, dtype)))
     return OutOfRange(std::string(op) + ": " + std::to_string(value) + " does not fit " +
                       DtypeName(dtype));
@@ -237,6 +263,9 @@ Status Trace::Constant(const char *op, DType dtype, const Shape &shape,
   if (!IsValidDtype(dtype))
     return DtypeError(std::string(op) + ": unknown dtype " +
                       std::to_string(static_cast<int>(dtype)));
+  if (IsQuantized(dtype))
+    return DtypeError(std::string(op) + ": q8_0 constants are not supported; pass quantized "
+                      "weights as program inputs");
   TM_RETURN_IF_ERROR(CheckShape(op, shape));
   Node n;
   n.kind = OpKind::kConstant;
@@ -252,6 +281,8 @@ Status Trace::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId 
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, a));
   TM_RETURN_IF_ERROR(CheckValue(op, b));
+  TM_RETURN_IF_ERROR(CheckNotQuantized(op, a));
+  TM_RETURN_IF_ERROR(CheckNotQuantized(op, b));
   const Node &na = nodes_[a], &nb = nodes_[b];
   Shape shape;
   TM_RETURN_IF_ERROR(BroadcastShapes(op, na.type.shape, nb.type.shape, &shape));
@@ -290,6 +321,8 @@ Status Trace::Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId 
   TM_RETURN_IF_ERROR(CheckValue(op, cond));
   TM_RETURN_IF_ERROR(CheckValue(op, a));
   TM_RETURN_IF_ERROR(CheckValue(op, b));
+  TM_RETURN_IF_ERROR(CheckNotQuantized(op, a));
+  TM_RETURN_IF_ERROR(CheckNotQuantized(op, b));
   if (nodes_[cond].type.dtype != DType::kBool)
     return DtypeError(std::string(op) + ": condition must be bool, got " +
                       nodes_[cond].type.ToString());
@@ -317,6 +350,7 @@ Status Trace::Unary(OpKind kind, const char *op, ValueId x, ValueId *out) {
   if (!unary) return InvalidArgument(std::string(op) + ": " + OpKindName(kind) + " is not a unary op");
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
+  TM_RETURN_IF_ERROR(CheckNotQuantized(op, x));
   DType dtype = nodes_[x].type.dtype;
   if (dtype == DType::kBool)
     return DtypeError(std::string(op) + ": not defined for bool operand " +
@@ -339,6 +373,18 @@ Status Trace::Cast(const char *op, ValueId x, DType dtype, ValueId *out) {
   if (!IsValidDtype(dtype))
     return DtypeError(std::string(op) + ": unknown dtype " +
                       std::to_string(static_cast<int>(dtype)));
+  if (IsQuantized(dtype) && nodes_[x].type.dtype != dtype)
+    return DtypeError(std::string(op) + ": cannot cast " + nodes_[x].type.ToString() +
+                      " to q8_0: quantize outside the program (tm_quantize_q8_0) and pass "
+                      "the blocks as an input");
+  if (IsQuantized(nodes_[x].type.dtype) && nodes_[x].type.dtype != dtype && !IsFloat(dtype))
+    return DtypeError(std::string(op) + ": " + nodes_[x].type.ToString() +
+                      " dequantizes to a float type (f32, f64, f16, bf16), not " +
+                      DtypeName(dtype));
+  if (IsTransposedQuantized(x))
+    return DtypeError(std::string(op) + ": " + nodes_[x].type.ToString() +
+                      " is a transposed q8_0 view, which only a matmul's right operand may "
+                      "be; cast before transposing");
   if (nodes_[x].type.dtype == dtype) {
     *out = x;
     if (nodes_[x].weak) {  // an explicit cast fixes the dtype, even to the same one
@@ -351,6 +397,35 @@ Status Trace::Cast(const char *op, ValueId x, DType dtype, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckScalarFits(op, x, dtype));
   *out = Convert(x, dtype);
   nodes_[*out].weak = false;  // an explicit cast fixes the dtype
+  return Status::Ok();
+}
+
+// A q8_0 operand is dequantized inside the product (the CPU target's kernels read its
+// blocks in place), so its blocks must run along the contraction axis: the left operand as
+// stored (m, k), the right one as the transposed view of an (n, k) matrix, x @ W^T.
+Status Trace::CheckQuantizedMatmul(const char *op, ValueId a, ValueId b) const {
+  const TensorType &ta = nodes_[a].type, &tb = nodes_[b].type;
+  const bool qa = IsQuantized(ta.dtype), qb = IsQuantized(tb.dtype);
+  if (!qa && !qb) return Status::Ok();
+  auto operands = [&] { return ta.ToString() + " @ " + tb.ToString(); };
+  if (qa && qb)
+    return DtypeError(std::string(op) + ": both operands are q8_0 (" + operands() +
+                      "); one must be f32");
+  const TensorType &other = qa ? tb : ta;
+  if (other.dtype != DType::kF32)
+    return DtypeError(std::string(op) + ": a q8_0 matrix multiplies an f32 operand, got " +
+                      operands());
+  if ((qa ? ta : tb).rank() != 2)
+    return ShapeError(std::string(op) + ": a q8_0 operand must be a matrix (rank 2), got " +
+                      operands());
+  if (qa && IsTransposedQuantized(a))
+    return DtypeError(std::string(op) + ": the left operand of " + operands() +
+                      " is a transposed q8_0 view, whose blocks run along its columns, not "
+                      "along the contraction axis; only the right operand may be one");
+  if (qb && !IsTransposedQuantized(b))
+    return DtypeError(std::string(op) + ": a q8_0 right operand must be the transposed view "
+                      "of an (n, k) q8_0 matrix (tm_op_transpose), so that its blocks run "
+                      "along the contraction axis; got " + operands());
   return Status::Ok();
 }
 
@@ -368,6 +443,7 @@ Status Trace::Matmul(const char *op, ValueId a, ValueId b, ValueId *out) {
                       ")");
   if (sb.size() > 2 && !std::equal(sa.begin(), sa.end() - 2, sb.begin(), sb.end() - 2))
     return ShapeError(std::string(op) + ": batch dimensions differ in " + shapes());
+  TM_RETURN_IF_ERROR(CheckQuantizedMatmul(op, a, b));
   DType dtype = PromoteTypes(nodes_[a].type.dtype, nodes_[b].type.dtype);
   if (dtype == DType::kBool)
     return DtypeError(std::string(op) + ": not defined for bool operands");
@@ -415,6 +491,7 @@ Status Trace::Reduce(OpKind kind, const char *op, ValueId x, int32_t axis, bool 
                      ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
+  TM_RETURN_IF_ERROR(CheckNotQuantized(op, x));
   const TensorType &t = nodes_[x].type;
   int ax;
   TM_RETURN_IF_ERROR(NormalizeAxis(op, axis, t.rank(), &ax));
@@ -440,6 +517,7 @@ Status Trace::Reduce(OpKind kind, const char *op, ValueId x, int32_t axis, bool 
 Status Trace::Reshape(const char *op, ValueId x, const Shape &requested, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, x));
+  TM_RETURN_IF_ERROR(CheckNotQuantized(op, x));
   const TensorType &t = nodes_[x].type;
   if (requested.size() > kMaxRank)
     return ShapeError(std::string(op) + ": rank " + std::to_string(requested.size()) +
@@ -502,6 +580,10 @@ Status Trace::Transpose(const char *op, ValueId x, const std::vector<int64_t> &p
   }
   bool identity = true;
   for (int i = 0; i < t.rank(); ++i) identity &= axes[i] == i;
+  if (IsQuantized(t.dtype) && !identity && (t.rank() != 2 || IsTransposedQuantized(x)))
+    return DtypeError(std::string(op) + ": " + t.ToString() +
+                      " is q8_0: only a q8_0 matrix (rank 2, as stored) can be transposed, "
+                      "into the view a matmul takes as its right operand");
   if (identity) {
     *out = x;
     return Status::Ok();
@@ -524,6 +606,7 @@ Status Trace::Slice(const char *op, ValueId x, const Shape &begin, const Shape &
                            std::to_string(end.size()) + " entries");
   TM_RETURN_IF_ERROR(
       CheckEntryCount(op, x, "begin and end have", static_cast<int64_t>(begin.size())));
+  TM_RETURN_IF_ERROR(CheckNotQuantized(op, x));
   const TensorType &t = nodes_[x].type;
   Shape shape(t.rank());
   for (int i = 0; i < t.rank(); ++i) {
@@ -551,6 +634,7 @@ Status Trace::Concat(const char *op, const std::vector<ValueId> &xs, int32_t axi
   TM_RETURN_IF_ERROR(CheckOpen(op));
   if (xs.empty()) return InvalidArgument(std::string(op) + ": needs at least one value");
   for (ValueId v : xs) TM_RETURN_IF_ERROR(CheckValue(op, v));
+  for (ValueId v : xs) TM_RETURN_IF_ERROR(CheckNotQuantized(op, v));
   const TensorType &first = nodes_[xs[0]].type;
   int ax;
   TM_RETURN_IF_ERROR(NormalizeAxis(op, axis, first.rank(), &ax));
@@ -590,6 +674,10 @@ Status Trace::Gather(const char *op, ValueId table, ValueId indices, ValueId *ou
   if (!IsInteger(it.dtype))
     return DtypeError(std::string(op) + ": indices must be i32 or i64, got " + it.ToString() +
                       " (table " + tt.ToString() + ")");
+  if (IsQuantized(tt.dtype) && (tt.rank() < 2 || IsTransposedQuantized(table)))
+    return ShapeError(std::string(op) + ": a q8_0 table is gathered by whole rows of blocks: "
+                      "it must be stored (not a transposed view) with rank >= 2, got " +
+                      tt.ToString());
   // A table with no rows can only be indexed by no indices (the result is then empty).
   if (tt.rank() == 0 || (tt.shape[0] == 0 && it.NumElements() > 0))
     return ShapeError(std::string(op) + ": table must have rank >= 1 and at least one row, got " +
@@ -632,6 +720,10 @@ Status Trace::End(const char *op, const std::vector<ValueId> &outputs) {
   if (outputs.empty())
     return InvalidArgument(std::string(op) + ": a program needs at least one output");
   for (ValueId v : outputs) TM_RETURN_IF_ERROR(CheckValue(op, v));
+  for (ValueId v : outputs)
+    if (IsQuantized(nodes_[v].type.dtype))
+      return DtypeError(std::string(op) + ": an output cannot be " + nodes_[v].type.ToString() +
+                        "; q8_0 is an input storage type (cast the output to a float type)");
   outputs_ = outputs;
   ended_ = true;
   return Status::Ok();

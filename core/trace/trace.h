@@ -137,6 +137,15 @@ class Trace {
   // composites check it themselves: an empty operand makes none of their ops).
   static Status CheckArithmetic(const char *op, DType dtype);
 
+  // q8_0 values (dtype.h) go only into tm_op_cast, tm_op_gather, tm_op_matmul and a 2-D
+  // tm_op_transpose that feeds a matmul: every other op refuses them with a message naming
+  // what it can do instead.
+  Status CheckNotQuantized(const char *op, ValueId v) const;
+  // A q8_0 value that is a transposed view (its blocks run along its first axis): only a
+  // matmul's right operand may be one.
+  bool IsTransposedQuantized(ValueId v) const;
+  Status CheckQuantizedMatmul(const char *op, ValueId a, ValueId b) const;
+
  private:
   ValueId Add(Node node);
   // Casts v to dtype (a new Scalar for weak scalars, a Cast node otherwise).

@@ -27,7 +27,9 @@ std::string BundleFileName(const ProgramKey &key) {
          "_l" + std::to_string(l) + ".tmp";
 }
 
-const char *DtypeText(tm_dtype d) { return d == TM_F16 ? "f16" : d == TM_BF16 ? "bf16" : "f32"; }
+const char *DtypeText(tm_dtype d) {
+  return d == TM_F16 ? "f16" : d == TM_BF16 ? "bf16" : d == TM_Q8_0 ? "q8_0" : "f32";
+}
 
 // The dimensions (and the weight matrices' dtype) a bundle's programs are specialised to,
 // as manifest.txt lines.
@@ -120,7 +122,7 @@ Status BundleChoices(const std::string &dir, tm_target *target, tm_dtype *weight
                            " was compiled for the CPU");
   *target = compiled_for;
   if (*weights == 0) {
-    for (tm_dtype d : {TM_F32, TM_F16, TM_BF16})
+    for (tm_dtype d : {TM_F32, TM_F16, TM_BF16, TM_Q8_0})
       if (text.find(std::string("\nweights ") + DtypeText(d)) != std::string::npos) *weights = d;
   }
   return Status::Ok();

@@ -240,6 +240,25 @@ TM_API tm_status tm_model_compile_bundle(tm_model *model, const char *dir,
   });
 }
 
+TM_API tm_status tm_model_load_report(const tm_model *model, char *buf, size_t capacity,
+                                      size_t *len) {
+  if (!model) return Report(Null("tm_model_load_report", "model"));
+  if (!len) return Report(Null("tm_model_load_report", "len"));
+  if (!buf && capacity > 0)
+    return Report(tinymlir::InvalidArgument("tm_model_load_report: buf is NULL with capacity " +
+                                            std::to_string(capacity)));
+  return Guard("tm_model_load_report", [&]() -> Status {
+    const std::string text = model->impl->LoadReport();
+    *len = text.size();
+    if (capacity > 0) {
+      const size_t n = std::min(capacity - 1, text.size());
+      std::memcpy(buf, text.data(), n);
+      buf[n] = '\0';
+    }
+    return Status::Ok();
+  });
+}
+
 TM_API tm_status tm_model_get_stats(tm_model *model, tm_model_stats *stats) {
   if (!model) return Report(Null("tm_model_get_stats", "model"));
   if (!stats) return Report(Null("tm_model_get_stats", "stats"));

@@ -241,13 +241,17 @@ Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Wei
   for (const Wanted &w : wanted) {
     Weight &dst = w.layer >= 0 ? out.layers[w.layer].*w.in_layer : out.*w.top_level;
     dst.shape = w.shape;
-    if (w.matrix && c.matrices != TM_F32) {
+    const size_t n = static_cast<size_t>(dst.elements());
+    // q8_0 matrices are read as F32 and quantized once laid out (QuantizeMatrices).
+    if (w.matrix && (c.matrices == TM_F16 || c.matrices == TM_BF16)) {
       dst.dtype = c.matrices;
+      TM_RETURN_IF_ERROR(dst.host.Allocate(n * sizeof(uint16_t)));
       TM_RETURN_IF_ERROR(file.ReadAsHalf(w.key, c.matrices == TM_F16 ? SafetensorsDtype::kF16
                                                                      : SafetensorsDtype::kBF16,
-                                         &dst.half));
+                                         dst.host.as<uint16_t>(), n));
     } else {
-      TM_RETURN_IF_ERROR(file.ReadAsF32(w.key, &dst.data));
+      TM_RETURN_IF_ERROR(dst.host.Allocate(n * sizeof(float)));
+      TM_RETURN_IF_ERROR(file.ReadAsF32(w.key, dst.host.as<float>(), n));
     }
   }
   *weights = std::move(out);
@@ -256,13 +260,16 @@ Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Wei
 
 Status ChooseMatrixDtype(const SafetensorsFile &file, tm_dtype requested, tm_target target,
                          tm_dtype *out) {
-  if (requested != 0 && requested != TM_F32 && requested != TM_F16 && requested != TM_BF16)
+  if (requested != 0 && requested != TM_F32 && requested != TM_F16 && requested != TM_BF16 &&
+      requested != TM_Q8_0)
     return InvalidArgument("tm_model_load: options.weights " + std::to_string(requested) +
-                           " is not 0 (as stored), TM_F32, TM_F16 or TM_BF16");
+                           " is not 0 (as stored), TM_F32, TM_F16, TM_BF16 or TM_Q8_0");
   if (target == TM_TARGET_GPU) {
-    if (requested == TM_F16 || requested == TM_BF16)
-      return Unsupported("tm_model_load: half-precision weights run on the CPU target only "
-                         "(the GPU target holds F32 weights)");
+    if (requested == TM_F16 || requested == TM_BF16 || requested == TM_Q8_0)
+      return Unsupported(std::string("tm_model_load: ") +
+                         (requested == TM_Q8_0 ? "q8_0" : "half-precision") +
+                         " weights run on the CPU target only (the GPU target holds F32 "
+                         "weights)");
     *out = TM_F32;
     return Status::Ok();
   }
@@ -289,35 +296,33 @@ namespace {
 // dst (cols x rows) = src (rows x cols) transposed, in 32 x 32 tiles (both sides stay in
 // the cache while a tile moves).
 template <typename T>
-void Transpose(const std::vector<T> &src, int64_t rows, int64_t cols, std::vector<T> *dst) {
+void Transpose(const T *src, int64_t rows, int64_t cols, T *dst) {
   constexpr int64_t kTile = 32;
-  dst->resize(src.size());
   for (int64_t r0 = 0; r0 < rows; r0 += kTile)
     for (int64_t c0 = 0; c0 < cols; c0 += kTile)
       for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
         for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
-          (*dst)[c * rows + r] = src[r * cols + c];
+          dst[c * rows + r] = src[r * cols + c];
 }
 
-void TransposeMatrix(Weight *w) {
+Status TransposeMatrix(Weight *w) {
   const int64_t rows = w->shape[0], cols = w->shape[1];
-  if (w->dtype == TM_F32) {
-    std::vector<float> t;
-    Transpose(w->data, rows, cols, &t);
-    w->data.swap(t);
-  } else {
-    std::vector<uint16_t> t;
-    Transpose(w->half, rows, cols, &t);
-    w->half.swap(t);
-  }
+  HostArray t;
+  TM_RETURN_IF_ERROR(t.Allocate(w->host.bytes()));
+  if (w->dtype == TM_F32) Transpose(w->host.as<float>(), rows, cols, t.as<float>());
+  else Transpose(w->host.as<uint16_t>(), rows, cols, t.as<uint16_t>());
+  w->host = std::move(t);
   w->shape = {cols, rows};
+  return Status::Ok();
 }
 
 }  // namespace
 
-void TransposeProjections(Gpt2Weights *weights) {
+Status TransposeProjections(Gpt2Weights *weights) {
   for (Gpt2Layer &l : weights->layers)
-    for (Weight *w : {&l.attn_w, &l.attn_proj_w, &l.fc_w, &l.mlp_proj_w}) TransposeMatrix(w);
+    for (Weight *w : {&l.attn_w, &l.attn_proj_w, &l.fc_w, &l.mlp_proj_w})
+      TM_RETURN_IF_ERROR(TransposeMatrix(w));
+  return Status::Ok();
 }
 
 }  // namespace tinymlir::gpt2

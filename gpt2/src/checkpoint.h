@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpt2/src/status.h"
+#include "gpt2/src/weight_memory.h"
 #include "tinymlir/tinymlir.h"
 
 namespace tinymlir::gpt2 {
@@ -23,7 +24,8 @@ struct Gpt2Config {
   double layer_norm_epsilon = 1e-5;
   int32_t eos_token_id = -1;  // config's eos_token_id; -1 when it has none
   // The dtype the weight matrices (wte and each block's four projections) are held in and
-  // passed to the programs: TM_F32, TM_F16 or TM_BF16. Not read from config.json: chosen
+  // passed to the programs: TM_F32, TM_F16, TM_BF16 or TM_Q8_0 (8-bit blocks, quantized at
+  // load; CPU only, projections out-major). Not read from config.json: chosen
   // when the model loads (ChooseMatrixDtype), and part of what a bundle is compiled for.
   tm_dtype matrices = TM_F32;
   // Whether the blocks' four projection matrices are held output-major, (out, in), the
@@ -57,21 +59,26 @@ Status ReadGpt2Config(const std::string &path, Gpt2Config *config);
 // The same on the text of a config; `name` stands for the file in messages.
 Status ParseGpt2Config(const std::string &name, std::string_view text, Gpt2Config *config);
 
-// One tensor (C-contiguous): F32, or a weight matrix kept in F16/BF16.
+// One tensor (C-contiguous): F32, or a weight matrix kept in F16/BF16, in host memory of
+// its own (weight_memory.h: 2 MB-aligned, in huge pages where the kernel gives them).
 struct Weight {
   std::vector<int64_t> shape;
   tm_dtype dtype = TM_F32;
-  std::vector<float> data;     // when dtype is TM_F32
-  std::vector<uint16_t> half;  // when dtype is TM_F16 or TM_BF16 (the raw bits)
+  HostArray host;  // floats for TM_F32, the raw bits for TM_F16 / TM_BF16, blocks for TM_Q8_0
   // A copy in GPU-reachable memory (tm_process_managed_alloc) when the model's programs run on the
   // GPU (always F32): passed to them in place, so the weights are uploaded once. Owned by
   // the model.
   float *device = nullptr;
-  const void *for_programs() const {
-    if (device) return device;
-    return dtype == TM_F32 ? static_cast<const void *>(data.data()) : half.data();
+
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
   }
-  size_t bytes() const { return data.size() * sizeof(float) + half.size() * sizeof(uint16_t); }
+  const float *f32() const { return host.as<float>(); }      // dtype TM_F32
+  const uint16_t *bits16() const { return host.as<uint16_t>(); }  // TM_F16 / TM_BF16
+  const void *for_programs() const { return device ? device : host.data(); }
+  size_t bytes() const { return host.bytes(); }
 };
 
 struct Gpt2Layer {
@@ -110,12 +117,12 @@ Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &config,
                        Gpt2Weights *weights);
 
 // Transposes each block's four projection matrices to (out, in) (projections_out_major).
-void TransposeProjections(Gpt2Weights *weights);
+Status TransposeProjections(Gpt2Weights *weights);
 
 // The dtype a model keeps its weight matrices in, for a request (tm_model_options.weights):
 // 0 keeps the checkpoint's own (F16 and BF16 stay half when wte and every projection are
-// stored so; F32 otherwise); TM_F32, TM_F16 and TM_BF16 convert at load. The GPU target
-// holds F32 only: a half request there is TM_ERROR_UNSUPPORTED, and 0 means F32. Any other
+// stored so; F32 otherwise); TM_F32, TM_F16, TM_BF16 and TM_Q8_0 convert at load. The GPU
+// target holds F32 only: a half or q8_0 request there is TM_ERROR_UNSUPPORTED, and 0 means F32. Any other
 // value is TM_ERROR_INVALID_ARGUMENT.
 Status ChooseMatrixDtype(const SafetensorsFile &file, tm_dtype requested, tm_target target,
                          tm_dtype *out);

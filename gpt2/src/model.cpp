@@ -1,3 +1,4 @@
+#include "gpt2/src/prepared_weights.h"
 #include "gpt2/src/model.h"
 
 #include <pthread.h>
@@ -62,6 +63,29 @@ static_assert(static_cast<int>(ProgramKind::kEmbed) == TM_MODEL_PROGRAM_EMBED &&
                   static_cast<int>(ProgramKind::kHead) == TM_MODEL_PROGRAM_HEAD,
               "ProgramKind indexes tm_model_stats.decode_invoke_seconds");
 
+// Quantizes wte and each block's four projections, F32 as loaded and laid out, to TM_Q8_0:
+// blocks of 32 along each row, the contraction axis of every product they enter (the
+// projections are out-major). Each F32 matrix is released once quantized, so the peak is
+// the F32 weights plus one matrix in blocks.
+Status QuantizeMatrices(Gpt2Weights *weights) {
+  std::vector<Weight *> matrices = {&weights->wte};
+  for (Gpt2Layer &l : weights->layers)
+    for (Weight *w : {&l.attn_w, &l.attn_proj_w, &l.fc_w, &l.mlp_proj_w}) matrices.push_back(w);
+  for (Weight *w : matrices) {
+    if (w->dtype != TM_F32 || w->shape.size() != 2)
+      return Status(StatusCode::kRuntime, "QuantizeMatrices: a matrix is not a 2-D F32 tensor");
+    const int64_t rows = w->shape[0], k = w->shape[1];
+    HostArray blocks;
+    const size_t bytes = static_cast<size_t>(rows * (k / 32) * 34);
+    TM_RETURN_IF_ERROR(blocks.Allocate(bytes));
+    const Status s = FromC(tm_quantize_q8_0(w->f32(), rows, k, blocks.data(), bytes));
+    if (!s.ok()) return Status(s.code(), "quantizing the weights to q8_0: " + s.message());
+    w->host = std::move(blocks);  // the F32 copy goes now: the peak is one matrix over
+    w->dtype = TM_Q8_0;
+  }
+  return Status::Ok();
+}
+
 Status Invoke(tm_program *p, const Tensors &in, const Tensors &out) {
   return FromC(tm_invoke(p, in.data(), in.size(), out.data(), out.size()));
 }
@@ -80,13 +104,38 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
     // A bundle's manifest names its target; the weights are held for that one.
     if (!bundle_dir.empty()) TM_RETURN_IF_ERROR(BundleChoices(bundle_dir, &target, &weights));
     TM_RETURN_IF_ERROR(ChooseMatrixDtype(*file, weights, target, &m->config_.matrices));
-    TM_RETURN_IF_ERROR(LoadGpt2Weights(*file, m->config_, &m->weights_));
-  }
-  // On the CPU every decode product then streams weight rows as dot products
-  // (Gpt2Config::projections_out_major); the GPU's tiled matmul takes them as stored.
-  if (target == TM_TARGET_CPU) {
-    m->config_.projections_out_major = true;
-    TransposeProjections(&m->weights_);
+    if (m->config_.matrices == TM_Q8_0 && (m->config_.n_embd % 32 || m->config_.n_inner % 32))
+      return Unsupported(dir + "/config.json: q8_0 weights need n_embd and n_inner to be "
+                         "multiples of 32 (the block length); this model has " +
+                         std::to_string(m->config_.n_embd) + " and " +
+                         std::to_string(m->config_.n_inner));
+    // On the CPU every decode product streams weight rows as dot products
+    // (Gpt2Config::projections_out_major); the GPU's tiled matmul takes them as stored.
+    m->config_.projections_out_major = target == TM_TARGET_CPU;
+    // The weights as this model holds them: from the prepared file of an earlier load, or
+    // converted from the checkpoint (then prepared for the next one).
+    const auto weights_start = Clock::now();
+    std::string why_none, why;
+    const PreparedKey key = KeyFor(dir, *file, m->config_, &why_none);
+    bool prepared = false;
+    TM_RETURN_IF_ERROR(ReadPreparedWeights(key, m->config_, &m->weights_, &prepared, &why));
+    if (prepared) {
+      m->load_notes_ = "weights: read from " + key.path;
+    } else {
+      TM_RETURN_IF_ERROR(LoadGpt2Weights(*file, m->config_, &m->weights_));
+      if (m->config_.projections_out_major) TM_RETURN_IF_ERROR(TransposeProjections(&m->weights_));
+      if (m->config_.matrices == TM_Q8_0) TM_RETURN_IF_ERROR(QuantizeMatrices(&m->weights_));
+      m->load_notes_ = "weights: converted from " + dir + "/model.safetensors";
+      if (key.path.empty()) {
+        m->load_notes_ += " (not prepared for the next load: " + why_none + ")";
+      } else {
+        const Status written = WritePreparedWeights(key, m->weights_);
+        m->load_notes_ += "; prepared file " + key.path + " " +
+                          (written.ok() ? std::string("written") : "not written: " + written.message()) +
+                          (why.empty() ? "" : " (" + why + ")");
+      }
+    }
+    m->load_notes_ += " in " + std::to_string(static_cast<int>(1e3 * Seconds(weights_start))) + " ms\n";
   }
 
   std::string vocab = dir + "/vocab.json", merges = dir + "/merges.txt";
@@ -150,16 +199,16 @@ Status Gpt2Model::UploadWeights(bool *uploaded) {
       all.push_back(w);
   for (Weight *w : all) {
     void *block = nullptr;
-    const tm_status s = tm_process_managed_alloc(w->data.size() * sizeof(float), &block);
+    const tm_status s = tm_process_managed_alloc(w->bytes(), &block);
     // Where there is no GPU, the weights stay on the host: every program call then fails
     // with the same message, and a model can still be loaded, inspected and tokenized.
     if (s == TM_ERROR_UNSUPPORTED) return Status::Ok();
     TM_RETURN_IF_ERROR(FromC(s));
     device_blocks_.push_back(static_cast<float *>(block));
-    std::memcpy(block, w->data.data(), w->data.size() * sizeof(float));
+    std::memcpy(block, w->host.data(), w->bytes());
     // On the device before the first call reads it (a page fault at a time otherwise). A
     // driver that cannot prefetch still moves the pages when they are read: not an error.
-    (void)tm_process_managed_prefetch(block, w->data.size() * sizeof(float));
+    (void)tm_process_managed_prefetch(block, w->bytes());
     w->device = static_cast<float *>(block);
   }
   *uploaded = true;
@@ -461,6 +510,26 @@ Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback pro
   }
   TM_RETURN_IF_ERROR(EnsurePrograms(keys, progress, user));
   return WriteBundle(dir, config_, source_->target(), keys, programs_);
+}
+
+std::string Gpt2Model::LoadReport() const {
+  uint64_t bytes = 0, huge = 0;
+  auto count = [&](const Weight &w) {
+    bytes += w.bytes();
+    if (w.host.huge_pages_asked()) huge += HugePageBytes(w.host.data(), w.bytes());
+  };
+  count(weights_.wte);
+  count(weights_.wpe);
+  for (const Gpt2Layer &l : weights_.layers)
+    for (const Weight *w : {&l.attn_w, &l.attn_proj_w, &l.fc_w, &l.mlp_proj_w}) count(*w);
+  const std::string mode = TransparentHugePageMode();
+  std::string text = load_notes_;
+  text += "weights: " + std::to_string(bytes >> 20) + " MB in the large tensors, " +
+          std::to_string(huge >> 20) + " MB of them in huge pages (transparent huge pages: " + mode;
+  if (mode == "never" || mode == "unavailable")
+    text += "; 4 KB pages stream about a quarter slower: echo madvise > "
+            "/sys/kernel/mm/transparent_hugepage/enabled";
+  return text + ")\n";
 }
 
 }  // namespace tinymlir::gpt2

@@ -60,6 +60,10 @@ class Gpt2Model {
   const Gpt2Config &config() const { return config_; }
   const BpeTokenizer *tokenizer() const { return tokenizer_.get(); }  // null: ids only
   const tm_model_stats &stats() const { return stats_; }
+  // What the load did that a user may want to know: where the weights came from (the
+  // checkpoint, converted; or a prepared file, and why one was not used), how many of their
+  // bytes are in huge pages. Lines of text (tm_model_load_report).
+  std::string LoadReport() const;
 
   // Marks the model busy for one computation; fails with TM_ERROR_BUSY (naming `fn`) when
   // another computation holds it. Callers hold the returned claim for the whole call.
@@ -131,6 +135,7 @@ class Gpt2Model {
   double forward_invoke_seconds_[TM_MODEL_NUM_PROGRAM_KINDS] = {};
   uint64_t forward_invokes_ = 0;
   tm_model_stats stats_{};
+  std::string load_notes_;  // LoadReport's first lines, written by Load
   // The claim: the holder's process id (0: free), and its thread once it has the claim.
   std::atomic<pid_t> claimed_by_{0};
   std::atomic<uintptr_t> claiming_thread_{0};

@@ -309,16 +309,39 @@ Status SafetensorsFile::ReadAsF32(const std::string &name, std::vector<float> *o
   if (info == nullptr) {
     return InvalidArgument("safetensors file '" + path_ + "': no tensor named '" + name + "'");
   }
+  out->resize(info->nbytes / SafetensorsDtypeSize(info->dtype));
+  return ReadAsF32(name, out->data(), out->size());
+}
+
+Status SafetensorsFile::ReadAsHalf(const std::string &name, SafetensorsDtype dtype,
+                                   std::vector<uint16_t> *out) const {
+  if (out == nullptr) return InvalidArgument("ReadAsHalf: out is null");
+  const TensorInfo *info = Find(name);
+  if (info == nullptr) {
+    return InvalidArgument("safetensors file '" + path_ + "': no tensor named '" + name + "'");
+  }
+  out->resize(info->nbytes / SafetensorsDtypeSize(info->dtype));
+  return ReadAsHalf(name, dtype, out->data(), out->size());
+}
+
+Status SafetensorsFile::ReadAsF32(const std::string &name, float *out, size_t count) const {
+  const TensorInfo *info = Find(name);
+  if (info == nullptr) {
+    return InvalidArgument("safetensors file '" + path_ + "': no tensor named '" + name + "'");
+  }
   const size_t n = info->nbytes / SafetensorsDtypeSize(info->dtype);
-  out->resize(n);
+  if (count != n)
+    return InvalidArgument("ReadAsF32: '" + name + "' has " + std::to_string(n) +
+                           " elements, the buffer " + std::to_string(count));
+  if (n > 0 && out == nullptr) return InvalidArgument("ReadAsF32: out is null");
   if (info->dtype == SafetensorsDtype::kF32) {
-    if (n > 0) std::memcpy(out->data(), info->data, info->nbytes);
+    if (n > 0) std::memcpy(out, info->data, info->nbytes);
   } else {
     const bool half = info->dtype == SafetensorsDtype::kF16;
     for (size_t i = 0; i < n; ++i) {
       uint16_t bits;
       std::memcpy(&bits, info->data + 2 * i, sizeof bits);  // data may be unaligned
-      (*out)[i] = half ? F16BitsToF32(bits) : BF16BitsToF32(bits);
+      out[i] = half ? F16BitsToF32(bits) : BF16BitsToF32(bits);
     }
   }
   DropPages(*info);
@@ -326,17 +349,19 @@ Status SafetensorsFile::ReadAsF32(const std::string &name, std::vector<float> *o
 }
 
 Status SafetensorsFile::ReadAsHalf(const std::string &name, SafetensorsDtype dtype,
-                                   std::vector<uint16_t> *out) const {
-  if (out == nullptr) return InvalidArgument("ReadAsHalf: out is null");
+                                   uint16_t *out, size_t count) const {
   if (dtype == SafetensorsDtype::kF32) return InvalidArgument("ReadAsHalf: F32 is not a half type");
   const TensorInfo *info = Find(name);
   if (info == nullptr) {
     return InvalidArgument("safetensors file '" + path_ + "': no tensor named '" + name + "'");
   }
   const size_t n = info->nbytes / SafetensorsDtypeSize(info->dtype);
-  out->resize(n);
+  if (count != n)
+    return InvalidArgument("ReadAsHalf: '" + name + "' has " + std::to_string(n) +
+                           " elements, the buffer " + std::to_string(count));
+  if (n > 0 && out == nullptr) return InvalidArgument("ReadAsHalf: out is null");
   if (info->dtype == dtype) {
-    if (n > 0) std::memcpy(out->data(), info->data, info->nbytes);
+    if (n > 0) std::memcpy(out, info->data, info->nbytes);
   } else {
     auto narrow = dtype == SafetensorsDtype::kF16 ? &F32ToF16Bits : &F32ToBF16Bits;
     for (size_t i = 0; i < n; ++i) {
@@ -348,11 +373,18 @@ Status SafetensorsFile::ReadAsHalf(const std::string &name, SafetensorsDtype dty
         std::memcpy(&bits, info->data + 2 * i, sizeof bits);
         value = info->dtype == SafetensorsDtype::kF16 ? F16BitsToF32(bits) : BF16BitsToF32(bits);
       }
-      (*out)[i] = narrow(value);
+      out[i] = narrow(value);
     }
   }
   DropPages(*info);
   return Status::Ok();
+}
+
+std::string_view SafetensorsFile::header() const {
+  if (size_ < 8) return {};
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | base_[i];
+  return std::string_view(reinterpret_cast<const char *>(base_), 8 + header_len);
 }
 
 void SafetensorsFile::DropPages(const TensorInfo &info) const {

@@ -77,6 +77,9 @@ class SafetensorsFile {
   const std::vector<std::string> &names() const { return names_; }
   // nullptr when the file has no tensor called `name`.
   const TensorInfo *Find(const std::string &name) const;
+  // The length field and the JSON header: what names every tensor, its dtype, shape and
+  // place (prepared_weights.h keys on it).
+  std::string_view header() const;
 
   // Copies tensor `name` into `*out` as F32 (resized to num_elements), then releases the
   // tensor's mapped pages (reading it again faults them back in). TM_ERROR_INVALID_ARGUMENT
@@ -86,6 +89,10 @@ class SafetensorsFile {
   // stored so, else rounded from its F32 value.
   Status ReadAsHalf(const std::string &name, SafetensorsDtype dtype,
                     std::vector<uint16_t> *out) const;
+  // The same into caller memory of exactly the tensor's element count `n`.
+  Status ReadAsF32(const std::string &name, float *out, size_t n) const;
+  Status ReadAsHalf(const std::string &name, SafetensorsDtype dtype, uint16_t *out,
+                    size_t n) const;
 
  private:
   SafetensorsFile() = default;

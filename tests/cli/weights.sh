@@ -1,5 +1,5 @@
 #!/bin/sh
-# `tinymlir generate --weights f32|f16|bf16`: each dtype runs (exit status 0) and, with
+# `tinymlir generate --weights f32|f16|bf16|q8_0`: each dtype runs (exit status 0) and, with
 # --greedy --ids, prints the prompt and the number of tokens asked for, every one an id of the
 # vocabulary. The embedded kjv-tiny (an F16 checkpoint) gives its golden greedy tokens
 # (models/kjv-tiny/golden.json, case 0) by default, and exactly the same with --weights f32
@@ -76,13 +76,13 @@ generate kjv-default --greedy --ids --tokens "$tokens" "$prompt"
   fail "kjv-tiny's greedy tokens are not the golden ones:
   got:  $(cat "$work/kjv-default.out")
   want: $prompt $want"
-for w in f32 f16 bf16; do
+for w in f32 f16 bf16 q8_0; do
   generate "kjv-$w" --weights $w --greedy --ids --tokens "$tokens" "$prompt"
   check_ids "kjv-$w" "$prompt" "$tokens" "$kjv_vocab"
 done
 same kjv-default kjv-f32
 same kjv-default kjv-f16
-echo "ok: kjv-tiny (F16): golden greedy tokens by default, with --weights f32 and f16; bf16: $(cat "$work/kjv-bf16.out")"
+echo "ok: kjv-tiny (F16): golden greedy tokens by default, with --weights f32 and f16; bf16: $(cat "$work/kjv-bf16.out"); q8_0: $(cat "$work/kjv-q8_0.out")"
 
 # tiny-a (F32): its golden case 0.
 prompt=$(golden "$tiny/golden.json" prompt_ids)
@@ -94,15 +94,15 @@ generate tiny-default --model "$tiny" --greedy --ids --tokens "$tokens" "$prompt
   fail "tiny-a's greedy tokens are not the golden ones:
   got:  $(cat "$work/tiny-default.out")
   want: $prompt $want"
-for w in f32 f16 bf16; do
+for w in f32 f16 bf16 q8_0; do
   generate "tiny-$w" --model "$tiny" --weights $w --greedy --ids --tokens "$tokens" "$prompt"
   check_ids "tiny-$w" "$prompt" "$tokens" "$tiny_vocab"
 done
 same tiny-default tiny-f32
-echo "ok: tiny-a (F32): golden greedy tokens by default and with --weights f32; f16: $(cat "$work/tiny-f16.out"); bf16: $(cat "$work/tiny-bf16.out")"
+echo "ok: tiny-a (F32): golden greedy tokens by default and with --weights f32; f16: $(cat "$work/tiny-f16.out"); bf16: $(cat "$work/tiny-bf16.out"); q8_0: $(cat "$work/tiny-q8_0.out")"
 
 # The option reaches the model: the bundle's manifest names the weights' dtype.
-for w in default f32 f16 bf16; do
+for w in default f32 f16 bf16 q8_0; do
   option=
   [ $w = default ] || option="--weights $w"
   status=0
@@ -116,7 +116,7 @@ for w in default f32 f16 bf16; do
   grep -Eq "^weights $expected( |$)" "$work/bundle-$w/manifest.txt" ||
     { cat "$work/bundle-$w/manifest.txt" >&2; fail "compile $option: the manifest does not say 'weights $expected'"; }
 done
-echo "ok: tinymlir compile --weights f32|f16|bf16 writes that dtype in the bundle's manifest"
+echo "ok: tinymlir compile --weights f32|f16|bf16|q8_0 writes that dtype in the bundle's manifest"
 
 # An unknown dtype: one line on stderr naming the option and the value, status 1, no stdout.
 # (An empty value: "--weights needs a value, got an empty string".)

@@ -390,7 +390,7 @@ class Runner {
     if (d) return d;
     // The storage types, and values no tm_dtype has.
     if (b % 16 == 14) return (b >> 4) & 1 ? TM_BF16 : TM_F16;
-    static const int invalid[8] = {0, 8, -1, 255, INT32_MAX, INT32_MIN, 9, 100};
+    static const int invalid[8] = {0, 11, -1, 255, INT32_MAX, INT32_MIN, 9, 100};
     return invalid[(b >> 4) % 8];
   }
 

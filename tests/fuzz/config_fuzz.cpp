@@ -65,6 +65,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(c.vocab_size == 512 && c.n_ctx == 64 && c.n_embd == 32 && c.n_layer == 2 &&
                  c.n_inner == 128,
              "a config unlike tiny-a's loaded it");
-  FUZZ_CHECK(w.layers.size() == 2 && w.wte.data.size() == 512u * 32, "weights");
+  FUZZ_CHECK(w.layers.size() == 2 && w.wte.elements() == 512 * 32, "weights");
   return 0;
 }

@@ -277,9 +277,9 @@ TEST(Gpt2WeightsTest, LoadsTinyAFromAnOpenedFile) {
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(w.layers.size(), 2u);
   EXPECT_EQ(w.wte.shape, (std::vector<int64_t>{512, 32}));
-  EXPECT_EQ(w.wte.data.size(), 512u * 32);
+  EXPECT_EQ(static_cast<size_t>(w.wte.elements()), 512u * 32);
   EXPECT_EQ(w.layers[1].fc_w.shape, (std::vector<int64_t>{32, 128}));
-  EXPECT_EQ(w.layers[1].fc_w.data.size(), 32u * 128);
+  EXPECT_EQ(static_cast<size_t>(w.layers[1].fc_w.elements()), 32u * 128);
 }
 
 // Layer names are canonical decimal: "h.01." is not layer 1.

@@ -925,3 +925,134 @@ TEST_F(ModelApiFolder, ConfigDimensionsAreCheckedAgainstLimitsAndTheCheckpoint) 
 }
 
 }  // namespace
+
+// ---- prepared weights (gpt2/src/prepared_weights.h) ----------------------------------------
+
+// Each test keeps its prepared files in a folder of its own (TINYMLIR_CACHE_DIR, read at each
+// load), next to a copy of tiny-a.
+class PreparedWeights : public ModelApiFolder {
+ protected:
+  void SetUp() override {
+    ModelApiFolder::SetUp();
+    CopyTinyA();
+    const char *old = std::getenv("TINYMLIR_CACHE_DIR");
+    old_cache_ = old ? old : "";
+    had_cache_ = old != nullptr;
+    setenv("TINYMLIR_CACHE_DIR", (dir_ + "/cache").c_str(), 1);
+  }
+  void TearDown() override {
+    if (had_cache_) setenv("TINYMLIR_CACHE_DIR", old_cache_.c_str(), 1);
+    else unsetenv("TINYMLIR_CACHE_DIR");
+    ModelApiFolder::TearDown();
+  }
+  // Loads the copy (with `weights` as the matrices' dtype), returns its report and the
+  // logits of a fixed prompt.
+  std::string LoadAndRun(std::vector<float> *logits, tm_dtype weights = static_cast<tm_dtype>(0)) {
+    tm_model_options o;
+    tm_model_options_init(&o);
+    o.weights = weights;
+    tm_model *m = nullptr;
+    EXPECT_EQ(tm_model_load(ctx_, dir_.c_str(), &o, &m), TM_OK) << tm_last_error();
+    if (!m) return "";
+    models_.push_back(m);
+    const int32_t ids[] = {3, 1, 4, 1, 5};
+    logits->assign(512, 0.0f);
+    EXPECT_EQ(tm_model_logits(m, ids, 5, logits->data(), logits->size()), TM_OK) << tm_last_error();
+    size_t n = 0;
+    EXPECT_EQ(tm_model_load_report(m, nullptr, 0, &n), TM_OK);
+    std::string text(n + 1, '\0');
+    EXPECT_EQ(tm_model_load_report(m, &text[0], text.size(), &n), TM_OK);
+    text.resize(n);
+    return text;
+  }
+  std::vector<std::string> PreparedFiles() {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto &e : std::filesystem::directory_iterator(dir_ + "/cache/weights", ec))
+      if (e.path().extension() == ".tmweights") files.push_back(e.path().string());
+    return files;
+  }
+  // Flips one byte of `path` at `offset` from its end (offset < 0) or start.
+  static void FlipByte(const std::string &path, long offset) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(offset, offset < 0 ? std::ios::end : std::ios::beg);
+    const char c = static_cast<char>(f.get());
+    f.seekp(offset, offset < 0 ? std::ios::end : std::ios::beg);
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  std::string old_cache_;
+  bool had_cache_ = false;
+};
+
+TEST_F(PreparedWeights, TheSecondLoadReadsThePreparedFileAndGivesTheSameLogits) {
+  std::vector<float> first, second;
+  const std::string converted = LoadAndRun(&first);
+  EXPECT_NE(converted.find("converted from"), std::string::npos) << converted;
+  EXPECT_NE(converted.find("written (none yet)"), std::string::npos) << converted;
+  ASSERT_EQ(PreparedFiles().size(), 1u);
+  const std::string read = LoadAndRun(&second);
+  EXPECT_NE(read.find("read from " + PreparedFiles()[0]), std::string::npos) << read;
+  EXPECT_EQ(first, second) << "the prepared weights are not the converted ones, bit for bit";
+}
+
+TEST_F(PreparedWeights, EachChoiceOfDtypeHasAFileOfItsOwn) {
+  std::vector<float> f32, f16, f16_again;
+  LoadAndRun(&f32);
+  LoadAndRun(&f16, TM_F16);
+  EXPECT_EQ(PreparedFiles().size(), 2u);
+  const std::string read = LoadAndRun(&f16_again, TM_F16);
+  EXPECT_NE(read.find("read from"), std::string::npos) << read;
+  EXPECT_EQ(f16, f16_again);
+  EXPECT_NE(f32, f16) << "F16 matrices round: the two models should differ somewhere";
+}
+
+TEST_F(PreparedWeights, AChangedCheckpointMakesTheFileStaleAndItIsRebuilt) {
+  std::vector<float> before, after;
+  LoadAndRun(&before);
+  // The same bytes, a new modification time: the key names the time.
+  const auto path = dir_ + "/model.safetensors";
+  std::filesystem::last_write_time(path, std::filesystem::last_write_time(path) + std::chrono::seconds(5));
+  const std::string report = LoadAndRun(&after);
+  EXPECT_NE(report.find("converted from"), std::string::npos) << report;
+  EXPECT_NE(report.find("none yet"), std::string::npos)
+      << "a new key is a new file name: the stale file is not this key's" << report;
+  EXPECT_EQ(before, after);
+}
+
+TEST_F(PreparedWeights, ACorruptFileIsNeverUsedAndIsRebuiltWithAMessage) {
+  std::vector<float> good, again;
+  LoadAndRun(&good);
+  ASSERT_EQ(PreparedFiles().size(), 1u);
+  const std::string file = PreparedFiles()[0];
+  struct Case {
+    const char *what;
+    std::function<void()> damage;
+    const char *message;
+  };
+  const std::vector<Case> cases = {
+      {"a flipped byte in a tensor", [&] { FlipByte(file, -100); }, "is corrupt (tensor"},
+      {"a flipped byte in the head", [&] { FlipByte(file, 40); }, "is"},
+      {"truncated", [&] { std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2); },
+       "is truncated"},
+      {"not a prepared file", [&] { std::ofstream(file) << "hello"; }, "is not a prepared-weights file"},
+  };
+  for (const Case &c : cases) {
+    c.damage();
+    const std::string report = LoadAndRun(&again);
+    EXPECT_NE(report.find("converted from"), std::string::npos) << c.what << ": " << report;
+    EXPECT_NE(report.find(c.message), std::string::npos) << c.what << ": " << report;
+    EXPECT_NE(report.find("rebuilt from the checkpoint"), std::string::npos) << c.what << ": " << report;
+    EXPECT_EQ(good, again) << c.what;
+    // Rebuilt: the next load reads it.
+    const std::string next = LoadAndRun(&again);
+    EXPECT_NE(next.find("read from"), std::string::npos) << c.what << ": " << next;
+  }
+}
+
+TEST_F(PreparedWeights, WithoutACacheFolderTheModelLoadsAndSaysWhy) {
+  setenv("TINYMLIR_CACHE_DIR", "off", 1);
+  std::vector<float> logits;
+  const std::string report = LoadAndRun(&logits);
+  EXPECT_NE(report.find("not prepared for the next load: no cache folder"), std::string::npos) << report;
+  EXPECT_NE(report.find("huge pages"), std::string::npos) << report;
+}

@@ -39,6 +39,7 @@ def to_tm(dtype, what="array"):
 def from_tm(tm_dtype):
     """The NumPy dtype of a tm_dtype."""
     if tm_dtype not in _FROM_TM:
-        raise DtypeError(f"tinymlir dtype {tm_dtype} ({'bf16' if tm_dtype == capi.TM_BF16 else '?'}) "
+        names = {capi.TM_BF16: "bf16", capi.TM_Q8_0: "q8_0"}
+        raise DtypeError(f"tinymlir dtype {tm_dtype} ({names.get(tm_dtype, '?')}) "
                          "has no NumPy dtype")
     return _FROM_TM[tm_dtype]

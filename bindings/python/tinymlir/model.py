@@ -46,16 +46,17 @@ class Model(_Handle):
         from `directory` (str, bytes or os.PathLike). Raises LoadError for missing or
         malformed files. The model keeps its own reference to the context (default: the
         process-wide one), which may be closed first. `weights`: the dtype the weight
-        matrices are held in, "f32", "f16" or "bf16" (default None: as the checkpoint
-        stores them)."""
+        matrices are held in, "f32", "f16", "bf16" or "q8_0" (8-bit blocks quantized at
+        load, CPU only) (default None: as the checkpoint stores them)."""
         directory = c_path(directory, "directory")
         context = context if context is not None else default_context()
         options = capi.tm_model_options()
         capi.tm_model_options_init(options)
         options.target = int(Target.of(target))
-        kinds = {None: 0, "f32": capi.TM_F32, "f16": capi.TM_F16, "bf16": capi.TM_BF16}
+        kinds = {None: 0, "f32": capi.TM_F32, "f16": capi.TM_F16, "bf16": capi.TM_BF16,
+                 "q8_0": capi.TM_Q8_0}
         if weights not in kinds:
-            raise ValueError(f"weights must be None, 'f32', 'f16' or 'bf16', not {weights!r}")
+            raise ValueError(f"weights must be None, 'f32', 'f16', 'bf16' or 'q8_0', not {weights!r}")
         options.weights = kinds[weights]
         def call():
             with context._using() as ctx:

@@ -138,7 +138,20 @@ typedef TM_ENUM(tm_dtype) {
    * inside the CPU target's matrix kernels, never copied); arithmetic on them is
    * TM_ERROR_DTYPE: cast to TM_F32 first. */
   TM_F16 = 6,
-  TM_BF16 = 7
+  TM_BF16 = 7,
+  /* 8-bit block-quantized weights (API 1.1), llama.cpp's Q8_0 layout: the last axis (a
+   * multiple of 32 long) in blocks of 32 elements, each block 34 bytes, a little-endian
+   * IEEE binary16 scale d then 32 int8 values q; element = d * q. A tensor of n elements
+   * is n / 32 * 34 bytes, dense (tm_tensor.strides NULL). Made by tm_quantize_q8_0.
+   * Storage for weights: a program takes it as an input (rank 1-7), gathers its rows
+   * (tm_op_gather, a table of rank >= 2), casts it to a float type (dequantizes), and
+   * multiplies it with an f32 matrix in tm_op_matmul, its blocks along the contraction
+   * axis: as the left operand (m, k), or as the right one given as tm_op_transpose of an
+   * (n, k) matrix (x @ W^T). Nothing else takes it (TM_ERROR_DTYPE); outputs cannot be
+   * q8_0. A product reads the blocks in place on the CPU target (never an f32 copy), and
+   * its result is that of the dequantized matrix, summed in an order of the kernels' own;
+   * the GPU target refuses q8_0 (TM_ERROR_UNSUPPORTED). */
+  TM_Q8_0 = 8
 } tm_dtype;
 
 typedef TM_ENUM(tm_target) { TM_TARGET_CPU = 0, TM_TARGET_GPU = 1 } tm_target;
@@ -462,6 +475,17 @@ TM_API tm_status tm_op_gather(tm_trace *trace, tm_value table, tm_value indices,
  * bf16 rounds to nearest even, through f32 from f64 and integers, which can round twice).
  * Errors: TM_ERROR_DTYPE. */
 TM_API tm_status tm_op_cast(tm_trace *trace, tm_value x, tm_dtype dtype, tm_value *out);
+
+/* Quantizes `rows` rows of `k` f32 values (row-major, contiguous; k a multiple of 32) into
+ * TM_Q8_0 blocks at dst, which must hold dst_bytes >= rows * k / 32 * 34 (API 1.1). Per
+ * block of 32: d = max|x| / 127 rounded to binary16, q = x / d rounded to nearest even
+ * and clamped to [-127, 127] (all 0 when d is 0), so |x - d * q| <= d / 2 for each element.
+ * The same bytes on every machine. Errors: TM_ERROR_INVALID_ARGUMENT (NULL pointers with
+ * elements to convert, a negative size, k not a multiple of 32, dst_bytes too small, a
+ * NaN or infinity, or a block whose scale exceeds binary16's range, each named with its
+ * element). */
+TM_API tm_status tm_quantize_q8_0(const float *src, int64_t rows, int64_t k, void *dst,
+                                  size_t dst_bytes);
 
 /* Composites, expanded into the primitives above so that fusion sees them. */
 

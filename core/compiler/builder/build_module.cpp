@@ -57,6 +57,7 @@ class ModuleBuilder {
   Value EmitSlice(const Node &n);
   Value EmitConcat(const Node &n);
   Value EmitGather(const Node &n);
+  Value EmitDequantize(const Node &n);
   Value EmitCausalMask(const Node &n);
   Value EmitConstant(const Node &n);
   Value ElementwiseBody(OpBuilder &b, const Node &n, llvm::SmallVector<Value> args) const;
@@ -78,16 +79,27 @@ Type ModuleBuilder::ElementType(DType d) const {
     case DType::kBool: return b_.getI1Type();
     case DType::kF16: return b_.getF16Type();
     case DType::kBF16: return b_.getBF16Type();
+    case DType::kQ8_0: return b_.getI8Type();  // the bytes of its blocks
   }
   return {};
 }
 
+// A q8_0 tensor (..., k) is held as its bytes, (..., k / 32, 34) i8: the blocks, each a
+// binary16 scale (bytes 0 and 1, little-endian) then 32 int8 values.
+Shape StorageShape(const TensorType &t) {
+  if (!IsQuantized(t.dtype)) return t.shape;
+  Shape s = t.shape;
+  s.back() /= kQ8BlockElements;
+  s.push_back(kQ8BlockBytes);
+  return s;
+}
+
 mlir::RankedTensorType ModuleBuilder::TensorTypeOf(const TensorType &t) const {
-  return mlir::RankedTensorType::get(t.shape, ElementType(t.dtype));
+  return mlir::RankedTensorType::get(StorageShape(t), ElementType(t.dtype));
 }
 
 mlir::MemRefType ModuleBuilder::MemRefTypeOf(const TensorType &t) const {
-  return mlir::MemRefType::get(t.shape, ElementType(t.dtype));
+  return mlir::MemRefType::get(StorageShape(t), ElementType(t.dtype));
 }
 
 Value ModuleBuilder::ScalarConstant(OpBuilder &b, DType dtype, double v) const {
@@ -98,7 +110,7 @@ Value ModuleBuilder::ScalarConstant(OpBuilder &b, DType dtype, double v) const {
 }
 
 Value ModuleBuilder::Empty(const TensorType &t) {
-  return mlir::tensor::EmptyOp::create(b_, loc_, t.shape, ElementType(t.dtype));
+  return mlir::tensor::EmptyOp::create(b_, loc_, StorageShape(t), ElementType(t.dtype));
 }
 
 Value ModuleBuilder::Filled(const TensorType &t, double v) {
@@ -422,6 +434,9 @@ Value ModuleBuilder::EmitReduce(const Node &n) {
 }
 
 Value ModuleBuilder::EmitTranspose(const Node &n) {
+  // A transposed q8_0 matrix is its storage read the other way round by the dequantizing
+  // cast a matmul puts on it (EmitDequantize): no op of its own.
+  if (IsQuantized(n.type.dtype)) return Get(n.operands[0]);
   // A generic with a permuted input map, so that fusion can fold it into its consumer.
   size_t rank = n.ints.size();
   llvm::SmallVector<mlir::AffineExpr> exprs(rank);
@@ -474,7 +489,8 @@ Value ModuleBuilder::EmitGather(const Node &n) {
   const TensorType &table = graph_.node(n.operands[0]).type;
   const TensorType &indices = graph_.node(n.operands[1]).type;
   Value table_v = Get(n.operands[0]);
-  unsigned rank = static_cast<unsigned>(n.type.rank());
+  // A q8_0 table's rows are gathered as bytes: one more dimension than the logical rank.
+  unsigned rank = static_cast<unsigned>(StorageShape(n.type).size());
   unsigned index_rank = static_cast<unsigned>(indices.rank());
   llvm::SmallVector<mlir::AffineExpr> exprs;
   for (unsigned i = 0; i < index_rank; ++i) exprs.push_back(b_.getAffineDimExpr(i));
@@ -499,6 +515,56 @@ Value ModuleBuilder::EmitGather(const Node &n) {
                mlir::linalg::YieldOp::create(b, loc_, v);
              })
       .getResult(0);
+}
+
+// A cast from q8_0: element (..., j) = d * q, d the binary16 scale of j's block, q its
+// int8; then to the target float type (d * q is exact in f32: an 11-bit significand times
+// a 7-bit integer). The operand may be a transposed view of a q8_0 matrix (a matmul's
+// right operand, x @ W^T): then element (j, i) reads row i of the storage.
+Value ModuleBuilder::EmitDequantize(const Node &n) {
+  namespace arith = mlir::arith;
+  const Node &operand = graph_.node(n.operands[0]);
+  const bool transposed = operand.kind == OpKind::kTranspose;
+  const unsigned rank = static_cast<unsigned>(n.type.rank());
+  // The element index along the blocks, and the storage indices before the blocks.
+  mlir::AffineExpr along = b_.getAffineDimExpr(transposed ? 0 : rank - 1);
+  llvm::SmallVector<mlir::AffineExpr> prefix;
+  if (transposed) prefix.push_back(b_.getAffineDimExpr(1));
+  else
+    for (unsigned i = 0; i + 1 < rank; ++i) prefix.push_back(b_.getAffineDimExpr(i));
+  auto map = [&](mlir::AffineExpr byte) {
+    llvm::SmallVector<mlir::AffineExpr> exprs(prefix);
+    exprs.push_back(along.floorDiv(kQ8BlockElements));
+    exprs.push_back(byte);
+    return AffineMap::get(rank, 0, exprs, &ctx_);
+  };
+  Value storage = Get(n.operands[0]);
+  llvm::SmallVector<AffineMap> maps = {map(along % kQ8BlockElements + 2),
+                                       map(b_.getAffineConstantExpr(0)),
+                                       map(b_.getAffineConstantExpr(1)),
+                                       b_.getMultiDimIdentityMap(rank)};
+  llvm::SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+  auto generic = mlir::linalg::GenericOp::create(
+      b_, loc_, mlir::TypeRange{TensorTypeOf(n.type)}, ValueRange{storage, storage, storage},
+      ValueRange{Empty(n.type)}, maps, iters,
+      [&](OpBuilder &b, Location, ValueRange args) {
+        Type i16 = b.getI16Type();
+        Value q = arith::SIToFPOp::create(b, loc_, b.getF32Type(), args[0]);
+        Value lo = arith::ExtUIOp::create(b, loc_, i16, args[1]);
+        Value hi = arith::ExtUIOp::create(b, loc_, i16, args[2]);
+        Value eight = arith::ConstantOp::create(b, loc_, b.getIntegerAttr(i16, 8));
+        Value bits = arith::OrIOp::create(b, loc_, arith::ShLIOp::create(b, loc_, hi, eight), lo);
+        Value half = arith::BitcastOp::create(b, loc_, b.getF16Type(), bits);
+        Value scale = arith::ExtFOp::create(b, loc_, b.getF32Type(), half);
+        Value x = arith::MulFOp::create(b, loc_, scale, q);
+        const DType to = n.type.dtype;
+        if (to == DType::kF16) x = arith::TruncFOp::create(b, loc_, b.getF16Type(), x);
+        else if (to == DType::kBF16) x = RoundToBF16(b, x);
+        else if (to != DType::kF32) x = CastScalar(b, x, DType::kF32, to);
+        mlir::linalg::YieldOp::create(b, loc_, x);
+      });
+  generic->setAttr(kDequantizeQ8Attr, b_.getUnitAttr());
+  return generic.getResult(0);
 }
 
 Value ModuleBuilder::EmitCausalMask(const Node &n) {
@@ -566,6 +632,12 @@ Status ModuleBuilder::Emit(ValueId id) {
     case OpKind::kConcat: v = EmitConcat(n); break;
     case OpKind::kGather: v = EmitGather(n); break;
     case OpKind::kCausalMask: v = EmitCausalMask(n); break;
+    case OpKind::kCast:
+      if (IsQuantized(graph_.node(n.operands[0]).type.dtype)) {
+        v = EmitDequantize(n);
+        break;
+      }
+      [[fallthrough]];
     default:
       if (!IsElementwise(n.kind))
         return CompileError(std::string("internal: no lowering for op ") + OpKindName(n.kind));

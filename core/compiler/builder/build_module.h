@@ -25,6 +25,11 @@ namespace tinymlir {
 // The name of the function the builder emits and the engine calls.
 inline constexpr const char *kKernelName = "kernel";
 
+// The unit attribute on the linalg.generic of a cast from q8_0 (the dequantizing copy, from
+// (..., k / 32, 34) i8 blocks to floats): the CPU target's BLAS rewrite hands a product
+// that reads it the q8_0 bytes in place instead (passes/blas_rewrite.cpp).
+inline constexpr const char *kDequantizeQ8Attr = "tinymlir.dequantize_q8_0";
+
 // Builds the module for an ended trace, emitting the values marked in `live` (Trace::Live,
 // which the caller has computed anyway). Every user error was caught when the trace was
 // recorded, so a failure here is an internal error reported as StatusCode::kCompile.

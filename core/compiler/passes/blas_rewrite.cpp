@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/compiler/builder/build_module.h"
+#include "core/trace/dtype.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -387,6 +390,151 @@ class BlasEmitter {
                          stride_b, c.ptr, I64(loc, c.ld), stride_c});
   }
 
+  // --- q8_0 matrices read in place -------------------------------------------------------
+  //
+  // A product with a q8_0 operand is built as a dequantizing copy (a linalg.generic marked
+  // kDequantizeQ8Attr, from the (rows, k / 32, 34) i8 blocks to an f32 matrix, transposed
+  // when the product is x @ W^T) and an f32 linalg.matmul reading the copy. Where the
+  // blocks are an unwritten argument, the product is handed to the q8_0 kernels
+  // (core/runtime/cpu/q8_0.h) with the blocks in place: the f32 copy, four times the
+  // bytes, is never made. A matrix of rows of A (or W^T's transposed rows), up to
+  // kMaxKernelRows of x, goes to the GEMV kernel (each output summed as a decode step sums
+  // it); more, to sgemm on dequantized panels. Anything else keeps the copy (slower, same
+  // values up to summation order).
+
+  // The q8_0 blocks a dequantizing copy reads: their address and row stride in bytes, and
+  // whether the copy transposes them (the right operand of x @ W^T).
+  struct Blocks {
+    Value ptr;
+    int64_t row_bytes = 0;
+    bool transposed = false;
+  };
+
+  static bool DescribeBlocks(mlir::linalg::GenericOp copy, int64_t *row_bytes,
+                             bool *transposed) {
+    if (!copy.hasPureBufferSemantics() || copy.getNumDpsInputs() != 3 ||
+        copy.getNumDpsInits() != 1)
+      return false;
+    auto storage = mlir::dyn_cast<mlir::MemRefType>(copy.getDpsInputOperand(0)->get().getType());
+    auto dest = mlir::dyn_cast<mlir::MemRefType>(copy.getDpsInitOperand(0)->get().getType());
+    if (!storage || !dest || storage.getRank() != 3 || dest.getRank() != 2 ||
+        !dest.getElementType().isF32() || !storage.getElementType().isInteger(8))
+      return false;
+    llvm::SmallVector<int64_t> strides;
+    int64_t offset;
+    if (mlir::failed(storage.getStridesAndOffset(strides, offset)) ||
+        strides[2] != 1 || strides[1] != kQ8BlockBytes || mlir::ShapedType::isDynamic(strides[0]))
+      return false;
+    *row_bytes = strides[0];
+    // The first input map's first result is the storage row: d0 as stored, d1 transposed.
+    mlir::AffineMap map = copy.getIndexingMapsArray()[0];
+    *transposed = map.getResult(0) == mlir::getAffineDimExpr(1, copy.getContext());
+    return true;
+  }
+
+  // C(m x n) += A @ B with the q8_0 matrix in `q` (A's rows, or B^T's rows when q is
+  // transposed) and the other operand `x` an f32 matrix as BLAS reads it.
+  void EmitQuantizedProduct(Location loc, int64_t m, int64_t n, int64_t k, const Blocks &q,
+                            const Matrix &x, const Matrix &c) {
+    Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
+    Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
+    const bool tx = x.layout == Layout::kTransposed;
+    const int64_t rows = q.transposed ? n : m;    // rows of the q8_0 matrix
+    const int64_t vectors = q.transposed ? m : n;  // the f32 vectors dotted with them
+    if (vectors <= kMaxKernelRows) {
+      // Vector v of x: B's column v (q is A) or A's row v (q is B^T), elements apart by
+      // `inc`, vectors by `ld`; C[i, v] (q is A) or C[v, i] at v * ldy + i * incy.
+      const bool rows_of_x = q.transposed != tx;  // the vectors are x's stored rows
+      auto dots = Declare("tm_rt_gemv_dots_q8_0",
+                          {i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, i64});
+      mlir::func::CallOp::create(
+          b_, loc, dots,
+          mlir::ValueRange{I64(loc, rows), I64(loc, k), q.ptr, I64(loc, q.row_bytes),
+                           I64(loc, vectors), x.ptr, I64(loc, rows_of_x ? x.ld : 1),
+                           I64(loc, rows_of_x ? 1 : x.ld), c.ptr,
+                           I64(loc, q.transposed ? c.ld : 1), I64(loc, q.transposed ? 1 : c.ld)});
+      return;
+    }
+    auto gemm = Declare("tm_rt_sgemm_q8_0",
+                        {i32, i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64});
+    const Value trans_x = I32(loc, tx ? kTrans : kNoTrans);
+    if (q.transposed)
+      mlir::func::CallOp::create(
+          b_, loc, gemm,
+          mlir::ValueRange{I32(loc, 1), trans_x, I32(loc, kTrans), I64(loc, m), I64(loc, n),
+                           I64(loc, k), x.ptr, I64(loc, x.ld), q.ptr, I64(loc, q.row_bytes),
+                           c.ptr, I64(loc, c.ld)});
+    else
+      mlir::func::CallOp::create(
+          b_, loc, gemm,
+          mlir::ValueRange{I32(loc, 0), I32(loc, kNoTrans), trans_x, I64(loc, m), I64(loc, n),
+                           I64(loc, k), q.ptr, I64(loc, q.row_bytes), x.ptr, I64(loc, x.ld),
+                           c.ptr, I64(loc, c.ld)});
+  }
+
+  // Hands every product reading `copy`'s result to the q8_0 kernels when all its readers
+  // are products that can take the blocks in place; then the copy goes. Returns the number
+  // of products rewritten.
+  int RewriteQuantizedCopy(mlir::linalg::GenericOp copy) {
+    int64_t row_bytes = 0;
+    bool transposed = false;
+    if (!DescribeBlocks(copy, &row_bytes, &transposed)) return 0;
+    Value storage = copy.getDpsInputOperand(0)->get();
+    Value dest = copy.getDpsInitOperand(0)->get();
+    auto alloc = dest.getDefiningOp<mlir::memref::AllocOp>();
+    Value root = ViewRoot(storage);
+    if (!alloc || alloc->getBlock() != copy->getBlock() ||
+        !mlir::isa<mlir::BlockArgument>(root) || !IsReadOnly(root))
+      return 0;
+    // The operand the dequantized matrix must be: A as stored, B when transposed.
+    const unsigned operand = transposed ? 1 : 0;
+    llvm::SmallVector<mlir::Operation *> deallocs;
+    llvm::SmallVector<mlir::linalg::MatmulOp> products;
+    for (mlir::OpOperand &use : dest.getUses()) {
+      mlir::Operation *user = use.getOwner();
+      if (user == copy.getOperation()) continue;
+      if (mlir::isa<mlir::memref::DeallocOp>(user)) {
+        deallocs.push_back(user);
+        continue;
+      }
+      auto matmul = mlir::dyn_cast<mlir::linalg::MatmulOp>(user);
+      if (!matmul || matmul.hasUserDefinedMaps() || !matmul.hasPureBufferSemantics() ||
+          use.getOperandNumber() != operand || matmul->getBlock() != copy->getBlock() ||
+          !copy->isBeforeInBlock(matmul))
+        return 0;
+      auto x = mlir::cast<mlir::MemRefType>(matmul.getDpsInputOperand(1 - operand)->get().getType());
+      auto c = mlir::cast<mlir::MemRefType>(matmul.getDpsInitOperand(0)->get().getType());
+      if (!x.getElementType().isF32() || !c.getElementType().isF32() ||
+          DescribeLayout(x).layout == Layout::kUnsupported ||
+          DescribeLayout(c).layout != Layout::kRowMajor)
+        return 0;
+      products.push_back(matmul);
+    }
+    for (mlir::linalg::MatmulOp matmul : products) {
+      Location loc = matmul.getLoc();
+      b_.setInsertionPoint(matmul);
+      Value xv = matmul.getDpsInputOperand(1 - operand)->get();
+      Value cv = matmul.getDpsInitOperand(0)->get();
+      auto tc = mlir::cast<mlir::MemRefType>(cv.getType());
+      auto ta = mlir::cast<mlir::MemRefType>(matmul.getDpsInputOperand(0)->get().getType());
+      const int64_t m = tc.getShape()[0], n = tc.getShape()[1], k = ta.getShape()[1];
+      if (m > 0 && n > 0 && k > 0) {
+        auto meta = mlir::memref::ExtractStridedMetadataOp::create(b_, loc, storage);
+        Blocks q;
+        q.ptr = Address(loc, meta.getBaseBuffer(), meta.getOffset(), b_.getI8Type());
+        q.row_bytes = row_bytes;
+        q.transposed = transposed;
+        EmitQuantizedProduct(loc, m, n, k, q, Describe(loc, xv, b_.getF32Type()),
+                             Describe(loc, cv, b_.getF32Type()));
+      }
+      b_.eraseOp(matmul);
+    }
+    b_.eraseOp(copy);
+    for (mlir::Operation *d : deallocs) b_.eraseOp(d);
+    b_.eraseOp(alloc);
+    return static_cast<int>(products.size());
+  }
+
   bool Rewrite(mlir::linalg::LinalgOp op, bool batched) {
     if (!op.hasPureBufferSemantics()) return false;
     Value a = op.getDpsInputOperand(0)->get(), bm = op.getDpsInputOperand(1)->get();
@@ -465,6 +613,13 @@ int RewriteMatmulsToBlas(mlir::ModuleOp module) {
                     mlir::arith::ArithDialect, mlir::memref::MemRefDialect>();
   mlir::IRRewriter rewriter(module.getContext());
   ReadSourcesInPlace(module, rewriter);  // may replace matmuls: collect them after
+  BlasEmitter emitter(module, rewriter);
+  int rewritten = 0;
+  llvm::SmallVector<mlir::linalg::GenericOp> dequantizing;
+  module.walk([&](mlir::linalg::GenericOp op) {
+    if (op->hasAttr(kDequantizeQ8Attr)) dequantizing.push_back(op);
+  });
+  for (auto copy : dequantizing) rewritten += emitter.RewriteQuantizedCopy(copy);
   llvm::SmallVector<mlir::linalg::LinalgOp> matmuls, batched;
   module.walk([&](mlir::linalg::MatmulOp op) {
     if (!op.hasUserDefinedMaps()) matmuls.push_back(op);
@@ -472,8 +627,6 @@ int RewriteMatmulsToBlas(mlir::ModuleOp module) {
   module.walk([&](mlir::linalg::BatchMatmulOp op) {
     if (!op.hasUserDefinedMaps()) batched.push_back(op);
   });
-  BlasEmitter emitter(module, rewriter);
-  int rewritten = 0;
   for (auto op : matmuls) rewritten += emitter.Rewrite(op, false);
   for (auto op : batched) rewritten += emitter.Rewrite(op, true);
   return rewritten;

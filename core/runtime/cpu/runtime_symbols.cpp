@@ -10,6 +10,7 @@
 #include "core/runtime/cpu/gemv_kernels.h"
 #include "core/runtime/cpu/half_matmul.h"
 #include "core/runtime/cpu/parallel_for.h"
+#include "core/runtime/cpu/q8_0.h"
 #include "core/runtime/gpu/emulation_runtime.h"
 
 extern "C" void tm_rt_memref_copy(int64_t elem_size, void *src_arg, void *dst_arg) {
@@ -83,6 +84,8 @@ const std::unordered_map<std::string, void *> &RuntimeSymbols() {
         {"tm_rt_gemv_rows", reinterpret_cast<void *>(&tm_rt_gemv_rows)},
         {"tm_rt_gemv_dots", reinterpret_cast<void *>(&tm_rt_gemv_dots)},
         {"tm_rt_sgemm_half", reinterpret_cast<void *>(&tm_rt_sgemm_half)},
+        {"tm_rt_gemv_dots_q8_0", reinterpret_cast<void *>(&tm_rt_gemv_dots_q8_0)},
+        {"tm_rt_sgemm_q8_0", reinterpret_cast<void *>(&tm_rt_sgemm_q8_0)},
         {"tm_rt_parallel_for", reinterpret_cast<void *>(&tm_rt_parallel_for)},
         {"memrefCopy", reinterpret_cast<void *>(&tm_rt_memref_copy)},
         // Temporaries go through the engine's guarded allocator (core/runtime/guarded_call.h):

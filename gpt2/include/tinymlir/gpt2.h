@@ -95,6 +95,15 @@ static inline void tm_model_options_init(tm_model_options *options) {
 TM_API tm_status tm_model_load(tm_context *ctx, const char *dir, const tm_model_options *options,
                                tm_model **out);
 
+/* What loading the model did, as lines of text, snprintf-style (*len receives the bytes
+ * needed without the NUL; min(capacity, *len + 1) bytes, NUL-terminated, are written to buf):
+ * where the weights came from (converted from the checkpoint, or read from the prepared file
+ * an earlier load wrote, and why one was not used or rebuilt: stale, corrupt), and how much
+ * of them is in huge pages. For a tool's verbose output; the format may change.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL model or len, buf NULL with capacity > 0). */
+TM_API tm_status tm_model_load_report(const tm_model *model, char *buf, size_t capacity,
+                                      size_t *len);
+
 /* Compiles every program this model can run (each prompt and context length bucket, the
  * decode step and the no-KV-cache path, up to the model's n_ctx), in parallel, reporting
  * progress, and exports them (tm_program_export) into the folder `dir` (created if

@@ -42,7 +42,8 @@ unsafe impl Sync for Model {}
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ModelOptions {
     pub target: Target,
-    /// The dtype the weight matrices are held in: `Some(DType::F32 | F16 | BF16)`, or `None`
+    /// The dtype the weight matrices are held in: `Some(DType::F32 | F16 | BF16 | Q8_0)`
+    /// (`Q8_0`: 8-bit blocks quantized at load, CPU only), or `None`
     /// for the checkpoint's own.
     pub weights: Option<DType>,
 }

@@ -26,6 +26,10 @@ pub enum DType {
     F16,
     /// bfloat16 ([`Bf16`]): a storage type, as `F16`.
     BF16,
+    /// 8-bit weights in blocks of 32 along the last axis (llama.cpp's Q8_0: a binary16
+    /// scale and 32 `i8` per 34-byte block); for [`crate::ModelOptions::weights`]. It has
+    /// no Rust element type: [`DType::size`] is 0.
+    Q8_0,
 }
 
 impl DType {
@@ -38,6 +42,7 @@ impl DType {
             DType::Bool => sys::TM_BOOL,
             DType::F16 => sys::TM_F16,
             DType::BF16 => sys::TM_BF16,
+            DType::Q8_0 => sys::TM_Q8_0,
         }
     }
 
@@ -50,19 +55,21 @@ impl DType {
             sys::TM_BOOL => DType::Bool,
             sys::TM_F16 => DType::F16,
             sys::TM_BF16 => DType::BF16,
+            sys::TM_Q8_0 => DType::Q8_0,
             other => {
                 return Err(Error::new(ErrorKind::DType, format!("unknown dtype {other} from the library")))
             }
         })
     }
 
-    /// Bytes per element.
+    /// Bytes per element (0 for `Q8_0`, stored 34 bytes per block of 32 elements).
     pub fn size(self) -> usize {
         match self {
             DType::F32 | DType::I32 => 4,
             DType::F64 | DType::I64 => 8,
             DType::Bool => 1,
             DType::F16 | DType::BF16 => 2,
+            DType::Q8_0 => 0,
         }
     }
 }

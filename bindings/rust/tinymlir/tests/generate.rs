@@ -313,6 +313,11 @@ fn model_options_pass_the_weights_dtype() -> tinymlir::Result<()> {
     let worst = got.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
     // F16 weights move the random model's logits by ~4.5e-4 of the largest (the C++ test).
     assert!(worst > 0.0 && worst <= 2e-3 * scale, "{worst} of {scale}");
+    // q8_0 (8-bit blocks): ~1% of the largest logit on this random model.
+    let q8 = ModelOptions { weights: Some(DType::Q8_0), ..ModelOptions::default() };
+    let got = Model::load_with(&ctx, &tiny_a, &q8)?.logits(&[1, 2, 3])?;
+    let worst = got.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    assert!(worst > 0.0 && worst <= 3e-2 * scale, "q8_0: {worst} of {scale}");
     let on_gpu = ModelOptions { target: Target::Gpu, weights: Some(DType::BF16) };
     let err = Model::load_with(&ctx, &tiny_a, &on_gpu).err().expect("half weights on the GPU");
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
