@@ -9,31 +9,13 @@
 #include <cstring>
 #include <functional>
 
+#include "half_reference.h"
 #include "test_util.h"
 
 namespace tmtest {
 namespace {
 
 constexpr int64_t kBlock = 32, kBlockBytes = 34;
-
-double F16ToDouble(uint16_t h) {
-  const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  double magnitude = exponent == 0    ? std::ldexp(mantissa, -24)
-                     : exponent == 31 ? (mantissa ? NAN : INFINITY)
-                                      : std::ldexp(1024 + mantissa, exponent - 25);
-  return sign ? -magnitude : magnitude;
-}
-
-// x rounded to the nearest binary16 (ties to even), for positive finite x below 65520.
-uint16_t PositiveToF16(double a) {
-  if (a < std::ldexp(1.0, -14)) return static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
-  int e;
-  std::frexp(a, &e);
-  double steps = std::nearbyint(std::ldexp(a, 11 - e));
-  int exponent = e - 1;
-  if (steps == 2048) steps = 1024, ++exponent;
-  return static_cast<uint16_t>(((exponent + 15) << 10) | (static_cast<int>(steps) - 1024));
-}
 
 // The header's definition, in double precision: d = binary16(max|x| / 127), q = x / d to
 // nearest even, clamped to [-127, 127]; all zero when d is 0.
@@ -44,7 +26,7 @@ std::vector<uint8_t> ReferenceQuantize(const std::vector<float> &x, int64_t rows
       const float *v = x.data() + r * k + b * kBlock;
       double amax = 0;
       for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(double{v[j]}));
-      const uint16_t d = PositiveToF16(amax / 127.0);
+      const uint16_t d = DoubleToF16(amax / 127.0);
       const double dq = F16ToDouble(d);
       out.push_back(static_cast<uint8_t>(d & 0xff));
       out.push_back(static_cast<uint8_t>(d >> 8));
@@ -103,8 +85,8 @@ TEST(Q8_0, QuantizeMatchesTheDefinitionByteForByte) {
   TM_ASSERT_OK(tm_quantize_q8_0(x.data(), rows, k, got.data(), got.size()));
   EXPECT_EQ(got, ReferenceQuantize(x, rows, k));
   // The layout, by hand, for the block of one value: d = binary16(1 / 127), q[0] = 127.
-  const std::vector<uint8_t> expected_scale = {static_cast<uint8_t>(PositiveToF16(1.0 / 127) & 0xff),
-                                               static_cast<uint8_t>(PositiveToF16(1.0 / 127) >> 8)};
+  const std::vector<uint8_t> expected_scale = {static_cast<uint8_t>(DoubleToF16(1.0 / 127) & 0xff),
+                                               static_cast<uint8_t>(DoubleToF16(1.0 / 127) >> 8)};
   const size_t at = 256 / kBlock * kBlockBytes;
   EXPECT_EQ(std::vector<uint8_t>(got.begin() + at, got.begin() + at + 2), expected_scale);
   EXPECT_EQ(got[at + 2], 127);
@@ -256,7 +238,7 @@ TEST(Q8_0, GathersAndCastsDequantizeExactly) {
       const double v = table.at(ids[r], j);
       ASSERT_EQ(rows_f32[r * k + j], static_cast<float>(v)) << r << ", " << j;  // exact in f32
       ASSERT_EQ(F16ToDouble(rows_f16[r * k + j]),
-                F16ToDouble(v < 0 ? PositiveToF16(-v) | 0x8000 : PositiveToF16(v)))
+                F16ToDouble(DoubleToF16(v)))
           << r << ", " << j;
     }
 }

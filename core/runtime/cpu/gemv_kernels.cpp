@@ -11,29 +11,15 @@
 #include "core/support/host_cpu.h"
 #include "core/runtime/cpu/half_convert.h"
 #include "core/runtime/cpu/kernel_times.h"
+#include "core/runtime/cpu/row_dots.h"
 #include "core/runtime/cpu/worker_pool.h"
 
 namespace tinymlir {
 namespace {
 
-// Below this many matrix elements a product runs on the calling thread: waking the pool
-// would cost more than it saves.
-constexpr int64_t kParallelElements = 1 << 16;
-
 // Rows per chunk of tm_rt_gemv_rows's summed dimension (a multiple of RowsKernel's eight).
 constexpr int64_t kRowsPerChunk = 128;
 
-// Bytes of A per block of tm_rt_gemv_dots that a participant takes at a time: small enough
-// that the last blocks finish close together. (Blocks of a fixed 1024 rows left GPT-2's
-// 768-row projections as one block, streamed by one thread while the other waited: 3.9-4.4
-// ms of a 30-32 ms decode token.) Which thread computes a row never changes its bits.
-constexpr int64_t kBytesPerBlock = int64_t{1} << 17;
-
-// Rows per block for rows of k elements of `element_bytes`: a multiple of eight, at least
-// eight (128 KB is 40 rows of a 768-wide f32 matrix, 80 of an f16 one).
-int64_t RowsPerBlock(int64_t k, int64_t element_bytes) {
-  return std::max<int64_t>(8, kBytesPerBlock / std::max<int64_t>(1, k * element_bytes) / 8 * 8);
-}
 
 // The kernels are written once over an element type `E` (f32, f16 or bf16 bits) and
 // instantiated twice: with AVX2 and FMA intrinsics (f16 widened by F16C, bf16 by a shift,
@@ -412,46 +398,6 @@ void GemvRows(int64_t m, int64_t k, int64_t n, float *y, int64_t ldy, const Rows
   std::free(partial);
 }
 
-// Y[v * ldy + i * incy] += A row i . X row v for A's m rows and X's nx rows (elements
-// incx apart), where dots(x, ldx, i0, i1) adds rows [i0, i1) against contiguous rows of x,
-// and element(i, j) reads A[i, j] (for the fallback).
-template <typename Dots, typename Element>
-void GemvCol(int64_t m, int64_t k, int64_t element_bytes, int64_t nx, const float *x,
-             int64_t ldx, int64_t incx, float *y, int64_t ldy, int64_t incy, const Dots &dots,
-             const Element &element) {
-  float *packed = nullptr;
-  if (incx != 1) {  // gather strided x rows once; the kernel streams A against them m times
-    packed = static_cast<float *>(std::malloc(static_cast<size_t>(nx * k) * sizeof(float)));
-    if (!packed) {  // no scratch: dot products straight from the strided x
-      for (int64_t v = 0; v < nx; ++v)
-        for (int64_t i = 0; i < m; ++i) {
-          float sum = 0.0f;
-          for (int64_t j = 0; j < k; ++j) sum += element(i, j) * x[v * ldx + j * incx];
-          y[v * ldy + i * incy] += sum;
-        }
-      return;
-    }
-    for (int64_t v = 0; v < nx; ++v)
-      for (int64_t j = 0; j < k; ++j) packed[v * k + j] = x[v * ldx + j * incx];
-    x = packed;
-    ldx = k;
-  }
-  WorkerPool &pool = WorkerPool::Get();
-  if (m * k < tinymlir::kParallelElements || pool.size() == 1) {
-    dots(x, ldx, 0, m);
-  } else {
-    // Blocks of rows taken from a shared counter, as in GemvRows; each output is one
-    // thread's dot product, so the split never changes the bits.
-    const int64_t block = tinymlir::RowsPerBlock(k, element_bytes);
-    std::atomic<int64_t> next_row{0};
-    pool.ParallelFor([&](int) {
-      for (int64_t i0; (i0 = next_row.fetch_add(block, std::memory_order_relaxed)) < m;)
-        dots(x, ldx, i0, std::min(m, i0 + block));
-    });
-  }
-  std::free(packed);
-}
-
 }  // namespace
 
 extern "C" void tm_rt_gemv_rows(int32_t dtype, int64_t m, int64_t k, int64_t n,
@@ -482,8 +428,20 @@ extern "C" void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void 
   const bool half = kind == tinymlir::HalfKind::kF16 || kind == tinymlir::HalfKind::kBF16;
   const auto *af = static_cast<const float *>(a);
   const auto *ah = static_cast<const uint16_t *>(a);
-  GemvCol(
-      m, k, half ? 2 : 4, nx, x, ldx, incx, y, ldy, incy,
+  // Without scratch for a strided x: each dot product straight from it (another summation
+  // order; only when memory has run out).
+  auto unpacked = [&] {
+    for (int64_t v = 0; v < nx; ++v)
+      for (int64_t i = 0; i < m; ++i) {
+        float sum = 0.0f;
+        for (int64_t j = 0; j < k; ++j)
+          sum += (half ? tinymlir::HalfToFloat(kind, ah[i * lda + j]) : af[i * lda + j]) *
+                 x[v * ldx + j * incx];
+        y[v * ldy + i * incy] += sum;
+      }
+  };
+  tinymlir::DotsOverRows(
+      m, k, k * (half ? 2 : 4), nx, x, ldx, incx,
       [&](const float *xs, int64_t ld, int64_t i0, int64_t i1) {
         if (kind == tinymlir::HalfKind::kF16)
           DotsKernel<tinymlir::F16>(ah, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
@@ -492,7 +450,5 @@ extern "C" void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void 
         else
           DotsKernel<tinymlir::F32>(af, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
       },
-      [&](int64_t i, int64_t j) {
-        return half ? tinymlir::HalfToFloat(kind, ah[i * lda + j]) : af[i * lda + j];
-      });
+      unpacked);
 }

@@ -21,6 +21,7 @@
 #include "core/runtime/cpu/blas_products.h"
 #include "core/runtime/cpu/half_convert.h"
 #include "core/runtime/cpu/kernel_times.h"
+#include "core/runtime/cpu/row_dots.h"
 #include "core/runtime/cpu/worker_pool.h"
 #include "core/support/fork_safe_once.h"
 #include "core/support/host_cpu.h"
@@ -443,16 +444,6 @@ void DotsVariant(Variant variant, const uint8_t *a, int64_t lda, int64_t nx, con
   }
 }
 
-// Below this many matrix elements a product runs on the calling thread (as in
-// gemv_kernels.cpp: waking the pool would cost more than it saves).
-constexpr int64_t kParallelElements = 1 << 16;
-
-// Bytes of A per block of rows a participant takes at a time (gemv_kernels.cpp's 128 KB:
-// the last blocks finish close together); rows per block a multiple of eight, at least 8.
-int64_t RowsPerBlock(int64_t row_bytes) {
-  return std::max<int64_t>(8, (int64_t{1} << 17) / std::max<int64_t>(1, row_bytes) / 8 * 8);
-}
-
 // ---------------------------------------------------------------------------------------
 // Refusing a call (generated code's broken precondition).
 
@@ -554,36 +545,18 @@ extern "C" void tm_rt_gemv_dots_q8_0(int64_t m, int64_t k, const void *a, int64_
   ScopedKernelTimer timer(KernelClass::kGemv);
   const auto *aq = static_cast<const uint8_t *>(a);
   const q8_0_internal::Variant variant = PickedVariant();
-  float *packed = nullptr;
-  if (incx != 1) {  // gather strided x rows once; the kernel streams A against them m times
-    packed = static_cast<float *>(std::malloc(static_cast<size_t>(nx * k) * sizeof(float)));
-    if (!packed) {  // no scratch: the portable dots straight from the strided x (same bits)
-      const int64_t blocks = k / kQ8BlockElements;
-      for (int64_t v = 0; v < nx; ++v)
-        for (int64_t i = 0; i < m; ++i)
-          y[v * ldy + i * incy] +=
-              DotPortable(aq + i * lda_bytes, x + v * ldx, incx, blocks, F16Table());
-      return;
-    }
-    for (int64_t v = 0; v < nx; ++v)
-      for (int64_t j = 0; j < k; ++j) packed[v * k + j] = x[v * ldx + j * incx];
-    x = packed;
-    ldx = k;
-  }
-  WorkerPool &pool = WorkerPool::Get();
-  if (m * k < kParallelElements || pool.size() == 1) {
-    DotsVariant(variant, aq, lda_bytes, nx, x, ldx, k, y, ldy, incy, 0, m);
-  } else {
-    // Blocks of rows from a shared counter: a thread the machine slows down takes fewer.
-    // Each output is one thread's dot product, so the split never changes the bits.
-    const int64_t block = RowsPerBlock(Q8RowBytes(k));
-    std::atomic<int64_t> next_row{0};
-    pool.ParallelFor([&](int) {
-      for (int64_t i0; (i0 = next_row.fetch_add(block, std::memory_order_relaxed)) < m;)
-        DotsVariant(variant, aq, lda_bytes, nx, x, ldx, k, y, ldy, incy, i0, std::min(m, i0 + block));
-    });
-  }
-  std::free(packed);
+  DotsOverRows(
+      m, k, Q8RowBytes(k), nx, x, ldx, incx,
+      [&](const float *xs, int64_t ld, int64_t i0, int64_t i1) {
+        DotsVariant(variant, aq, lda_bytes, nx, xs, ld, k, y, ldy, incy, i0, i1);
+      },
+      [&] {  // no scratch for a strided x: the portable dots straight from it (same bits)
+        const int64_t blocks = k / kQ8BlockElements;
+        for (int64_t v = 0; v < nx; ++v)
+          for (int64_t i = 0; i < m; ++i)
+            y[v * ldy + i * incy] +=
+                DotPortable(aq + i * lda_bytes, x + v * ldx, incx, blocks, F16Table());
+      });
 }
 
 extern "C" void tm_rt_sgemm_q8_0(int32_t q8_operand, int32_t trans_a, int32_t trans_b,
