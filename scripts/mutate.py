@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Mutation testing: plants each bug of MUTATIONS below, one at a time, rebuilds, runs the
+tests that must catch it, and reports which were killed (a test failed) and which survived.
+Every mutation must be killed; the script exits 1 if one survives. The tree is restored
+after each (and on interruption).
+
+    scripts/mutate.py [--build DIR] [--only NAME...] [--list]
+
+The build directory (default build-mutate, configured on first use from ccache) is the
+script's own, so a mutant never lands in build/. Run it before you stop when you have
+touched what a mutation covers; add a mutation when you add a check worth keeping honest.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (name, file, text to find, replacement, ctest regex of the tests that must catch it).
+# The text must occur exactly once in the file.
+MUTATIONS = [
+    ("pass: elementwise fusion never fuses",
+     "core/compiler/passes/fuse_elementwise.cpp",
+     "  if (!SingleUseProducer(fused)) return false;\n  return BodyOps(",
+     "  if (!SingleUseProducer(fused) || true) return false;\n  return BodyOps(",
+     "pass_filecheck_tests"),
+    ("pass: the BLAS rewrite swaps the transpose flags",
+     "core/compiler/passes/blas_rewrite.cpp",
+     "constexpr int kNoTrans = 111;\nconstexpr int kTrans = 112;",
+     "constexpr int kNoTrans = 112;\nconstexpr int kTrans = 111;",
+     "pass_filecheck_tests|BlasProducts|Ops/OpsT"),
+    ("cache key: the GPU matmul tile is left out of the options' encoding",
+     "core/engine/compile_options.cpp",
+     "  for (const CompileOptionField &f : CompileOptionFields())\n    text +=",
+     "  for (const CompileOptionField &f : CompileOptionFields())\n    if (std::string(f.name) != \"gpu_matmul_tile\") text +=",
+     "CacheKey"),
+    ("cache key: the host's description lists every feature as present",
+     "core/support/host_cpu.cpp",
+     '(f.present ? "+" : "-") + f.name;',
+     '"+" + f.name;',
+     "CacheKey.EveryVariable"),
+    ("op table: rsqrt lowers to sqrt",
+     "core/trace/unary_ops.def",
+     "1.0 / R(std::sqrt(x)), m.Div(m.Constant(1.0), m.Sqrt(x)))",
+     "1.0 / R(std::sqrt(x)), m.Sqrt(x))",
+     "UnaryOps|UnaryOpTable"),
+    ("composite: softmax reduces over the last axis whatever the axis",
+     "core/trace/composites.cpp",
+     "TM_RETURN_IF_ERROR(g.Reduce(OpKind::kReduceMax, op, x, axis, true, &max));",
+     "TM_RETURN_IF_ERROR(g.Reduce(OpKind::kReduceMax, op, x, -1, true, &max));",
+     "fuzz_capi$"),
+    ("kernel: the GEMV dot products drop their scalar tail",
+     "core/runtime/cpu/gemv_kernels.cpp",
+     "    for (int64_t j = body; j < k; ++j) sum = std::fma(E::One(row[s] + j), x[j], sum);",
+     "    for (int64_t j = body; j + 1 < k; ++j) sum = std::fma(E::One(row[s] + j), x[j], sum);",
+     "Ops/OpsT|HalfWeights|Half|BlasProducts|Gemv"),
+    ("model: sampling ignores the temperature",
+     "gpt2/src/sampler.cpp",
+     "probs_[i] = std::isnan(l) ? 0.0 : std::exp(l / options_.temperature - max);",
+     "probs_[i] = std::isnan(l) ? 0.0 : std::exp(l - max * options_.temperature);",
+     "SamplerDistribution"),
+    ("model: the attention mask hides one position too few",
+     "gpt2/src/model.cpp",
+     "std::fill(mask_.data(), mask_.data() + mask_.size(), hidden);",
+     "std::fill(mask_.data(), mask_.data() + mask_.size() - 1, hidden);",
+     "Gpt2Golden"),
+    ("ABI: the options initializer writes the library's size, not the caller's",
+     "core/support/versioned_struct.h",
+     "  std::memcpy(bytes, &defaults, std::min(size, sizeof(T)));",
+     "  std::memcpy(bytes, &defaults, sizeof(T));",
+     "abi_struct_layouts"),
+    ("ABI: a published struct grows in place",
+     "capi/include/tinymlir/tinymlir.h",
+     "  int32_t optimize;     /* run canonicalize/cse/elementwise fusion (default 1) */",
+     "  int64_t optimize;     /* run canonicalize/cse/elementwise fusion (default 1) */",
+     "abi_libtinymlir$"),
+    ("layering: the runtime's C shims include the compile driver",
+     "capi/src/run/program_run.cpp",
+     '#include "core/engine/program_loader.h"',
+     '#include "core/engine/program_loader.h"\n#include "core/driver/compile.h"',
+     "layering"),
+    ("binding: Python's unary functions call the next op of the table",
+     "bindings/python/tinymlir/ops.py",
+     "    globals()[_name] = _unary_function(_op, _name)",
+     "    globals()[_name] = _unary_function((_op + 1) % len(UNARY_OPS), _name)",
+     "python_binding_tests"),
+    ("binding: Go's generated methods are not regenerated after a table change",
+     "bindings/go/unary_ops.go",
+     "UnaryAbs     UnaryOp = 7",
+     "UnaryAbs     UnaryOp = 6",
+     "go_binding_tests"),
+    ("q8_0 trace: a right operand as stored (blocks across the contraction) is let through",
+     "core/trace/trace.cpp",
+     "  if (qb && !IsTransposedQuantized(b))",
+     "  if (false && qb && !IsTransposedQuantized(b))",
+     "Q8_0[.]EveryOtherUse"),
+    ("q8_0 builder: the scale's two bytes swapped",
+     "core/compiler/builder/build_module.cpp",
+     "                                       map(b_.getAffineConstantExpr(0)),\n                                       map(b_.getAffineConstantExpr(1)),",
+     "                                       map(b_.getAffineConstantExpr(1)),\n                                       map(b_.getAffineConstantExpr(0)),",
+     "Q8_0[.]"),
+    ("q8_0 BLAS rewrite: x's vectors read along the wrong axis",
+     "core/compiler/passes/blas_rewrite.cpp",
+     "      const bool rows_of_x = q.transposed != tx;",
+     "      const bool rows_of_x = q.transposed == tx;",
+     "Q8_0[.]Products"),
+    ("q8_0 kernel: the portable variant applies the scale before the second product",
+     "core/runtime/cpu/q8_0.cpp",
+     "      prod = std::fma(static_cast<float>(q[l + 16]), xb[(l + 16) * incx], prod);\n      acc[l] = std::fma(prod, d, acc[l]);",
+     "      acc[l] = std::fma(prod, d, acc[l]);\n      prod = std::fma(static_cast<float>(q[l + 16]), xb[(l + 16) * incx], prod);",
+     "Q8_0Gemv"),
+    ("invoke: a strided q8_0 tensor is taken as dense",
+     "core/engine/invoke.cpp",
+     "  if (t.strides && !std::equal(t.strides, t.strides + t.rank, dense))",
+     "  if (false && t.strides && !std::equal(t.strides, t.strides + t.rank, dense))",
+     "Q8_0[.]Invoke"),
+    ("model: q8_0 weights are never quantized (the F32 bytes go in as blocks)",
+     "gpt2/src/model.cpp",
+     "      if (m->config_.matrices == TM_Q8_0) TM_RETURN_IF_ERROR(QuantizeMatrices(&m->weights_));",
+     "      if (false) TM_RETURN_IF_ERROR(QuantizeMatrices(&m->weights_));",
+     "WeightsDtype[.]Q8_0|cli_weights_dtypes"),
+    ("prepared weights: a tensor's checksum is not compared",
+     "gpt2/src/prepared_weights.cpp",
+     "      if (Checksum(w->host.data(), e.bytes) != e.checksum) corrupt = static_cast<int>(i);",
+     "      if (false) corrupt = static_cast<int>(i);",
+     "PreparedWeights"),
+    ("weight memory: huge pages are never asked for",
+     "gpt2/src/weight_memory.cpp",
+     "  huge_ = huge && madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE) == 0;",
+     "  huge_ = false;",
+     "PreparedWeights[.]LargeTensorsAreInHugePages"),
+    ("GPU lowering: PTX calling libdevice unresolved passes silently",
+     "core/compiler/gpu/gpu_lowering.cpp",
+     "  if (!unresolved.empty() && access(libdevice.c_str(), R_OK) != 0)",
+     "  if (false && !unresolved.empty() && access(libdevice.c_str(), R_OK) != 0)",
+     "cli_gpu_target_without_a_toolkit_says_what_it_cannot_do"),
+    ("device seam: the GPU device copies no result back",
+     "core/engine/gpu_device.cpp",
+     "      if (c->staged_outputs[i]) {",
+     "      if (c->staged_outputs[i] && false) {",
+     "gpu_host_path|FakeDriver|GpuHost"),
+]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, cwd=ROOT, **kw)
+
+
+def configure(build):
+    if not os.path.exists(os.path.join(ROOT, build, "build.ninja")):
+        r = run(["scripts/build.sh", build], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        if r.returncode != 0:
+            sys.exit(f"mutate: the unmutated tree does not build in {build}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build-mutate")
+    ap.add_argument("--only", nargs="*", help="names (substrings) of the mutations to run")
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    chosen = [m for m in MUTATIONS if not args.only or any(o in m[0] for o in args.only)]
+    if args.list:
+        for m in chosen:
+            print(f"{m[0]}\n    {m[1]}; caught by: {m[4]}")
+        return 0
+    configure(args.build)
+    env = dict(os.environ, TINYMLIR_CACHE_DIR=os.path.join(ROOT, args.build, "test-cache"))
+    results = []
+    for name, path, old, new, tests in chosen:
+        full = os.path.join(ROOT, path)
+        with open(full) as f:
+            original = f.read()
+        if original.count(old) != 1:
+            results.append((name, "STALE (the text to mutate is not in the file once)"))
+            continue
+        start = time.time()
+        try:
+            with open(full, "w") as f:
+                f.write(original.replace(old, new))
+            build = run(["ninja", "-C", args.build], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            if build.returncode != 0:
+                verdict = "killed (does not build)"
+            else:
+                t = run(["ctest", "--test-dir", args.build, "-R", tests, "-j2", "--timeout", "900"],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+                ran = "No tests were found" not in t.stdout
+                if not ran:
+                    verdict = "NO TESTS MATCH " + tests
+                elif t.returncode != 0:
+                    failed = [l.split("-", 1)[-1].strip() for l in t.stdout.splitlines()
+                              if l.strip().startswith(tuple("0123456789")) and "(Failed)" in l]
+                    verdict = "killed by " + (", ".join(failed[:3]) or tests)
+                else:
+                    verdict = "SURVIVED"
+        finally:
+            with open(full, "w") as f:
+                f.write(original)
+        results.append((name, f"{verdict} ({time.time() - start:.0f} s)"))
+        print(f"mutate: {name}: {results[-1][1]}", flush=True)
+    run(["ninja", "-C", args.build], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    print("\nmutations:")
+    for name, verdict in results:
+        print(f"  {verdict.split(' (')[0].split(' by ')[0]:<9} {name}: {verdict}")
+    survived = [r for r in results if not r[1].startswith("killed")]
+    print(f"{len(results) - len(survived)} of {len(results)} killed")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
