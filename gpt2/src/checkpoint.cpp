@@ -152,13 +152,15 @@ Status ReadGpt2Config(const std::string &path, Gpt2Config *config) {
   return ParseGpt2Config(path, text, config);
 }
 
-Status LoadGpt2Weights(const std::string &path, const Gpt2Config &c, Gpt2Weights *weights) {
+Status LoadGpt2Weights(const std::string &path, const Gpt2Config &c, Gpt2Weights *weights,
+                       const MatrixFinisher &finish) {
   std::unique_ptr<SafetensorsFile> file;
   TM_RETURN_IF_ERROR(SafetensorsFile::Open(path, &file));
-  return LoadGpt2Weights(*file, c, weights);
+  return LoadGpt2Weights(*file, c, weights, finish);
 }
 
-Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Weights *weights) {
+Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Weights *weights,
+                       const MatrixFinisher &finish) {
   if (weights == nullptr) return InvalidArgument("LoadGpt2Weights: weights is null");
   const std::string &path = file.path();
   // Both layouts: "wte.weight" and "transformer.wte.weight"; decided by which wte exists.
@@ -242,7 +244,7 @@ Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Wei
     Weight &dst = w.layer >= 0 ? out.layers[w.layer].*w.in_layer : out.*w.top_level;
     dst.shape = w.shape;
     const size_t n = static_cast<size_t>(dst.elements());
-    // q8_0 matrices are read as F32 and quantized once laid out (QuantizeMatrices).
+    // Other matrix dtypes (q8_0) are read as F32 and handed to `finish`.
     if (w.matrix && (c.matrices == TM_F16 || c.matrices == TM_BF16)) {
       dst.dtype = c.matrices;
       TM_RETURN_IF_ERROR(dst.host.Allocate(n * sizeof(uint16_t)));
@@ -253,6 +255,7 @@ Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Wei
       TM_RETURN_IF_ERROR(dst.host.Allocate(n * sizeof(float)));
       TM_RETURN_IF_ERROR(file.ReadAsF32(w.key, dst.host.as<float>(), n));
     }
+    if (w.matrix && finish) TM_RETURN_IF_ERROR(finish(&dst, w.top_level != &Gpt2Weights::wte));
   }
   *weights = std::move(out);
   return Status::Ok();
@@ -305,7 +308,12 @@ void Transpose(const T *src, int64_t rows, int64_t cols, T *dst) {
           dst[c * rows + r] = src[r * cols + c];
 }
 
+}  // namespace
+
 Status TransposeMatrix(Weight *w) {
+  if (w->dtype != TM_F32 && w->dtype != TM_F16 && w->dtype != TM_BF16)
+    return Status(StatusCode::kRuntime, "TransposeMatrix: only F32, F16 and BF16 matrices move "
+                                        "element by element");
   const int64_t rows = w->shape[0], cols = w->shape[1];
   HostArray t;
   TM_RETURN_IF_ERROR(t.Allocate(w->host.bytes()));
@@ -315,8 +323,6 @@ Status TransposeMatrix(Weight *w) {
   w->shape = {cols, rows};
   return Status::Ok();
 }
-
-}  // namespace
 
 Status TransposeProjections(Gpt2Weights *weights) {
   for (Gpt2Layer &l : weights->layers)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,15 +107,22 @@ struct Gpt2Weights {
 // other layer may), and every tensor's shape must match, before the first byte of weights
 // is allocated. Memory is then proportional to what the file holds, whatever the config
 // says.
-// The matrices come in config.matrices; an F32, F16 or BF16 tensor converts to any of them
-// (to a half type rounding to nearest even).
+// The matrices come in config.matrices when it is F32, F16 or BF16 (an F32, F16 or BF16
+// tensor converts to any of them, to a half type rounding to nearest even); in F32 for any
+// other dtype (q8_0), each handed to `finish` as soon as it is read, to be laid out and
+// converted before the next is read (so the F32 copies never coexist).
+// finish(matrix, is_projection): is_projection is false for wte.
+using MatrixFinisher = std::function<Status(Weight *matrix, bool is_projection)>;
 Status LoadGpt2Weights(const std::string &safetensors_path, const Gpt2Config &config,
-                       Gpt2Weights *weights);
+                       Gpt2Weights *weights, const MatrixFinisher &finish = nullptr);
 
 class SafetensorsFile;
 // The same from an opened file.
 Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &config,
-                       Gpt2Weights *weights);
+                       Gpt2Weights *weights, const MatrixFinisher &finish = nullptr);
+
+// Transposes a matrix, (rows, cols) to (cols, rows), in new memory.
+Status TransposeMatrix(Weight *w);
 
 // Transposes each block's four projection matrices to (out, in) (projections_out_major).
 Status TransposeProjections(Gpt2Weights *weights);

@@ -63,26 +63,20 @@ static_assert(static_cast<int>(ProgramKind::kEmbed) == TM_MODEL_PROGRAM_EMBED &&
                   static_cast<int>(ProgramKind::kHead) == TM_MODEL_PROGRAM_HEAD,
               "ProgramKind indexes tm_model_stats.decode_invoke_seconds");
 
-// Quantizes wte and each block's four projections, F32 as loaded and laid out, to TM_Q8_0:
-// blocks of 32 along each row, the contraction axis of every product they enter (the
-// projections are out-major). Each F32 matrix is released once quantized, so the peak is
-// the F32 weights plus one matrix in blocks.
-Status QuantizeMatrices(Gpt2Weights *weights) {
-  std::vector<Weight *> matrices = {&weights->wte};
-  for (Gpt2Layer &l : weights->layers)
-    for (Weight *w : {&l.attn_w, &l.attn_proj_w, &l.fc_w, &l.mlp_proj_w}) matrices.push_back(w);
-  for (Weight *w : matrices) {
-    if (w->dtype != TM_F32 || w->shape.size() != 2)
-      return Status(StatusCode::kRuntime, "QuantizeMatrices: a matrix is not a 2-D F32 tensor");
-    const int64_t rows = w->shape[0], k = w->shape[1];
-    HostArray blocks;
-    const size_t bytes = static_cast<size_t>(rows * (k / 32) * 34);
-    TM_RETURN_IF_ERROR(blocks.Allocate(bytes));
-    const Status s = FromC(tm_quantize_q8_0(w->f32(), rows, k, blocks.data(), bytes));
-    if (!s.ok()) return Status(s.code(), "quantizing the weights to q8_0: " + s.message());
-    w->host = std::move(blocks);  // the F32 copy goes now: the peak is one matrix over
-    w->dtype = TM_Q8_0;
-  }
+// A matrix read in F32, quantized to TM_Q8_0: blocks of 32 along each row, the contraction
+// axis of every product it enters (projections are laid out-major first). The F32 copy goes
+// at once: a converting load peaks at the blocks plus one F32 matrix.
+Status QuantizeMatrix(Weight *w) {
+  if (w->dtype != TM_F32 || w->shape.size() != 2)
+    return Status(StatusCode::kRuntime, "QuantizeMatrix: not a 2-D F32 tensor");
+  const int64_t rows = w->shape[0], k = w->shape[1];
+  HostArray blocks;
+  const size_t bytes = static_cast<size_t>(rows * (k / 32) * 34);
+  TM_RETURN_IF_ERROR(blocks.Allocate(bytes));
+  const Status s = FromC(tm_quantize_q8_0(w->f32(), rows, k, blocks.data(), bytes));
+  if (!s.ok()) return Status(s.code(), "quantizing the weights to q8_0: " + s.message());
+  w->host = std::move(blocks);
+  w->dtype = TM_Q8_0;
   return Status::Ok();
 }
 
@@ -122,9 +116,18 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
     if (prepared) {
       m->load_notes_ = "weights: read from " + key.path;
     } else {
-      TM_RETURN_IF_ERROR(LoadGpt2Weights(*file, m->config_, &m->weights_));
-      if (m->config_.projections_out_major) TM_RETURN_IF_ERROR(TransposeProjections(&m->weights_));
-      if (m->config_.matrices == TM_Q8_0) TM_RETURN_IF_ERROR(QuantizeMatrices(&m->weights_));
+      const bool out_major = m->config_.projections_out_major;
+      if (m->config_.matrices == TM_Q8_0) {  // each matrix laid out and quantized as read
+        TM_RETURN_IF_ERROR(LoadGpt2Weights(*file, m->config_, &m->weights_,
+                                           [&](Weight *w, bool is_projection) {
+                                             if (is_projection && out_major)
+                                               TM_RETURN_IF_ERROR(TransposeMatrix(w));
+                                             return QuantizeMatrix(w);
+                                           }));
+      } else {
+        TM_RETURN_IF_ERROR(LoadGpt2Weights(*file, m->config_, &m->weights_));
+        if (out_major) TM_RETURN_IF_ERROR(TransposeProjections(&m->weights_));
+      }
       m->load_notes_ = "weights: converted from " + dir + "/model.safetensors";
       if (key.path.empty()) {
         m->load_notes_ += " (not prepared for the next load: " + why_none + ")";

@@ -243,6 +243,24 @@ TEST(Q8_0, GathersAndCastsDequantizeExactly) {
     }
 }
 
+// Empty q8_0 tensors (no rows, or rows of no blocks) compile and run: no element to read.
+TEST(Q8_0, EmptyTensorsComputeNothing) {
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{0, 32}, {3, 0}}) {
+    SCOPED_TRACE("W (" + std::to_string(n) + ", " + std::to_string(k) + ")");
+    Context ctx = NewContext();
+    Trace t = NewTrace(ctx);
+    tm_value x = Input(t, TM_F32, {2, k}), w = Input(t, TM_Q8_0, {n, k});
+    const int32_t perm[] = {1, 0};
+    End(t, {Op(tm_op_matmul, t.get(), x, Op(tm_op_transpose, t.get(), w, perm, 2)),
+            Op(tm_op_cast, t.get(), w, TM_F32)});
+    Host<float> xh({2, k}, 1.0f), y({2, n}, -1.0f), cast({n, k}, 0.0f);
+    std::vector<int64_t> shape = {n, k};
+    tm_tensor wv = {nullptr, TM_Q8_0, 2, shape.data(), nullptr};
+    TM_ASSERT_OK(CompileInvoke(ctx, t, {xh.view(), wv}, {y.view(), cast.view()}));
+    for (float v : y.data) EXPECT_EQ(v, 0.0f);  // a sum of no terms
+  }
+}
+
 // ---- Misuse ---------------------------------------------------------------------------------
 
 // Each way of using a q8_0 value outside what the header allows, refused when traced with
