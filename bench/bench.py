@@ -1,6 +1,9 @@
 """Runs the GPT-2 124M benchmark side by side: tinymlir, NumPy, PyTorch, the memory-bandwidth
 ceiling and the prefill's GEMM floor, each in its own subprocess, one at a time, with the same
-thread count.
+thread count; tinymlir also with F16, BF16 and 8-bit (Q8_0) weights, in one process in rounds
+with a read-bandwidth sample before each decode (gpt2_bench --side-by-side), and, with
+--build, the load time of `tinymlir generate` (first and prepared loads, page cache cold and
+warm) and a GPT-2 XL-shaped run (load, decode, peak memory; --no-xl skips it).
 Prints a table and writes the JSON results. Normally started by bench/run.sh.
 """
 import argparse
@@ -31,6 +34,8 @@ PROMPT128 = [(1000 + 7919 * i) % 50257 for i in range(128)]
 # benchmark in seconds (its figures mean nothing).
 SMOKE = dict(vocab_size=1024, n_positions=256, n_embd=64, n_layer=2, n_head=2)
 RTOL = 1e-3  # cross-check: max |a - b| <= RTOL * max |b|
+Q8_BYTES_PER_WEIGHT = 34 / 32  # Q8_0: a block of 32 int8 weights and its f16 scale
+FAST_READ_GB_PER_S = 55  # the targets' "rounds where that bandwidth is above 55 GB/s"
 
 
 def run_json(name, cmd, env_extra):
@@ -86,7 +91,8 @@ def fmt(x, spec):
 
 
 def table(r):
-    rows = [r["tinymlir"], r["numpy"]] + ([r["pytorch"]] if r.get("pytorch") else [])
+    rows = [r["tinymlir"], dict(r["q8_0"], implementation="tinymlir, q8_0 weights"),
+            r["numpy"]] + ([r["pytorch"]] if r.get("pytorch") else [])
     e, c = r["environment"], r["ceiling"]
     out = [f"{r['model']}, random F32 weights ({r['checkpoint']}), {e['threads']} threads, "
            f"median of {r['config']['reps']} runs after 1 warm-up; decode = "
@@ -101,7 +107,9 @@ def table(r):
     out += [f"{'bandwidth ceiling':24}{'':30}{c['tokens_per_s']:>14.1f}   "
             f"(read {c['read_gb_per_s']:.1f} GB/s, {e['threads']} threads, best of "
             f"{len(c['read_gb_per_s_runs'])} measurements (before and after) / "
-            f"{c['weight_mb_per_token']:.1f} MB per token)",
+            f"{c['weight_mb_per_token']:.1f} MB per token; bench/read_ceiling.h over "
+            f"{c['bandwidth_runs'][0]['buffer_mb']} MB, "
+            f"{100 * c['bandwidth_runs'][0].get('read_buffer_huge_page_fraction', 0):.0f}% in huge pages)",
             f"{'  (cross-checks)':24}{'':30}{'':>14}   STREAM triad {max(c['triad_gb_per_s_runs']):.1f} "
             f"GB/s, copy {max(c['copy_gb_per_s_runs']):.1f} GB/s (read + written)"]
     q = r["ratios"]
@@ -123,9 +131,12 @@ def table(r):
             f"the rest {r['tinymlir']['prefill128_other_ms_median']:.1f} ms",
             breakdown(r["tinymlir"]),
             half_weights(r),
+            q8_weights(r),
             *([deployment(r)] if "deployment" in r else []),
             small_model(r),
             side_by_side(r),
+            *([load_table(r)] if "load" in r else []),
+            *([xl_table(r)] if "xl" in r else []),
             f"tinymlir cold compile {r['tinymlir']['cold_compile_seconds']:.2f} s "
             f"({r['tinymlir']['cold_programs_compiled']} programs for prefill-16 + decode), "
             f"+{r['tinymlir']['compile_prefill128_seconds']:.2f} s for prefill-128",
@@ -148,38 +159,53 @@ def table(r):
                + (f", pytorch {r['same_generated_ids']['pytorch']}" if r.get("pytorch") else ""))
     if r.get("artifacts"):
         out.append(artifacts.table(r["artifacts"]))
+    out.append(targets_table(r))
     la = e["loadavg_start"], e["loadavg_end"]
     out.append(f"load average at start {la[0][0]:.2f}, at end {la[1][0]:.2f} (counts this run) "
                f"(on {e['cpus']} CPUs; other work on the machine skews every figure)")
     return "\n".join(out)
 
 
-def side_by_side_ratios(sbs, bytes_per_token, separate_runs):
+def side_by_side_ratios(sbs, bytes_per_token, separate_runs, fast=FAST_READ_GB_PER_S):
     """Per round of gpt2_bench --side-by-side: each model's decode as a fraction of its read
-    ceiling (the better of the reads before and after the round, over the model's bytes per
-    token) and the half-precision models against F32 in the same round; the medians over the
-    rounds, and whether each model's tokens equal its separate run's."""
-    read = sbs["read_bytes_per_s"]
-    rounds = sbs["rounds"]
+    ceiling, the read-bandwidth sample taken just before that decode over the model's bytes
+    per token, and the F16, BF16 and Q8_0 models against F32 in the same round; the medians
+    and ranges over the rounds; the F32 fraction again over the rounds whose sample was above
+    `fast` GB/s only; whether each model's tokens equal its separate run's."""
+    models = [m for m in bytes_per_token if m in sbs]
     per_round = []
-    for i in range(rounds):
-        ceiling = max(read[i], read[i + 1])
-        x = {"read_gb_per_s": ceiling / 1e9}
-        for m, b in bytes_per_token.items():
-            x[f"{m}_fraction_of_ceiling"] = sbs[m]["decode_tokens_per_s"][i] / (ceiling / b)
-        for m in ("f16", "bf16"):
-            x[f"{m}_over_f32"] = sbs[m]["decode_tokens_per_s"][i] / sbs["f32"]["decode_tokens_per_s"][i]
+    for i in range(sbs["rounds"]):
+        x = {}
+        for m in models:
+            read = sbs[m]["read_bytes_per_s"][i]
+            x[f"{m}_read_gb_per_s"] = read / 1e9
+            x[f"{m}_fraction_of_ceiling"] = sbs[m]["decode_tokens_per_s"][i] / (read / bytes_per_token[m])
+        for m in ("f16", "bf16", "q8_0"):
+            if m in models:
+                x[f"{m}_over_f32"] = (sbs[m]["decode_tokens_per_s"][i]
+                                      / sbs["f32"]["decode_tokens_per_s"][i])
         per_round.append(x)
     median = {k: float(np.median([x[k] for x in per_round])) for k in per_round[0]}
     spread = {k: [min(x[k] for x in per_round), max(x[k] for x in per_round)] for k in per_round[0]}
+    samples = [sbs[m]["read_bytes_per_s"][i] / 1e9 for m in models for i in range(sbs["rounds"])]
+    median["read_gb_per_s"] = float(np.median(samples))
+    spread["read_gb_per_s"] = [min(samples), max(samples)]
+    fast_rounds = [x for x in per_round if x["f32_read_gb_per_s"] > fast]
+    f32_fast = {"threshold_gb_per_s": fast, "rounds": len(fast_rounds),
+                "f32_fraction_of_ceiling_median":
+                    float(np.median([x["f32_fraction_of_ceiling"] for x in fast_rounds]))
+                    if fast_rounds else None,
+                "highest_f32_sample_gb_per_s": max(x["f32_read_gb_per_s"] for x in per_round)}
     same = {m: sbs[m]["generated_ids"] == separate_runs[m]["generated_ids"] for m in separate_runs}
-    return {"per_round": per_round, "median": median, "range": spread, "same_ids_as_separate_runs": same}
+    return {"per_round": per_round, "median": median, "range": spread, "f32_fast_rounds": f32_fast,
+            "same_ids_as_separate_runs": same}
 
 
 def side_by_side(r):
     """The decode ratios from interleaved rounds in one process (gpt2_bench --side-by-side)."""
     sbs = r["side_by_side"]
-    m, lo_hi = sbs["ratios"]["median"], sbs["ratios"]["range"]
+    q = sbs["ratios"]
+    m, lo_hi, fast = q["median"], q["range"], q["f32_fast_rounds"]
 
     def pct(k):
         return f"{100 * m[k]:.0f}% (rounds {100 * lo_hi[k][0]:.0f}-{100 * lo_hi[k][1]:.0f}%)"
@@ -187,15 +213,164 @@ def side_by_side(r):
     def times(k):
         return f"{m[k]:.2f}x (rounds {lo_hi[k][0]:.2f}-{lo_hi[k][1]:.2f}x)"
 
-    same = all(sbs["ratios"]["same_ids_as_separate_runs"].values())
-    return (f"decode side by side: one process holding F32, F16, BF16 and kjv-tiny, {sbs['rounds']} "
-            f"rounds of (read bandwidth, then each model's decode, order alternating); medians of "
-            f"the rounds' ratios, each round against its own read ceiling "
-            f"(median {m['read_gb_per_s']:.1f} GB/s):\n"
-            f"  F32 {pct('f32_fraction_of_ceiling')} of the read ceiling; F16 {times('f16_over_f32')} "
-            f"F32 ({pct('f16_fraction_of_ceiling')} of its ceiling); BF16 {times('bf16_over_f32')} F32; "
-            f"kjv-tiny {pct('small_fraction_of_ceiling')} of its ceiling; tokens equal to the "
-            f"separate runs': {same}")
+    same = all(q["same_ids_as_separate_runs"].values())
+    if fast["rounds"]:
+        fast_text = (f"in the {fast['rounds']} of {sbs['rounds']} rounds whose sample was above "
+                     f"{fast['threshold_gb_per_s']} GB/s: {100 * fast['f32_fraction_of_ceiling_median']:.0f}%")
+    else:
+        fast_text = (f"no round's sample was above {fast['threshold_gb_per_s']} GB/s (highest "
+                     f"{fast['highest_f32_sample_gb_per_s']:.1f} GB/s)")
+    rounds = ", ".join(f"{x['f32_read_gb_per_s']:.1f}: {100 * x['f32_fraction_of_ceiling']:.0f}%"
+                       for x in q["per_round"])
+    q8_rounds = ", ".join(f"{x['q8_0_over_f32']:.2f}" for x in q["per_round"])
+    return (f"decode side by side: one process holding F32, F16, BF16, Q8_0 and kjv-tiny, "
+            f"{sbs['rounds']} rounds of one decode of each (order alternating), each decode just "
+            f"after a read-bandwidth sample of its own (best of 3 passes over {sbs['buffer_mb']} MB "
+            f"in huge pages: {100 * sbs.get('read_buffer_huge_page_fraction', 0):.0f}% of it in "
+            f"huge pages; samples median {m['read_gb_per_s']:.1f} GB/s, "
+            f"{lo_hi['read_gb_per_s'][0]:.1f}-{lo_hi['read_gb_per_s'][1]:.1f}); medians of the "
+            f"rounds' ratios, each decode against its own sample at its bytes per token:\n"
+            f"  F32 {pct('f32_fraction_of_ceiling')} of the read ceiling; {fast_text}\n"
+            f"  F16 {times('f16_over_f32')} F32 ({pct('f16_fraction_of_ceiling')} of its ceiling); "
+            f"BF16 {times('bf16_over_f32')} F32 ({pct('bf16_fraction_of_ceiling')})\n"
+            f"  Q8_0 {times('q8_0_over_f32')} F32 ({pct('q8_0_fraction_of_ceiling')} of its ceiling); "
+            f"kjv-tiny {pct('small_fraction_of_ceiling')} of its ceiling\n"
+            f"  F32 by round (sample GB/s: fraction of it): {rounds}\n"
+            f"  Q8_0 / F32 by round: {q8_rounds}\n"
+            f"  tokens the same in every round (checked by the driver) and equal to the separate "
+            f"runs': {same}")
+
+
+def q8_weights(r):
+    """The F32 checkpoint quantized to Q8_0 at load, against F32 and NumPy."""
+    tm, npy, q, x, a = r["tinymlir"], r["numpy"], r["ratios"], r["q8_0"], r["q8_weights"]
+    return (f"8-bit weights (Q8_0, the same checkpoint quantized at load: 34 bytes per 32 weights; "
+            f"{a['weights_mb']:.0f} MB of weights in memory, {a['mb_per_token']:.1f} MB read per "
+            f"token, against {r['half_weights']['f32_weights_mb']:.0f} MB in F32):\n"
+            f"  q8_0: decode {x['decode_tokens_per_s_median']:.1f} tok/s = "
+            f"{q['decode_q8_0_over_f32']:.2f}x F32's {tm['decode_tokens_per_s_median']:.1f}, "
+            f"{q['decode_q8_0_over_numpy']:.2f}x NumPy's {npy['decode_tokens_per_s_median']:.1f} "
+            f"({100 * q['decode_q8_0_fraction_of_ceiling']:.0f}% of its read ceiling), GEMV "
+            f"{x['decode_ms_per_token']['gemv']:.2f} ms of {x['decode_ms_per_token']['total']:.2f} "
+            f"per token; peak RSS {x['peak_rss_mb']:.0f} MB\n"
+            f"  prefill-16 {x['prefill16_ms_median']:.1f} ms ({q['prefill16_q8_0_over_f32']:.2f}x "
+            f"F32's time), prefill-128 {x['prefill128_ms_median']:.1f} ms "
+            f"({q['prefill128_q8_0_over_f32']:.2f}x; the target: at most 1.5x)\n"
+            f"  logits vs F32: max |diff| {a['max_abs_diff']:.3g} (relative {a['relative']:.2g}), "
+            f"same argmax {a['same_argmax']}; greedy ids equal to F32's for "
+            f"{a['greedy_ids_equal']} of {len(tm['generated_ids'])}")
+
+
+def load_table(r):
+    """`tinymlir generate`'s load figure, first and prepared loads, cold and warm."""
+    ld, probe = r["load"], r["load"]["eviction_probe"]
+
+    def cell(x):
+        cached = x.get("file_cached_before")
+        return (f"{x['load_ms']:.0f} ms" + (f" ({100 * cached:.0f}%)" if cached is not None else ""))
+
+    out = [f"load time, {r['model']} (`tinymlir generate`'s load figure: weights and model ready; "
+           f"in parentheses the share of the file it reads that was in the page cache just before):",
+           f"{'':8}{'first, cold':>16}{'first, warm':>16}{'prepared, warm':>26}"
+           f"{'prepared, cold':>18}{'prepared file':>15}{'peak RSS':>10}"]
+    for w in ("f32", "f16", "q8_0"):
+        x = ld[w]
+        warm = [y["load_ms"] for y in x["prepared_warm"]]
+        out.append(f"  {w:6}{cell(x['first_cold']):>16}{cell(x['first_warm']):>16}"
+                   f"{x['prepared_warm_load_ms_median']:>9.0f} ms ({min(warm):.0f}-{max(warm):.0f}, "
+                   f"{len(warm)} runs){cell(x['prepared_cold']):>18}"
+                   f"{x['prepared_file_bytes'] / 1e6:>12.0f} MB"
+                   f"{x['prepared_warm'][-1]['peak_rss_mb']:>7.0f} MB")
+    out.append(
+        f"  eviction (posix_fadvise DONTNEED) of the checkpoint, timed: "
+        f"{100 * (probe['cached_after_eviction'] or 0):.0f}% left cached, then read at "
+        f"{probe['cold_read_gb_per_s']:.2f} GB/s against {probe['warm_read_gb_per_s']:.2f} GB/s "
+        f"warm: {'eviction worked' if probe['worked'] else 'eviction did not show (the disk reads as fast as the cache)'}")
+    out.append(
+        "  weights came from the checkpoint, then the prepared file, as expected: "
+        + ", ".join(f"{w} {ld[w]['weights_from_as_expected']}" for w in ("f32", "f16", "q8_0"))
+        + "; ids equal in every load: "
+        + ", ".join(f"{w} {ld[w]['same_ids_every_load']}" for w in ("f32", "f16", "q8_0"))
+        + "; and to the driver's: "
+        + ", ".join(f"{w} {ld[w]['generated_ids'] == ref['generated_ids'][:len(ld[w]['generated_ids'])]}"
+                    for w, ref in (("f32", r["tinymlir"]), ("f16", r["half"]["f16"]),
+                                   ("q8_0", r["q8_0"]))))
+    return "\n".join(out)
+
+
+def xl_table(r):
+    """GPT-2 XL shapes through `tinymlir generate`."""
+    xl = r["xl"]
+    ws = [w for w in xl if isinstance(xl[w], dict) and "first" in xl[w]]
+    first = xl[ws[0]]
+    out = [f"GPT-2 XL shapes (random F32 checkpoint, {first['checkpoint_bytes'] / 1e9:.2f} GB; "
+           f"`tinymlir generate`, prompt 16 tokens, {xl['decode_tokens']} decode tokens, a fresh "
+           f"cache folder):"]
+    for w in ws:
+        x = xl[w]
+        f, warm = x["first"], x["prepared_warm"]
+        cached = f.get("file_cached_before")
+        runs = ", ".join(f"{y['load_ms'] / 1e3:.2f}" for y in warm)
+        out.append(
+            f"  {w}: first load {f['load_ms'] / 1e3:.2f} s (converting"
+            + (f"; checkpoint {100 * cached:.0f}% in the page cache" if cached is not None else "")
+            + f"; prepared file {x['prepared_file_bytes'] / 1e9:.2f} GB written: {f['prepared_written']}), "
+            f"second load {x['prepared_warm_load_ms_median'] / 1e3:.2f} s (prepared, warm page "
+            f"cache; runs {runs})\n"
+            f"      decode {warm[-1]['decode_tokens_per_s']:.2f} tok/s ({100 * x['decode_fraction_of_ceiling']:.0f}% "
+            f"of the read ceiling at {x['mb_per_token']:.0f} MB per token), prefill-16 "
+            f"{warm[-1]['prefill_ms']:.0f} ms, cold compile {f['compile_ms'] / 1e3:.2f} s; peak RSS "
+            f"{warm[-1]['peak_rss_mb']:.0f} MB (first load {f['peak_rss_mb']:.0f} MB); "
+            f"tokens equal between the loads: {x['same_ids']}")
+    return "\n".join(out)
+
+
+def targets(r):
+    """The performance targets (docs/PERFORMANCE.md) of this run, each with its bound and whether it holds."""
+    sbs = r["side_by_side"]["ratios"]
+    fast = sbs["f32_fast_rounds"]
+    out = [{"what": "F32 decode / read sample just before it (side by side, median)",
+            "value": sbs["median"]["f32_fraction_of_ceiling"], "bound": ">= 0.80",
+            "met": sbs["median"]["f32_fraction_of_ceiling"] >= 0.80},
+           {"what": f"the same, rounds whose sample was above {fast['threshold_gb_per_s']} GB/s "
+                    f"({fast['rounds']} of {r['side_by_side']['rounds']})",
+            "value": fast["f32_fraction_of_ceiling_median"], "bound": ">= 0.80",
+            "met": None if fast["rounds"] == 0 else fast["f32_fraction_of_ceiling_median"] >= 0.80},
+           {"what": "Q8_0 decode / F32 decode (side by side, median)",
+            "value": sbs["median"]["q8_0_over_f32"], "bound": ">= 3.0",
+            "met": sbs["median"]["q8_0_over_f32"] >= 3.0},
+           {"what": "Q8_0 decode / F32 decode (separate runs)",
+            "value": r["ratios"]["decode_q8_0_over_f32"], "bound": ">= 3.0",
+            "met": r["ratios"]["decode_q8_0_over_f32"] >= 3.0},
+           {"what": "Q8_0 prefill-128 / F32 prefill-128 (time)",
+            "value": r["ratios"]["prefill128_q8_0_over_f32"], "bound": "<= 1.5",
+            "met": r["ratios"]["prefill128_q8_0_over_f32"] <= 1.5}]
+    if "load" in r:
+        v = r["load"]["f32"]["prepared_warm_load_ms_median"]
+        out.append({"what": f"{r['model']} F32 load, prepared file, warm page cache (ms)",
+                    "value": v, "bound": "<= 150", "met": v <= 150})
+    if "xl" in r and "f16" in r["xl"]:
+        v = r["xl"]["f16"]["prepared_warm_load_ms_median"] / 1e3
+        out.append({"what": "GPT-2 XL shapes F16 load, prepared file, warm page cache (s)",
+                    "value": v, "bound": "<= 2", "met": v <= 2})
+    same = (all(r["side_by_side"]["ratios"]["same_ids_as_separate_runs"].values())
+            and all(r["load"][w]["same_ids_every_load"] for w in ("f32", "f16", "q8_0"))
+            if "load" in r else all(r["side_by_side"]["ratios"]["same_ids_as_separate_runs"].values()))
+    if "xl" in r:
+        same = same and all(x["same_ids"] for x in r["xl"].values() if isinstance(x, dict) and "same_ids" in x)
+    out.append({"what": "tokens unchanged (side by side vs separate runs, across loads)",
+                "value": same, "bound": "True", "met": same})
+    return out
+
+
+def targets_table(r):
+    lines = ["the targets, this run:"]
+    for t in r["targets"]:
+        v = t["value"]
+        shown = ("-" if v is None else str(v) if isinstance(v, bool) else f"{v:.3g}")
+        verdict = "not measured" if t["met"] is None else "met" if t["met"] else "NOT MET"
+        lines.append(f"  {t['what']}: {shown} (target {t['bound']}): {verdict}")
+    return "\n".join(lines)
 
 
 def small_model(r):
@@ -269,20 +444,180 @@ def warm_cache_rss(build, folder, prompt, tokens, weights, env):
         shutil.rmtree(cache, ignore_errors=True)
 
 
-def generate_rss(cli, folder, prompt, tokens, weights, env, extra):
-    """Runs `cli generate` greedily on the prompt's ids; returns the peak resident memory it
-    reports (`--verbose`: its VmHWM; a child's ru_maxrss would also count this Python
-    process, which spawns it through vfork) and the ids it printed."""
+def cli_generate(cli, folder, prompt, tokens, weights, env, extra=()):
+    """Runs `cli generate --verbose` greedily on the prompt's ids and parses what it prints:
+    the figures of its summary line (load ms: the weights and the model ready; compile ms;
+    prefill ms; decode tokens/s), where the weights came from (`weights:` lines), the peak
+    resident memory it reports (its VmHWM; a child's ru_maxrss would also count this Python
+    process, which spawns it through vfork), the ids it printed after the prompt."""
+    t0 = time.perf_counter()
     p = subprocess.run(
         [cli, "generate", "--greedy", "--ids", "--verbose", "--tokens", str(tokens), "--model",
-         folder, "--weights", weights] + extra + [" ".join(map(str, prompt))],
+         folder, "--weights", weights] + list(extra) + [" ".join(map(str, prompt))],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
     peak = re.search(r"peak resident memory: ([0-9.]+) MB", p.stderr)
     if p.returncode != 0 or not peak:
         sys.exit(f"[bench] {os.path.basename(cli)} generate {' '.join(extra)} ({weights}) "
                  f"failed:\n{p.stderr}")
     printed = [int(x) for x in p.stdout.split()]
-    return {"peak_rss_mb": float(peak.group(1)), "generated_ids": printed[len(prompt):]}
+    out = {"peak_rss_mb": float(peak.group(1)), "generated_ids": printed[len(prompt):],
+           "wall_seconds": wall}
+    summary = re.search(r"load ([0-9.]+) ms \| compile ([0-9.]+) ms .*\| prefill ([0-9.]+) ms \| "
+                        r"decode ([0-9.]+) tokens/s \(([0-9]+) tokens\)", p.stderr)
+    if summary:
+        out.update(load_ms=float(summary.group(1)), compile_ms=float(summary.group(2)),
+                   prefill_ms=float(summary.group(3)),
+                   decode_tokens_per_s=float(summary.group(4)),
+                   decode_tokens=int(summary.group(5)))
+    notes = re.findall(r"\[tinymlir\] (weights: .*)", p.stderr)
+    out["weights_notes"] = notes
+    source = next((n for n in notes if "read from" in n or "converted from" in n), "")
+    out["weights_from"] = ("prepared" if "read from" in source else
+                           "converted" if "converted from" in source else "?")
+    out["prepared_written"] = "written" in source and "not written" not in source
+    return out
+
+
+def generate_rss(cli, folder, prompt, tokens, weights, env, extra):
+    """Peak RSS and ids of one `cli generate` (cli_generate)."""
+    x = cli_generate(cli, folder, prompt, tokens, weights, env, extra)
+    return {"peak_rss_mb": x["peak_rss_mb"], "generated_ids": x["generated_ids"]}
+
+
+def page_cache_fraction(path):
+    """The fraction of the file's pages in the page cache: mincore over a read-only mapping
+    of it (mapping reads nothing). None where that fails."""
+    import ctypes
+    import mmap
+
+    size = os.path.getsize(path)
+    if size == 0:
+        return 0.0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr is None or addr == ctypes.c_void_p(-1).value:
+            return None
+        pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+        vec = (ctypes.c_ubyte * pages)()
+        rc = libc.mincore(ctypes.c_void_p(addr), size, vec)
+        libc.munmap(ctypes.c_void_p(addr), size)
+        if rc != 0:
+            return None
+        return float((np.frombuffer(vec, np.uint8) & 1).mean())
+    finally:
+        os.close(fd)
+
+
+def evict(path, flush=False):
+    """Drops the file's pages from the page cache (posix_fadvise DONTNEED on a plain read-only
+    open); returns the fraction still cached. DONTNEED drops clean pages only: a file written
+    seconds ago (the prepared file) is flushed first (flush: fdatasync), the checkpoint,
+    written long before, is not."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if flush:
+            os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return page_cache_fraction(path)
+
+
+def read_file_seconds(path):
+    """Seconds to read the whole file (64 MB reads into one buffer)."""
+    buf = bytearray(64 << 20)
+    t0 = time.perf_counter()
+    with open(path, "rb", buffering=0) as f:
+        while f.readinto(buf):
+            pass
+    return time.perf_counter() - t0
+
+
+def eviction_probe(path):
+    """Does eviction work here? The file evicted, then read twice, timed: a cold read well
+    slower than the warm one says the first came from the disk."""
+    left = evict(path)
+    cold = read_file_seconds(path)
+    warm = read_file_seconds(path)
+    size = os.path.getsize(path)
+    return {"bytes": size, "cached_after_eviction": left, "cold_read_gb_per_s": size / cold / 1e9,
+            "warm_read_gb_per_s": size / warm / 1e9, "worked": cold > 1.5 * warm}
+
+
+def load_times(cli, folder, prompt, tokens, weights, env, runs, work):
+    """The `load` figure of `tinymlir generate` (the weights and the model ready), with a
+    fresh cache folder of its own (TINYMLIR_CACHE_DIR: programs and prepared weights):
+      first_cold    no prepared file, the checkpoint evicted from the page cache;
+      first_warm    no prepared file (removed), the checkpoint in the page cache: reading,
+                    converting, writing the prepared file;
+      prepared_warm the prepared file, in the page cache (`runs` runs; the target figure);
+      prepared_cold the prepared file evicted from the page cache.
+    Also the fraction of each file cached just before the run, and every run's ids."""
+    cache = os.path.join(work, f"load-cache-{weights}")
+    shutil.rmtree(cache, ignore_errors=True)
+    env = dict(env, TINYMLIR_CACHE_DIR=cache)
+    ckpt = os.path.join(folder, "model.safetensors")
+    weights_dir = os.path.join(cache, "weights")
+
+    def run(cached_file):
+        x = cli_generate(cli, folder, prompt, tokens, weights, env)
+        x["file_cached_before"] = cached_file
+        return x
+
+    out = {"first_cold": run(evict(ckpt))}
+    shutil.rmtree(weights_dir, ignore_errors=True)
+    out["first_warm"] = run(page_cache_fraction(ckpt))
+    prepared = sorted(os.path.join(weights_dir, n) for n in os.listdir(weights_dir)
+                      if n.endswith(".tmweights")) if os.path.isdir(weights_dir) else []
+    out["prepared_file_bytes"] = os.path.getsize(prepared[0]) if prepared else 0
+    out["prepared_warm"] = [run(page_cache_fraction(prepared[0]) if prepared else None)
+                            for _ in range(runs)]
+    out["prepared_cold"] = run(evict(prepared[0], flush=True) if prepared else None)
+    out["prepared_warm_load_ms_median"] = float(np.median(
+        [x["load_ms"] for x in out["prepared_warm"]]))
+    every = [out["first_cold"], out["first_warm"], *out["prepared_warm"], out["prepared_cold"]]
+    out["same_ids_every_load"] = all(x["generated_ids"] == every[0]["generated_ids"] for x in every)
+    out["generated_ids"] = every[0]["generated_ids"]
+    out["weights_from_as_expected"] = (
+        [x["weights_from"] for x in every] ==
+        ["converted", "converted"] + ["prepared"] * (len(every) - 2))
+    shutil.rmtree(cache, ignore_errors=True)
+    return out
+
+
+def xl_run(cli, folder, prompt, tokens, weights, env, work, warm_runs=2):
+    """GPT-2 XL shapes through `tinymlir generate` with a fresh cache folder: the first load
+    (reading and converting the checkpoint, writing the prepared file), then `warm_runs`
+    loads of the prepared file from a warm page cache; decode over `tokens` - 1 tokens, peak
+    RSS, and whether every run gave the same ids."""
+    cache = os.path.join(work, f"xl-cache-{weights}")
+    shutil.rmtree(cache, ignore_errors=True)
+    env = dict(env, TINYMLIR_CACHE_DIR=cache)
+    ckpt = os.path.join(folder, "model.safetensors")
+    try:
+        cached = page_cache_fraction(ckpt)
+        first = cli_generate(cli, folder, prompt, tokens, weights, env)
+        first["file_cached_before"] = cached
+        warm = [cli_generate(cli, folder, prompt, tokens, weights, env) for _ in range(warm_runs)]
+        weights_dir = os.path.join(cache, "weights")
+        prepared = [os.path.join(weights_dir, n) for n in os.listdir(weights_dir)
+                    if n.endswith(".tmweights")] if os.path.isdir(weights_dir) else []
+        return {"first": first, "prepared_warm": warm,
+                "prepared_warm_load_ms_median": float(np.median([x["load_ms"] for x in warm])),
+                "prepared_file_bytes": os.path.getsize(prepared[0]) if prepared else 0,
+                "checkpoint_bytes": os.path.getsize(ckpt),
+                "same_ids": all(x["generated_ids"] == first["generated_ids"] for x in warm),
+                "weights_from": [first["weights_from"]] + [x["weights_from"] for x in warm]}
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def deployment(r):
@@ -343,12 +678,20 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     ap.add_argument("--smoke", action="store_true",
                     help="a 2-layer d=64 random model, 8 decode tokens, 1 rep, 64 MB bandwidth "
-                    "buffers: checks that every part of the benchmark runs (CI)")
+                    "buffers, no GPT-2 XL run: checks that every part of the benchmark runs (CI)")
+    ap.add_argument("--no-xl", action="store_true",
+                    help="skip the GPT-2 XL-shaped run (a 6.2 GB checkpoint generated once into "
+                    "the cache; load, decode and peak memory through `tinymlir generate`)")
+    ap.add_argument("--xl-weights", default="f16,f32",
+                    help="the dtypes of the GPT-2 XL-shaped run (default f16,f32)")
+    ap.add_argument("--load-runs", type=int, default=5,
+                    help="runs of the warm prepared load, whose median is reported (default 5)")
     args = ap.parse_args()
     config, model_name, name = checkpoint.GPT2_124M, "GPT-2 124M", "gpt2-124m-random"
     if args.smoke:
         config, model_name, name = SMOKE, "smoke model (2 layers, d = 64)", "gpt2-smoke-random"
         args.reps, args.decode_tokens, args.bandwidth_mb = 1, 8, 64
+        args.no_xl, args.load_runs = True, 2
     prompt16 = [i % config["vocab_size"] for i in PROMPT16]
     prompt128 = [i % config["vocab_size"] for i in PROMPT128]
 
@@ -368,7 +711,8 @@ def main():
     common = ["--model", folder, "--prompts", prompts, "--decode-tokens", str(args.decode_tokens),
               "--reps", str(args.reps)]
     logits = {k: os.path.join(work, f"logits_{k}.f32")
-              for k in ("tinymlir", "numpy", "pytorch", "tinymlir_f16", "tinymlir_bf16")}
+              for k in ("tinymlir", "numpy", "pytorch", "tinymlir_f16", "tinymlir_bf16",
+                        "tinymlir_q8_0")}
     bw_cmd = [args.driver, "--bandwidth-mb", str(args.bandwidth_mb), "--threads", n, "--reps", "10"]
     r = {"model": model_name, "checkpoint": folder, "environment": environment(args),
          "config": {"reps": args.reps, "decode_tokens": args.decode_tokens, "seed": args.seed,
@@ -386,6 +730,10 @@ def main():
         args.driver, *common, "--weights", w, "--core-only", "--logits-out",
         logits[f"tinymlir_{w}"]], dict(blas_env, TINYMLIR_CACHE_DIR=disk_cache))
         for w in ("f16", "bf16")}
+    # 8-bit weights: the same checkpoint quantized at load (Q8_0 blocks), likewise.
+    r["q8_0"] = run_json("tinymlir --weights q8_0", [
+        args.driver, *common, "--weights", "q8_0", "--core-only", "--logits-out",
+        logits["tinymlir_q8_0"]], dict(blas_env, TINYMLIR_CACHE_DIR=disk_cache))
     r["numpy"] = run_json("numpy", [PY, os.path.join(HERE, "numpy_gpt2.py"), *common,
                                     "--logits-out", logits["numpy"]], blas_env)
     if not args.no_torch:
@@ -408,8 +756,8 @@ def main():
     small_config = dict(vocab_size=c["vocab_size"], n_positions=c["n_positions"],
                         n_embd=c["n_embd"], n_layer=c["n_layer"], n_head=c["n_head"])
     r["small"]["bytes_per_token"] = checkpoint.decode_bytes_per_token(small_config, 2)
-    # The decode ratios once more, from one process: F32, F16, BF16 and kjv-tiny decoded in
-    # interleaved rounds, each round next to its own read-bandwidth measurement.
+    # The decode ratios once more, from one process: F32, F16, BF16, Q8_0 and kjv-tiny decoded
+    # in interleaved rounds, each decode just after a read-bandwidth sample of its own.
     r["side_by_side"] = run_json("side by side", [
         args.driver, "--side-by-side", str(2 * args.reps + 1), "--model", folder, "--small",
         small_dir, "--prompts", prompts, "--decode-tokens", str(args.decode_tokens),
@@ -441,6 +789,27 @@ def main():
             x["weights_mb"] = checkpoint.weight_bytes(config, bytes_per) / 1e6
             x["same_ids"] = x["generated_ids"] == ids[:len(x["generated_ids"])]
             r["warm_cache"][w] = x
+        # Load time: `tinymlir generate`'s load figure, first (converting) and second
+        # (prepared) loads, each with the file it reads cold and warm in the page cache.
+        cli = os.path.join(args.build, "bin", "tinymlir")
+        ckpt = os.path.join(folder, "model.safetensors")
+        print("[bench] load time cold/warm (tinymlir generate)", file=sys.stderr, flush=True)
+        r["load"] = {"eviction_probe": eviction_probe(ckpt), "tokens": args.decode_tokens + 1,
+                     "runs": args.load_runs}
+        for w in ("f32", "f16", "q8_0"):
+            r["load"][w] = load_times(cli, folder, prompt16, args.decode_tokens + 1, w, blas_env,
+                                      args.load_runs, work)
+        if not args.no_xl:
+            xl_folder = os.path.join(args.cache, "gpt2-xl-random")
+            t0 = time.perf_counter()
+            made = checkpoint.ensure_checkpoint(xl_folder, args.seed, checkpoint.GPT2_XL)
+            print(f"[bench] checkpoint {xl_folder}: {'generated' if made else 'reused'} "
+                  f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
+            r["xl"] = {"checkpoint": xl_folder, "decode_tokens": 16}
+            for w in args.xl_weights.split(","):
+                print(f"[bench] GPT-2 XL shapes, {w} (tinymlir generate)", file=sys.stderr,
+                      flush=True)
+                r["xl"][w] = xl_run(cli, xl_folder, PROMPT16, 17, w, blas_env, work)
     bw.append(run_json("bandwidth (again)", bw_cmd, {}))
     r["environment"]["loadavg_end"] = os.getloadavg()
 
@@ -474,6 +843,19 @@ def main():
                 weights_mb=checkpoint.weight_bytes(config, 2) / 1e6)
         for w, x in r["half"].items()}
     r["half_weights"]["f32_weights_mb"] = checkpoint.weight_bytes(config, 4) / 1e6
+    q8, q8_bytes = r["q8_0"], Q8_BYTES_PER_WEIGHT
+    q.update({
+        "decode_q8_0_over_f32": q8["decode_tokens_per_s_median"] / tm["decode_tokens_per_s_median"],
+        "decode_q8_0_over_numpy": q8["decode_tokens_per_s_median"] / npy["decode_tokens_per_s_median"],
+        "decode_q8_0_fraction_of_ceiling": q8["decode_tokens_per_s_median"] / (
+            max(read) / checkpoint.decode_bytes_per_token(config, q8_bytes)),
+        "prefill16_q8_0_over_f32": q8["prefill16_ms_median"] / tm["prefill16_ms_median"],
+        "prefill128_q8_0_over_f32": q8["prefill128_ms_median"] / tm["prefill128_ms_median"]})
+    r["q8_weights"] = dict(
+        compare("tinymlir q8_0 vs tinymlir f32", logits["tinymlir_q8_0"], logits["tinymlir"]),
+        greedy_ids_equal=leading_equal(q8["generated_ids"], tm["generated_ids"]),
+        weights_mb=checkpoint.weight_bytes(config, q8_bytes) / 1e6,
+        mb_per_token=checkpoint.decode_bytes_per_token(config, q8_bytes) / 1e6)
     if pt:
         q["decode_tinymlir_over_pytorch"] = tm["decode_tokens_per_s_median"] / pt["decode_tokens_per_s_median"]
         q["prefill16_tinymlir_over_pytorch"] = tm["prefill16_ms_median"] / pt["prefill16_ms_median"]
@@ -482,8 +864,18 @@ def main():
     r["side_by_side"]["ratios"] = side_by_side_ratios(
         r["side_by_side"], {"f32": per_token, "f16": checkpoint.decode_bytes_per_token(config, 2),
                             "bf16": checkpoint.decode_bytes_per_token(config, 2),
+                            "q8_0": checkpoint.decode_bytes_per_token(config, Q8_BYTES_PER_WEIGHT),
                             "small": r["small"]["bytes_per_token"]},
-        {"f32": tm, "f16": r["half"]["f16"], "bf16": r["half"]["bf16"], "small": r["small"]})
+        {"f32": tm, "f16": r["half"]["f16"], "bf16": r["half"]["bf16"], "q8_0": r["q8_0"],
+         "small": r["small"]})
+    if "xl" in r:
+        for w in args.xl_weights.split(","):
+            x = r["xl"][w]
+            x["mb_per_token"] = checkpoint.decode_bytes_per_token(
+                checkpoint.GPT2_XL, {"f32": 4, "f16": 2, "bf16": 2}.get(w, Q8_BYTES_PER_WEIGHT)) / 1e6
+            x["decode_fraction_of_ceiling"] = x["prepared_warm"][-1]["decode_tokens_per_s"] / (
+                max(read) / (x["mb_per_token"] * 1e6))
+    r["targets"] = targets(r)
     r["cross_check"] = [compare("tinymlir vs numpy", logits["tinymlir"], logits["numpy"])]
     if pt:
         r["cross_check"].append(compare("pytorch vs numpy", logits["pytorch"], logits["numpy"]))

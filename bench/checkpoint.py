@@ -12,6 +12,12 @@ import os
 FORMAT_VERSION = 1  # bump when the generated weights change
 
 GPT2_124M = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12)
+# GPT-2 XL's shapes (1.56 B parameters, 6.2 GB in F32): the load-time and memory figures of a
+# large model.
+GPT2_XL = dict(vocab_size=50257, n_positions=1024, n_embd=1600, n_layer=48, n_head=25)
+# Rows of a tensor generated and written at a time (at most this many float32 values): a
+# tensor is never whole in memory, so a 6 GB checkpoint is written in a few tens of MB.
+CHUNK_VALUES = 1 << 22
 
 
 def hf_config(vocab_size, n_positions, n_embd, n_layer, n_head):
@@ -68,8 +74,9 @@ def weight_bytes(c, matrix_bytes=4):
 
 
 def write_safetensors(path, tensors):
-    """tensors: list of (name, shape, make) with make() -> a float32 array of that shape (NumPy)
-    or its little-endian float32 bytes.
+    """tensors: list of (name, shape, make) with make() -> a float32 array of that shape (NumPy),
+    its little-endian float32 bytes, or an iterator over consecutive row blocks of it (arrays
+    or bytes, written as they come).
     Layout: 8-byte little-endian header length, JSON header (space-padded to 8 bytes), data."""
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for name, shape, _ in tensors:
@@ -83,14 +90,18 @@ def write_safetensors(path, tensors):
         f.write(text)
         for name, shape, make in tensors:
             data = make()
-            if not isinstance(data, (bytes, bytearray)):
-                import numpy as np  # here, not at the top: the GPU machine may have no NumPy
+            parts = [data] if isinstance(data, (bytes, bytearray)) or hasattr(data, "shape") else data
+            written = 0
+            for part in parts:
+                if not isinstance(part, (bytes, bytearray)):
+                    import numpy as np  # here, not at the top: the GPU machine may have no NumPy
 
-                a = np.ascontiguousarray(data, dtype="<f4")
-                assert a.shape == tuple(shape), (name, a.shape, shape)
-                data = a.tobytes()
-            assert len(data) == 4 * math.prod(shape), (name, len(data), shape)
-            f.write(data)
+                    a = np.ascontiguousarray(part, dtype="<f4")
+                    assert part is not data or a.shape == tuple(shape), (name, a.shape, shape)
+                    part = memoryview(a).cast("B")
+                f.write(part)
+                written += len(part)
+            assert written == 4 * math.prod(shape), (name, written, shape)
     return 8 + len(text) + offset
 
 
@@ -123,9 +134,20 @@ def numpy_random(seed):
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    # HF init: N(0, 0.02); biases random too so the cross-check covers them
-    return ((lambda shape: lambda: rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)),
-            (lambda shape, value: lambda: np.full(shape, value, np.float32)))
+
+    def normal(shape):
+        # HF init: N(0, 0.02); biases random too so the cross-check covers them. Drawn in row
+        # blocks of at most CHUNK_VALUES values: the generator fills values in order, so the
+        # blocks are the values one draw of the whole tensor gives.
+        def blocks():
+            rows = max(1, CHUNK_VALUES // max(1, math.prod(shape[1:])))
+            for lo in range(0, shape[0], rows):
+                part = rng.standard_normal((min(rows, shape[0] - lo), *shape[1:]), dtype=np.float32)
+                part *= np.float32(0.02)
+                yield part
+        return blocks
+
+    return normal, (lambda shape, value: lambda: np.full(shape, value, np.float32))
 
 
 def ensure_checkpoint(folder, seed=0, config=GPT2_124M, random=None, generator="numpy"):

@@ -1,7 +1,7 @@
 // gpt2_bench: measures tinymlir on a GPT-2 checkpoint through the public C API only.
 //
 //   gpt2_bench --model DIR --prompts FILE [--decode-tokens 64] [--reps 5] [--logits-out F]
-//              [--weights f32|f16|bf16] [--core-only]
+//              [--weights f32|f16|bf16|q8_0] [--core-only]
 //   gpt2_bench --bandwidth-mb 512 [--threads 2] [--reps 5]
 //   gpt2_bench --side-by-side ROUNDS --model DIR [--small DIR] --prompts FILE
 //              [--decode-tokens 64] [--bandwidth-mb 512] [--threads 2]
@@ -9,14 +9,19 @@
 // FILE holds two lines of whitespace-separated token ids: the 16-token prompt (prefill-16,
 // decode prompt, logits cross-check) and the 128-token prompt (prefill-128).
 // --weights: the dtype the model holds its weight matrices in (tm_model_options.weights;
-// default as stored). --side-by-side: decode of DIR in F32, F16 and BF16 and of the small
-// model, in interleaved rounds with the read bandwidth (SideBySide). --core-only: prefill, decode and its breakdown, logits and memory, not
-// the no-cache decode, the invoke overhead, the GEMV-vs-GEMM row or the disk cache.
+// default as stored; q8_0: 8-bit blocks quantized at load). --side-by-side: decode of DIR in
+// F32, F16, BF16 and Q8_0 and of the small model, in interleaved rounds, each decode next to
+// a read-bandwidth sample of its own (SideBySide). --core-only: prefill, decode and its
+// breakdown, logits and memory, not the no-cache decode, the invoke overhead, the
+// GEMV-vs-GEMM row or the disk cache.
 // Prints one JSON object on stdout. Threads: the BLAS calls use OpenBLAS's threads, so the
-// caller sets OPENBLAS_NUM_THREADS; the bandwidth mode uses --threads std::threads.
+// caller sets OPENBLAS_NUM_THREADS; the bandwidth mode uses --threads std::threads, reading
+// with read_ceiling.h's kernel over buffers in huge pages.
 #include <tinymlir/gpt2.h>
 #include <tinymlir/tinymlir.h>
 #include <tinymlir/tinymlir.hpp>
+
+#include "read_ceiling.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -150,51 +155,22 @@ std::vector<int32_t> Generate(tm_model *m, const std::vector<int32_t> &prompt, i
   return out;
 }
 
-typedef float V8 __attribute__((vector_size(32)));  // GCC/Clang vector extension
-
-// The read kernel of the ceiling: sums eight contiguous parts of [p, p + n) in lockstep,
-// one accumulator per part, prefetching 2 KB ahead in each. One sequential stream with four
-// accumulator chains reached 14 GB/s with 2 threads here; eight streams keep more
-// prefetchers and misses in flight (16-20 GB/s), and the software prefetch adds about 10%
-// (19-22 GB/s in the same runs). Built for AVX-512, AVX2 and baseline x86-64, picked at run
-// time. Decode can still read faster than this in a run (the ceiling is measured before and
-// after, and this VM's bandwidth moves): the bench then prints a fraction above 100%.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-float ReadStreams(const V8 *p, size_t n) {
-  constexpr size_t kStreams = 8;
-  const size_t per = n / kStreams;
-  V8 acc[kStreams] = {};
-  for (size_t i = 0; i < per; ++i)
-    for (size_t s = 0; s < kStreams; ++s) {
-      if (i % 2 == 0) __builtin_prefetch(&p[s * per + i] + 64);  // 2 KB ahead, once a line
-      acc[s] += p[s * per + i];
-    }
-  for (size_t i = kStreams * per; i < n; ++i) acc[0] += p[i];
-  V8 t = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  return t[0] + t[7];
-}
+using tm_bench::HugeBuffer;
+using tm_bench::V16;
 
 // STREAM's triad, a[i] = b[i] + s * c[i]: the cross-check of the read figure.
 __attribute__((target_clones("avx512f", "avx2", "default")))
-void Triad(V8 *a, const V8 *b, const V8 *c, size_t n) {
-  const V8 s = V8{} + 3.0f;
+void Triad(V16 *a, const V16 *b, const V16 *c, size_t n) {
+  const V16 s = V16{} + 3.0f;
   for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
 }
 
-// A buffer of `mb` MB of V8s, 64-byte aligned, every element `value` (touched before any
-// timing). std::aligned_alloc, not std::vector: a vector_size attribute does not survive as
-// a template argument, so a std::vector<V8> is only 16-byte aligned.
-struct VectorBuffer {
-  explicit VectorBuffer(int mb, float value)
-      : count((static_cast<size_t>(mb) << 20) / sizeof(V8)),
-        data(static_cast<V8 *>(std::aligned_alloc(64, count * sizeof(V8))), std::free) {
-    if (!data) Die("cannot allocate the bandwidth buffers");
-    for (size_t i = 0; i < count; ++i) data.get()[i] = V8{} + value;
-  }
-  size_t bytes() const { return count * sizeof(V8); }
-  size_t count;
-  std::unique_ptr<V8, void (*)(void *)> data;
-};
+// A buffer of `mb` MB in 2 MB pages, every float `value` (read_ceiling.h).
+std::unique_ptr<HugeBuffer> Buffer(int mb, float value) {
+  auto b = std::make_unique<HugeBuffer>(static_cast<size_t>(mb) << 20, value);
+  if (!b->ok()) Die("cannot allocate the bandwidth buffers");
+  return b;
+}
 
 // Seconds for `threads` std::threads to run `work(lo, hi)` over their shares of [0, n).
 template <typename Work>
@@ -209,14 +185,14 @@ double TimeShares(size_t n, int threads, const Work &work) {
   return Now() - t0;
 }
 
-// The read bandwidth of the ceiling: the best of `passes` passes of ReadStreams over the
-// buffer, in bytes per second.
-double ReadBytesPerSecond(const VectorBuffer &buf, int threads, int passes) {
+// The read bandwidth of the ceiling: the best of `passes` passes of read_ceiling.h's
+// ReadStreams over the buffer, each of `threads` threads over its half, in bytes per second.
+double ReadBytesPerSecond(const HugeBuffer &buf, int threads, int passes) {
   std::vector<float> sums(threads);
   double best = 1e30;
   for (int r = 0; r < passes; ++r)
-    best = std::min(best, TimeShares(buf.count, threads, [&](size_t lo, size_t hi, int t) {
-                      sums[t] += ReadStreams(buf.data.get() + lo, hi - lo);
+    best = std::min(best, TimeShares(buf.count(), threads, [&](size_t lo, size_t hi, int t) {
+                      sums[t] += tm_bench::ReadStreams(buf.data() + lo, hi - lo);
                     }));
   float keep = 0;
   for (float s : sums) keep += s;
@@ -225,43 +201,47 @@ double ReadBytesPerSecond(const VectorBuffer &buf, int threads, int passes) {
 }
 
 // Memory bandwidth with `threads` std::threads, each working on its share of `mb` MB
-// buffers; the best of `reps` passes of each kind:
-//   read:  the sum above over one buffer (bytes = the buffer): the decode ceiling, since a
+// buffers in 2 MB pages; the best of `reps` passes of each kind:
+//   read:  ReadStreams over one buffer (bytes = the buffer): the decode ceiling, since a
 //          decode step reads its weights and writes almost nothing;
 //   copy:  memcpy (bytes = read + written, STREAM's convention);
 //   triad: STREAM's triad over three buffers (bytes = 2 read + 1 written).
 void Bandwidth(int mb, int threads, int reps) {
-  VectorBuffer a(mb, 1.0f), b(mb, 2.0f), c(mb, 0.5f);
-  const double read_bps = ReadBytesPerSecond(a, threads, reps);
+  auto a = Buffer(mb, 1.0f), b = Buffer(mb, 2.0f), c = Buffer(mb, 0.5f);
+  const double read_bps = ReadBytesPerSecond(*a, threads, reps);
   double copy = 1e30, triad = 1e30;
   for (int r = 0; r < reps; ++r)
-    copy = std::min(copy, TimeShares(a.count, threads, [&](size_t lo, size_t hi, int) {
-                      std::memcpy(b.data.get() + lo, a.data.get() + lo, (hi - lo) * sizeof(V8));
+    copy = std::min(copy, TimeShares(a->count(), threads, [&](size_t lo, size_t hi, int) {
+                      std::memcpy(b->data() + lo, a->data() + lo, (hi - lo) * sizeof(V16));
                     }));
   for (int r = 0; r < reps; ++r)
-    triad = std::min(triad, TimeShares(a.count, threads, [&](size_t lo, size_t hi, int) {
-                       Triad(c.data.get() + lo, a.data.get() + lo, b.data.get() + lo, hi - lo);
+    triad = std::min(triad, TimeShares(a->count(), threads, [&](size_t lo, size_t hi, int) {
+                       Triad(c->data() + lo, a->data() + lo, b->data() + lo, hi - lo);
                      }));
   std::printf("{\"threads\": %d, \"buffer_mb\": %d, \"reps\": %d, \"read_bytes_per_s\": %.6g, "
-              "\"copy_bytes_per_s\": %.6g, \"triad_bytes_per_s\": %.6g}\n",
-              threads, mb, reps, read_bps, 2.0 * a.bytes() / copy, 3.0 * a.bytes() / triad);
+              "\"copy_bytes_per_s\": %.6g, \"triad_bytes_per_s\": %.6g, "
+              "\"read_buffer_huge_page_fraction\": %.3g}\n",
+              threads, mb, reps, read_bps, 2.0 * a->bytes() / copy, 3.0 * a->bytes() / triad,
+              static_cast<double>(a->HugePageBytes()) / a->bytes());
 }
 
-// Decode side by side: the same checkpoint held in F32, F16 and BF16, and the small model,
-// all loaded in this process, decoded in `rounds` rounds; each round first measures the read
-// bandwidth (the best of three passes), then decodes once with each model, in alternating
-// order (forward in even rounds, backward in odd ones, so that a drift within a round favours
-// none). This VM's bandwidth moves by a third between minutes; the ratios the bench draws
-// from one round (decode against the bandwidth measured next to it, F16 against F32 a
-// second apart) are free of that drift, unlike those of runs minutes apart. One read after
-// the last round closes it. Prints one JSON object.
+// Decode side by side: the same checkpoint held in F32, F16, BF16 and Q8_0, and the small
+// model, all loaded in this process, decoded in `rounds` rounds, once per model and round, in
+// alternating order (forward in even rounds, backward in odd ones, so that a drift within a
+// round favours none). Just before each decode, a read-bandwidth sample (the best of three
+// passes of ReadStreams over a `mb` MB buffer in huge pages, about a tenth of a second):
+// this VM's bandwidth moves by a factor of two within minutes and by a third between
+// seconds, so each decode is compared with the bandwidth measured next to it, and the
+// ratios between models with decodes a second apart. Every model's tokens must be the
+// same in every round. Prints one JSON object: per model, its decodes' tokens/s and the
+// read samples taken just before them (bytes/s), round by round.
 void SideBySide(tm_context *ctx, const std::string &model_dir, const std::string &small_dir,
                 const std::vector<int32_t> &prompt, int decode_tokens, int rounds, int mb,
                 int threads) {
   struct Entry {
     std::string name;
     tm_model *model = nullptr;
-    std::vector<double> tokens_per_s;
+    std::vector<double> tokens_per_s, read_bytes_per_s;
     std::vector<int32_t> ids;
   };
   std::vector<Entry> entries;
@@ -278,27 +258,29 @@ void SideBySide(tm_context *ctx, const std::string &model_dir, const std::string
   load("f32", model_dir, TM_F32);
   load("f16", model_dir, TM_F16);
   load("bf16", model_dir, TM_BF16);
+  load("q8_0", model_dir, TM_Q8_0);
   if (!small_dir.empty()) load("small", small_dir, static_cast<tm_dtype>(0));  // as stored (F16)
-  VectorBuffer buf(mb, 1.0f);
-  std::vector<double> read;
+  auto buf = Buffer(mb, 1.0f);
   for (int r = 0; r < rounds; ++r) {
-    read.push_back(ReadBytesPerSecond(buf, threads, 3));
     for (size_t i = 0; i < entries.size(); ++i) {
       Entry &e = entries[r % 2 == 0 ? i : entries.size() - 1 - i];
+      e.read_bytes_per_s.push_back(ReadBytesPerSecond(*buf, threads, 3));
       std::vector<int32_t> ids = Generate(e.model, prompt, decode_tokens + 1);
       if (ids != e.ids) Die("side by side: " + e.name + "'s tokens changed between rounds");
       tm_model_stats s = GetStats(e.model);
       e.tokens_per_s.push_back(s.decode_tokens / s.decode_seconds);
     }
   }
-  read.push_back(ReadBytesPerSecond(buf, threads, 3));
-  std::printf("{\"rounds\": %d, \"decode_tokens\": %d, \"threads\": %d, \"buffer_mb\": %d,\n",
-              rounds, decode_tokens, threads, mb);
-  std::printf("  \"read_bytes_per_s\": %s,\n", JsonList(read).c_str());
+  std::printf("{\"rounds\": %d, \"decode_tokens\": %d, \"threads\": %d, \"buffer_mb\": %d, "
+              "\"read_buffer_huge_page_fraction\": %.3g,\n",
+              rounds, decode_tokens, threads, mb,
+              static_cast<double>(buf->HugePageBytes()) / buf->bytes());
   for (size_t i = 0; i < entries.size(); ++i)
-    std::printf("  \"%s\": {\"decode_tokens_per_s\": %s, \"generated_ids\": %s}%s\n",
+    std::printf("  \"%s\": {\"decode_tokens_per_s\": %s,\n    \"read_bytes_per_s\": %s,\n"
+                "    \"generated_ids\": %s}%s\n",
                 entries[i].name.c_str(), JsonList(entries[i].tokens_per_s).c_str(),
-                JsonIds(entries[i].ids).c_str(), i + 1 < entries.size() ? "," : "");
+                JsonList(entries[i].read_bytes_per_s).c_str(), JsonIds(entries[i].ids).c_str(),
+                i + 1 < entries.size() ? "," : "");
   std::printf("}\n");
   for (Entry &e : entries) tm_model_destroy(e.model);
 }
@@ -463,8 +445,12 @@ int main(int argc, char **argv) {
     else if (a == "--small") small_dir = next();
     else if (a == "--weights") {
       const std::string w = next();
-      if (w != "f32" && w != "f16" && w != "bf16") Die("--weights expects f32, f16 or bf16");
-      model_options.weights = w == "f16" ? TM_F16 : w == "bf16" ? TM_BF16 : TM_F32;
+      if (w != "f32" && w != "f16" && w != "bf16" && w != "q8_0")
+        Die("--weights expects f32, f16, bf16 or q8_0");
+      model_options.weights = w == "f16"    ? TM_F16
+                              : w == "bf16" ? TM_BF16
+                              : w == "q8_0" ? TM_Q8_0
+                                            : TM_F32;
     }
     else Die("unknown argument " + a);
   }

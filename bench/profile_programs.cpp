@@ -6,7 +6,7 @@
 // the per-token cost implied for a 12-layer step.
 //
 //   profile_programs [--t 1] [--l 128] [--reps 10] [--real-mask] [--mask-half] [--ir KIND]
-//                    [--stage N] [--opt N] [--weights f32|f16|bf16]
+//                    [--stage N] [--opt N] [--weights f32|f16|bf16|q8_0]
 //   --opt: tm_compile_options.opt_level (default: the library's default)
 //   --ir KIND: print the IR of KIND (embed, qkv, attn_mlp or head) at stage N, a tm_stage
 //   (default 3, the lowered MLIR).
@@ -31,7 +31,7 @@ using tinymlir::gpt2::ProgramKind;
 bool g_real_mask = false;
 bool g_mask_half = false;
 int g_opt_level = -1;  // --opt; -1 = the default
-std::string g_weights = "f32";  // --weights: the weight matrices' dtype (f32, f16 or bf16)
+std::string g_weights = "f32";  // --weights: the weight matrices' dtype (f32, f16, bf16, q8_0)
 // Cache rows visible to row 0: all but the last t - 1 rows, or half of them (--mask-half).
 int64_t g_mask_offset(int64_t rows, int64_t cols) { return g_mask_half ? cols / 2 - rows : cols - rows; }
 
@@ -71,6 +71,16 @@ Buffer MakeBuffer(const tm_program *p, bool input, int32_t i, std::mt19937 &rng)
   int64_t n = 1;
   for (int64_t d : b.shape) n *= d;
   const bool half = b.dtype == TM_F16 || b.dtype == TM_BF16;
+  if (b.dtype == TM_Q8_0) {  // quantized from the f32 values below
+    std::vector<float> values(n);
+    std::normal_distribution<float> nd(0.f, 0.02f);
+    for (float &v : values) v = nd(rng);
+    b.bytes.assign(n / 32 * 34, 0);
+    Check(tm_quantize_q8_0(values.data(), n / b.shape.back(), b.shape.back(), b.bytes.data(),
+                           b.bytes.size()),
+          "quantize");
+    return b;
+  }
   b.bytes.assign(n * (half ? 2 : 4), 0);  // f32 or i32 (ids 0), or half bits
   if (input && half) {  // small normal values of either half format (timing only)
     uint16_t *h = reinterpret_cast<uint16_t *>(b.bytes.data());
@@ -181,7 +191,10 @@ int main(int argc, char **argv) {
   config.n_head = 12;
   config.n_inner = 3072;
   config.projections_out_major = true;  // as the model holds them on the CPU target
-  config.matrices = g_weights == "f16" ? TM_F16 : g_weights == "bf16" ? TM_BF16 : TM_F32;
+  config.matrices = g_weights == "f16"    ? TM_F16
+                    : g_weights == "bf16" ? TM_BF16
+                    : g_weights == "q8_0" ? TM_Q8_0
+                                          : TM_F32;
   tinymlir::ContextHandle ctx;
   Check(tm_context_create(ctx.out()), "context");
   const Kernel kernels[] = {{"embed", ProgramKind::kEmbed, 1},

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # GPT-2 124M benchmark: tinymlir vs NumPy vs PyTorch vs the memory-bandwidth ceiling.
 #
-#   bench/run.sh [bench.py options: --threads 2 --reps 5 --decode-tokens 64 --no-torch ...]
+#   bench/run.sh [bench.py options: --threads 2 --reps 5 --decode-tokens 64 --no-torch
+#                 --no-xl --smoke ...]
 #
 # Builds what it needs (the library incrementally, the gpt2_bench driver), generates the
-# random-weight checkpoint once (cached in $TINYMLIR_BENCH_CACHE, default /tmp/tinymlir-bench),
-# runs every implementation one after another, measures the compiled artifacts on the
+# random-weight checkpoints once (cached in $TINYMLIR_BENCH_CACHE, default /tmp/tinymlir-bench:
+# GPT-2 124M, 0.5 GB, and GPT-2 XL's shapes, 6.2 GB, unless --no-xl), runs every
+# implementation one after another (tinymlir with F32, F16, BF16 and Q8_0 weights), decodes
+# them side by side against read-bandwidth samples, measures the load time of `tinymlir
+# generate` (cold and warm) and the XL-shaped run, measures the compiled artifacts on the
 # embedded kjv-tiny (bench/artifacts.py), prints a table, writes bench/results.json.
+# It needs about 10 GB free in the cache's file system (the XL checkpoint and prepared files)
+# and 8 GB of memory for the XL run in F32.
 # Environment: TINYMLIR_BUILD_DIR (default build, the README's; configured here if missing),
 # TINYMLIR_BENCH_NO_LIB_BUILD=1 to use the library as it is, TINYMLIR_BENCH_CACHE.
 set -euo pipefail
