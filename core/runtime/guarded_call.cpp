@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/runtime/recycled_temporaries.h"
 #include "core/support/exit_drain.h"
 #include "core/support/fork_safe_once.h"
 
@@ -47,7 +48,7 @@ void *Track(void *block, size_t bytes) {
   try {
     guard->live.push_back(block);
   } catch (const std::bad_alloc &) {
-    std::free(block);
+    FreeTemporary(block);
     Unwind(guard, bytes);
   }
   return block;
@@ -77,7 +78,7 @@ Status CallGuarded(void (*entry)(void **), void **args) {
   // Last acquired first: a stream goes before the memory its work used.
   for (size_t i = guard.resources.size(); i-- > 0;)
     guard.resources[i].release(guard.resources[i].handle);
-  for (void *block : guard.live) std::free(block);
+  for (void *block : guard.live) FreeTemporary(block);
   if (!guard.failure.ok()) return std::move(guard.failure);
   return OutOfMemory("the program's native code could not allocate " +
                      std::to_string(guard.failed_bytes) + " bytes of temporary memory");
@@ -130,16 +131,20 @@ uint64_t PhysicalMemoryBytes() {
 
 extern "C" {
 
-void *tm_rt_malloc(size_t bytes) { return tinymlir::Track(std::malloc(bytes), bytes); }
+// Large blocks are recycled between calls (recycled_temporaries.h).
+void *tm_rt_malloc(size_t bytes) {
+  return tinymlir::Track(tinymlir::AllocateTemporary(16, bytes, false), bytes);
+}
 
 void *tm_rt_aligned_alloc(size_t alignment, size_t bytes) {
-  return tinymlir::Track(std::aligned_alloc(alignment, bytes), bytes);
+  return tinymlir::Track(tinymlir::AllocateTemporary(alignment, bytes, false), bytes);
 }
 
 void *tm_rt_calloc(size_t count, size_t size) {
   size_t bytes = 0;
-  if (__builtin_mul_overflow(count, size, &bytes)) bytes = SIZE_MAX;  // fails: named as such
-  return tinymlir::Track(std::calloc(count, size), bytes);
+  if (__builtin_mul_overflow(count, size, &bytes))  // fails, named as such
+    return tinymlir::Track(nullptr, SIZE_MAX);
+  return tinymlir::Track(tinymlir::AllocateTemporary(16, bytes, true), bytes);
 }
 
 void tm_rt_free(void *block) {
@@ -153,7 +158,7 @@ void tm_rt_free(void *block) {
         break;
       }
   }
-  std::free(block);
+  tinymlir::FreeTemporary(block);
 }
 
 }  // extern "C"
