@@ -339,9 +339,10 @@ def targets(r):
            {"what": "Q8_0 decode / F32 decode (side by side, median)",
             "value": sbs["median"]["q8_0_over_f32"], "bound": ">= 3.0",
             "met": sbs["median"]["q8_0_over_f32"] >= 3.0},
-           {"what": "Q8_0 decode / F32 decode (separate runs)",
-            "value": r["ratios"]["decode_q8_0_over_f32"], "bound": ">= 3.0",
-            "met": r["ratios"]["decode_q8_0_over_f32"] >= 3.0},
+           # Separate runs are minutes apart, through bandwidths that differ by half: shown,
+           # not judged (the side-by-side ratio above is the measure).
+           {"what": "Q8_0 decode / F32 decode (separate runs, minutes apart: for reference)",
+            "value": r["ratios"]["decode_q8_0_over_f32"], "bound": "-", "met": None},
            {"what": "Q8_0 prefill-128 / F32 prefill-128 (time)",
             "value": r["ratios"]["prefill128_q8_0_over_f32"], "bound": "<= 1.5",
             "met": r["ratios"]["prefill128_q8_0_over_f32"] <= 1.5}]
@@ -368,7 +369,8 @@ def targets_table(r):
     for t in r["targets"]:
         v = t["value"]
         shown = ("-" if v is None else str(v) if isinstance(v, bool) else f"{v:.3g}")
-        verdict = "not measured" if t["met"] is None else "met" if t["met"] else "NOT MET"
+        verdict = ("not judged" if t["bound"] == "-" else "not measured" if t["met"] is None
+                   else "met" if t["met"] else "NOT MET")
         lines.append(f"  {t['what']}: {shown} (target {t['bound']}): {verdict}")
     return "\n".join(lines)
 
