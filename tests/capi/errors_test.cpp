@@ -212,7 +212,7 @@ TEST_F(Errors, DtypeErrorsAtTheOpCall) {
   TM_EXPECT_STATUS(tm_op_causal_mask(t, -1, 2, 0, TM_F32, &out), TM_ERROR_SHAPE);
   TM_EXPECT_STATUS(tm_op_cast(t, f, static_cast<tm_dtype>(42), &out), TM_ERROR_DTYPE);
   TM_EXPECT_STATUS(tm_op_scalar(t, static_cast<tm_dtype>(0), 1.0, &out), TM_ERROR_DTYPE);
-  TM_EXPECT_STATUS(tm_op_input(t, static_cast<tm_dtype>(8), 0, nullptr, &out), TM_ERROR_DTYPE);
+  TM_EXPECT_STATUS(tm_op_input(t, static_cast<tm_dtype>(9), 0, nullptr, &out), TM_ERROR_DTYPE);
   EXPECT_EQ(out, 12345u);
 }
 
