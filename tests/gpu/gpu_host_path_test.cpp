@@ -7,6 +7,7 @@
 // reachable, every kernel asked for exists, every launch fits the device.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -70,7 +71,12 @@ TEST(GpuHostPath, ManagedBlocksArePrefetchedAndOtherMemoryIsRefused) {
 
 // Every op kind (gpu_op_cases.h), as PTX or as cubin: invoked on the caller's host arrays
 // (zeros: valid gather indices too), each launches its kernels with device-reachable
-// arguments only.
+// arguments only, and each output is copied back from the device. The fake driver runs no
+// kernel, so device memory holds only zeros (fresh blocks and copies of the zero inputs);
+// outputs are filled with kOutputFill first, and one still all kOutputFill afterwards was
+// never copied back.
+constexpr char kOutputFill = static_cast<char>(0xA5);
+
 void EveryOpKindLaunchesItsKernelsOnDeviceMemoryOnly(int cubin) {
   for (const OpCase &c : OpCases()) {
     SCOPED_TRACE(std::string(c.name) + (cubin ? " (cubin)" : " (PTX)"));
@@ -94,7 +100,8 @@ void EveryOpKindLaunchesItsKernelsOnDeviceMemoryOnly(int cubin) {
       TM_ASSERT_OK((in ? tm_program_input_type : tm_program_output_type)(
           p, in ? k : k - n_in, &dtype, &rank, shapes.back().data()));
       shapes.back().resize(rank);
-      data.emplace_back(NumElements(shapes.back()) * (dtype == TM_F64 ? 8 : 4), 0);
+      data.emplace_back(NumElements(shapes.back()) * (dtype == TM_F64 ? 8 : 4),
+                        in ? 0 : kOutputFill);
       (in ? inputs : outputs)
           .push_back({data.back().data(), dtype, rank, shapes.back().data(), nullptr});
     }
@@ -103,6 +110,12 @@ void EveryOpKindLaunchesItsKernelsOnDeviceMemoryOnly(int cubin) {
     const LogSince log(before);
     EXPECT_GE(log.Launches(), 1) << log.text;
     EXPECT_TRUE(log.Clean()) << log.text;
+    for (int32_t k = 0; k < n_out; ++k) {
+      const std::vector<char> &bytes = data[n_in + k];
+      EXPECT_TRUE(bytes.empty() || std::any_of(bytes.begin(), bytes.end(),
+                                               [](char b) { return b != kOutputFill; }))
+          << "output " << k << " (" << bytes.size() << " bytes) was not copied back";
+    }
   }
 }
 
