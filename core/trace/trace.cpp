@@ -257,15 +257,20 @@ Status Trace::Scalar(const char *op, DType dtype, double value, ValueId *out) {
   return Status::Ok();
 }
 
-Status Trace::Constant(const char *op, DType dtype, const Shape &shape,
-                       std::vector<uint8_t> data, ValueId *out) {
-  TM_RETURN_IF_ERROR(CheckOpen(op));
+Status Trace::CheckConstantDtype(const char *op, DType dtype) {
   if (!IsValidDtype(dtype))
     return DtypeError(std::string(op) + ": unknown dtype " +
                       std::to_string(static_cast<int>(dtype)));
   if (IsQuantized(dtype))
     return DtypeError(std::string(op) + ": q8_0 constants are not supported; pass quantized "
                       "weights as program inputs");
+  return Status::Ok();
+}
+
+Status Trace::Constant(const char *op, DType dtype, const Shape &shape,
+                       std::vector<uint8_t> data, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  TM_RETURN_IF_ERROR(CheckConstantDtype(op, dtype));
   TM_RETURN_IF_ERROR(CheckShape(op, shape));
   Node n;
   n.kind = OpKind::kConstant;

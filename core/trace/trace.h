@@ -109,6 +109,9 @@ class Trace {
   Status CheckOpen(const char *op) const;
   // Fails when a shape's byte size (elements x 8) would not fit int64.
   static Status CheckSize(const char *op, const Shape &shape);
+  // Whether `dtype` can hold a constant: a known dtype with a size per element (q8_0,
+  // stored in blocks, cannot). Callers gathering a constant's elements ask first.
+  static Status CheckConstantDtype(const char *op, DType dtype);
   // Checks that a value id belongs to this trace.
   Status CheckValue(const char *op, ValueId v) const;
   // An argument with one entry per dimension of x (a permutation, slice bounds; `what`

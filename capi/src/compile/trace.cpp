@@ -121,9 +121,9 @@ TM_API tm_status tm_op_scalar(tm_trace *t, tm_dtype dtype, double value, tm_valu
 TM_API tm_status tm_op_constant(tm_trace *t, const tm_tensor *data, tm_value *out) {
   return Record(t, "tm_op_constant", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
     if (!data) return tinymlir::InvalidArgument("tm_op_constant: data is NULL");
-    if (!tinymlir::IsValidDtype(data->dtype))
-      return tinymlir::DtypeError("tm_op_constant: unknown dtype " +
-                            std::to_string(static_cast<int>(data->dtype)));
+    // Before the elements are gathered: a q8_0 tensor has no per-element size to gather by.
+    TM_RETURN_IF_ERROR(tinymlir::Trace::CheckConstantDtype(
+        "tm_op_constant", tm_capi::ToCore(data->dtype)));
     tinymlir::Shape shape;
     TM_RETURN_IF_ERROR(ReadShape("tm_op_constant", data->rank, data->shape, &shape));
     for (int64_t d : shape)
