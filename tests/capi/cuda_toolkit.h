@@ -73,4 +73,14 @@ inline std::string MissingCudaToolkit(std::initializer_list<CudaToolkitPart> par
 
 }  // namespace tmtest
 
+// For a test whose GPU kernels call math functions (tanh, exp, sqrt: CUDA's libdevice):
+// without libdevice the compile is refused naming it (tests/cli/gpu_without_toolkit.sh checks
+// that), so the test cannot run and is skipped, saying what is missing.
+#define TM_SKIP_WITHOUT_LIBDEVICE()                                                         \
+  do {                                                                                      \
+    const std::string tm_missing_ =                                                         \
+        ::tmtest::MissingCudaToolkit({::tmtest::CudaToolkitPart::kLibdevice});             \
+    if (!tm_missing_.empty()) GTEST_SKIP() << tm_missing_ << " (the kernels call its math)"; \
+  } while (0)
+
 #endif  // TINYMLIR_TESTS_CAPI_CUDA_TOOLKIT_H_

@@ -60,6 +60,7 @@ std::string PtxasErrors(const std::string &device_code, const std::string &arch,
 }
 
 TEST(GpuTarget, EveryOpKindCompilesToKernelLaunchesAndPtxasAcceptsThePtx) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   // The op cases call math functions (tanh, exp, erf, ...): their PTX is complete, and ptxas
   // accepts it, only with libdevice linked in.
   const std::string missing =
@@ -93,6 +94,7 @@ TEST(GpuTarget, EveryOpKindCompilesToKernelLaunchesAndPtxasAcceptsThePtx) {
 }
 
 TEST(GpuTarget, MatmulKernelsStageTilesInSharedMemoryWithBarriers) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   Context ctx = NewContext();
   for (const OpCase &c : OpCases()) {
     if (std::string(c.name).find("mat") == std::string::npos) continue;  // matmul, matvec
@@ -117,6 +119,7 @@ int Launches(tm_context *ctx, tm_trace *t) {
 // together before the first are two. (A reduction's zeroing joins the row kernel:
 // ARowsReductionAndTheOpsAroundItAreOneKernel.)
 TEST(GpuTarget, ZeroingAnOutputIsNoLaunchOfItsOwn) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   Context ctx = NewContext();
   for (int64_t rows : {1, 37}) {
     SCOPED_TRACE(rows);
@@ -140,6 +143,7 @@ TEST(GpuTarget, ZeroingAnOutputIsNoLaunchOfItsOwn) {
 // another row (p + p^T) is a kernel of its own. The emulated results are checked in
 // GpuEmulation.RowKernelsEqualADoubleLoop.
 TEST(GpuTarget, ARowsReductionAndTheOpsAroundItAreOneKernel) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   Context ctx = NewContext();
   for (int32_t axis : {0, 1}) {
     Trace t = NewTrace(ctx);
@@ -170,6 +174,7 @@ TEST(GpuTarget, ARowsReductionAndTheOpsAroundItAreOneKernel) {
 // product at another element than its own (y + y^T) is not one. The emulated results are
 // checked in GpuEmulation.ProductsWithTheirElementwiseEpiloguesEqualADoubleLoop.
 TEST(GpuTarget, AnElementwiseOpAfterAProductIsPartOfItsKernel) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   Context ctx = NewContext();
   for (int64_t rows : {1, 37}) {
     SCOPED_TRACE(rows);
@@ -213,6 +218,7 @@ TEST(GpuTarget, AnElementwiseOpAfterAProductIsPartOfItsKernel) {
 // view when the transpose keeps rows contiguous (the attention's q and v heads): no copy
 // kernel. The keys' transpose, which moves the last dimension, keeps its copy.
 TEST(GpuTarget, HeadsSplitOutOfRowsAreReadInPlace) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   Context ctx = NewContext();
   const int64_t split[3] = {5, 4, 32};
   auto heads = [&](tm_trace *t, std::vector<int32_t> perm) {
@@ -247,6 +253,7 @@ TEST(GpuTarget, HeadsSplitOutOfRowsAreReadInPlace) {
 // loaded (JIT-compiled by the driver) once. GPT-2's kjv-tiny blocks traced 24 times as one
 // program: PTX generation 5.8 s, 0.9 s merged. Kernels over other shapes stay apart.
 TEST(GpuTarget, IdenticalKernelsShareOneModule) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   Context ctx = NewContext();
   // The device code's modules and the host's launches of `steps` times y = tanh(x @ w) * 0.5,
   // each on an input x of its own, (8 x 32) or (8 + step x 32).
@@ -276,6 +283,7 @@ TEST(GpuTarget, IdenticalKernelsShareOneModule) {
 }
 
 TEST(GpuTarget, TheChipOptionChangesTheTarget) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   Context ctx = NewContext();
   Program p = CompileCase(ctx, OpCases()[0], GpuOptions(80));
   const std::string ptx = StageText(p, TM_STAGE_ASSEMBLY);
@@ -328,6 +336,7 @@ TEST(GpuTarget, CubinIsAssembledAtCompileTime) {
 // Without a GPU (or with one: then it must run), an invoke either works or fails with a
 // status naming the CUDA driver; nothing crashes and nothing is printed.
 TEST(GpuTarget, InvokingWithoutAGpuIsAClearError) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   Context ctx = NewContext();
   const std::vector<OpCase> cases = OpCases();
   const OpCase &c = cases[0];

@@ -26,6 +26,7 @@
 #include "core/engine/compile_options.h"
 #include "core/support/environment.h"
 #include "core/support/host_cpu.h"
+#include "cuda_toolkit.h"
 
 extern char **environ;
 
@@ -33,14 +34,23 @@ namespace tinymlir {
 namespace {
 
 // A small program whose code every option can change: a product (BLAS or loops, GPU
-// kernels and their tiles) and a transcendental (approximated, fused).
+// kernels and their tiles) and a transcendental (approximated, fused). Without the CUDA
+// toolkit's libdevice, GPU kernels cannot call tanh (the compile is refused, naming it), so
+// there the transcendental is a negation: the keys are what this file tests, and every
+// option still enters them.
 Trace SmallProgram() {
+  static const bool has_libdevice = [] {
+    const std::string missing = tmtest::MissingCudaToolkit({tmtest::CudaToolkitPart::kLibdevice});
+    if (!missing.empty())
+      std::printf("note: %s: the small program negates instead of taking tanh\n", missing.c_str());
+    return missing.empty();
+  }();
   Trace t("cache_key");
   ValueId a = 0, b = 0, p = 0, y = 0;
   EXPECT_TRUE(t.Input("in", DType::kF32, {8, 8}, &a).ok());
   EXPECT_TRUE(t.Input("in", DType::kF32, {8, 8}, &b).ok());
   EXPECT_TRUE(t.Matmul("matmul", a, b, &p).ok());
-  EXPECT_TRUE(t.Unary(OpKind::kTanh, "tanh", p, &y).ok());
+  EXPECT_TRUE(t.Unary(has_libdevice ? OpKind::kTanh : OpKind::kNeg, "tanh", p, &y).ok());
   EXPECT_TRUE(t.End("end", {y}).ok());
   return t;
 }

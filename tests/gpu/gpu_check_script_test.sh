@@ -9,6 +9,11 @@
 set -u
 script=$1 build=$2 kit=$3
 here=$(dirname "$0")
+# Without libdevice the kit's kernels cannot be compiled (their math functions): skipped.
+if ! missing=$(sh "$here/../cuda_toolkit.sh" missing libdevice); then
+  echo "SKIPPED: the kit's GPU kernels call libdevice's math functions and $missing"
+  exit 77
+fi
 TINYMLIR_BUILD_DIR="$build" "$script" prepare "$kit" >"$kit.prepare.log" 2>&1
 prepared=$?
 cat "$kit.prepare.log"

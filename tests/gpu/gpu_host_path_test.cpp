@@ -120,6 +120,7 @@ void EveryOpKindLaunchesItsKernelsOnDeviceMemoryOnly(int cubin) {
 }
 
 TEST(GpuHostPath, EveryOpKindLaunchesItsKernelsOnDeviceMemoryOnly) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   EveryOpKindLaunchesItsKernelsOnDeviceMemoryOnly(0);
 }
 
@@ -137,6 +138,7 @@ TEST(GpuHostPathCubin, EveryOpKindLaunchesItsKernelsOnDeviceMemoryOnly) {
 // GPT-2 on the GPU target: weights uploaded once at load, every program's launches clean,
 // with and without the KV cache.
 TEST(GpuHostPath, Gpt2GeneratesWithEveryLaunchOnDeviceMemory) {
+  TM_SKIP_WITHOUT_LIBDEVICE();
   Context ctx = NewContext();
   tm_model_options mo;
   tm_model_options_init(&mo);
