@@ -141,6 +141,11 @@ MUTATIONS = [
      "  if (!unresolved.empty() && access(libdevice.c_str(), R_OK) != 0)",
      "  if (false && !unresolved.empty() && access(libdevice.c_str(), R_OK) != 0)",
      "cli_gpu_target_without_a_toolkit_says_what_it_cannot_do"),
+    ("program file: a q8_0 input that cannot hold whole blocks is let through",
+     "core/engine/program_file.cpp",
+     "ok = r.Type(&program->inputs[i]) && program->inputs[i].StoresWholeBlocks();",
+     "ok = r.Type(&program->inputs[i]);",
+     "ProgramFile.BadFilesAreRefusedWithAReason"),
     ("device seam: the GPU device copies no result back",
      "core/engine/gpu_device.cpp",
      "      if (c->staged_outputs[i]) {",
@@ -187,7 +192,7 @@ def main():
                 f.write(original.replace(old, new))
             build = run(["ninja", "-C", args.build], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
             if build.returncode != 0:
-                verdict = "killed (does not build)"
+                verdict = "INVALID (the mutant does not build: fix its text)"
             else:
                 t = run(["ctest", "--test-dir", args.build, "-R", tests, "-j2", "--timeout", "900"],
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)

@@ -76,10 +76,14 @@ Status DeserializeProgram(const std::string &bytes, Program *program) {
   program->device_kind = static_cast<DeviceKind>(kind);
   ok = ok && r.Count(kMaxTensors, &n);
   if (ok) program->inputs.resize(n);
-  for (size_t i = 0; ok && i < program->inputs.size(); ++i) ok = r.Type(&program->inputs[i]);
+  // A program's tensors are what invoke reads and writes: a q8_0 one must hold whole blocks
+  // (invoke describes its bytes by them). Inside a trace, a transposed q8_0 view need not.
+  for (size_t i = 0; ok && i < program->inputs.size(); ++i)
+    ok = r.Type(&program->inputs[i]) && program->inputs[i].StoresWholeBlocks();
   ok = ok && r.Count(kMaxTensors, &n);
   if (ok) program->outputs.resize(n);
-  for (size_t i = 0; ok && i < program->outputs.size(); ++i) ok = r.Type(&program->outputs[i]);
+  for (size_t i = 0; ok && i < program->outputs.size(); ++i)
+    ok = r.Type(&program->outputs[i]) && program->outputs[i].StoresWholeBlocks();
   ok = ok && r.Count(kMaxTensors, &n);
   if (ok) program->gather_checks.resize(n);
   for (GatherCheck &g : program->gather_checks) {

@@ -217,17 +217,13 @@ Status Trace::Input(const char *op, DType dtype, const Shape &shape, ValueId *ou
   if (!IsValidDtype(dtype))
     return DtypeError(std::string(op) + ": unknown dtype " + std::to_string(static_cast<int>(dtype)));
   TM_RETURN_IF_ERROR(CheckShape(op, shape));
-  if (IsQuantized(dtype)) {
-    // Stored as rank + 1 dimensions (the blocks, then their bytes): one rank less.
-    if (shape.empty() || shape.size() >= static_cast<size_t>(kMaxRank) ||
-        shape.back() % kQ8BlockElements != 0)
-      return ShapeError(std::string(op) + ": a q8_0 tensor holds blocks of " +
-                        std::to_string(kQ8BlockElements) +
-                        " elements along its last axis, so it needs rank 1 to " +
-                        std::to_string(kMaxRank - 1) + " and a last dimension that is a "
-                        "multiple of " + std::to_string(kQ8BlockElements) + "; got shape " +
-                        ShapeToString(shape));
-  }
+  if (!TensorType{dtype, shape}.StoresWholeBlocks())
+    return ShapeError(std::string(op) + ": a q8_0 tensor holds blocks of " +
+                      std::to_string(kQ8BlockElements) +
+                      " elements along its last axis, so it needs rank 1 to " +
+                      std::to_string(kMaxRank - 1) + " and a last dimension that is a "
+                      "multiple of " + std::to_string(kQ8BlockElements) + "; got shape " +
+                      ShapeToString(shape));
   Node n;
   n.kind = OpKind::kInput;
   n.type = {dtype, shape};

@@ -30,6 +30,15 @@ struct TensorType {
 
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t NumElements() const;
+  // False for a q8_0 type its blocks cannot hold: rank 0, rank kMaxRank (stored as rank + 1
+  // dimensions), or a last dimension that is not a multiple of the block. Every other type
+  // is true. Checked where a program's tensor type enters: Trace::Input and a program file
+  // (a transposed q8_0 view inside a trace need not hold whole blocks along its last axis).
+  bool StoresWholeBlocks() const {
+    // Stored as rank + 1 dimensions (the blocks, then their bytes): one rank less.
+    return !IsQuantized(dtype) || (!shape.empty() && shape.size() < static_cast<size_t>(kMaxRank) &&
+                                   shape.back() % kQ8BlockElements == 0);
+  }
   bool operator==(const TensorType &o) const { return dtype == o.dtype && shape == o.shape; }
   std::string ToString() const;  // "f32[2,3]"
 };

@@ -249,6 +249,21 @@ TEST(ProgramFile, BadFilesAreRefusedWithAReason) {
                      too_deep.payload.substr(rank_at + 16);
   expect_refused(Join(good.substr(0, 8), too_deep), TM_ERROR_IO, "malformed");
 
+  // A q8_0 tensor its blocks cannot hold: invoke would describe its bytes by blocks of 32
+  // along the last axis. The input f32[4] as q8_0[4] (4 is no multiple of 32), and as q8_0
+  // of rank 0; each refused, not invoked.
+  const size_t dtype_at = 3 * 8;
+  const uint64_t q8 = TM_Q8_0;
+  Parts partial_block = parts;
+  partial_block.payload.replace(dtype_at, 8, reinterpret_cast<const char *>(&q8), 8);
+  expect_refused(Join(good.substr(0, 8), partial_block), TM_ERROR_IO, "malformed");
+  Parts scalar_blocks = partial_block;
+  const uint64_t zero = 0;
+  scalar_blocks.payload = scalar_blocks.payload.substr(0, rank_at) +
+                          std::string(reinterpret_cast<const char *>(&zero), 8) +
+                          scalar_blocks.payload.substr(rank_at + 16);
+  expect_refused(Join(good.substr(0, 8), scalar_blocks), TM_ERROR_IO, "malformed");
+
   std::remove(path.c_str());
   tm_program *p = nullptr;
   TM_EXPECT_STATUS(tm_program_load(path.c_str(), &p), TM_ERROR_IO);
