@@ -5,7 +5,6 @@
 
 #include "core/engine/program_loader.h"
 #include "core/support/elapsed.h"
-#include "core/support/host_cpu.h"
 #include "core/driver/compiler_library.h"
 #include "core/driver/compiler_process.h"
 

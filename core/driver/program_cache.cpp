@@ -7,7 +7,6 @@
 #include "core/support/elapsed.h"
 #include "core/support/environment.h"
 #include "core/support/fnv.h"
-#include "core/support/host_cpu.h"
 #include "core/driver/compiler_library.h"
 
 #if !defined(TINYMLIR_VERSION_STRING) || !defined(TINYMLIR_LLVM_VERSION)

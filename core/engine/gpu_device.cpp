@@ -70,22 +70,27 @@ class GpuDevice final : public Device {
                CallBuffer *outputs, size_t n_outputs,
                std::unique_ptr<DeviceCall> *out) const override {
     TM_RETURN_IF_ERROR(gpu::MakeContextCurrent());
+    // Which tensors are staged (each a question to the driver), asked once per tensor.
+    std::vector<bool> staged(n_inputs + n_outputs);
     uint64_t bytes = temporary_bytes;
-    for (size_t i = 0; i < n_inputs; ++i) bytes += StagedBytes(inputs[i]);
-    for (size_t i = 0; i < n_outputs; ++i) bytes += StagedBytes(outputs[i]);
+    for (size_t i = 0; i < n_inputs + n_outputs; ++i) {
+      const uint64_t b = StagedBytes(i < n_inputs ? inputs[i] : outputs[i - n_inputs]);
+      staged[i] = b != 0;
+      bytes += b;
+    }
     TM_RETURN_IF_ERROR(CheckRoom(bytes));
     auto call = std::make_unique<GpuCall>();
     GpuCall *c = call.get();
     *out = std::move(call);  // from here on, what is staged is released with *out
     bool queued = false;
     for (size_t i = 0; i < n_inputs; ++i)
-      if (StagedBytes(inputs[i]) != 0) {
+      if (staged[i]) {
         TM_RETURN_IF_ERROR(StageBuffer(c, &inputs[i], /*copy_in=*/true));
         queued = true;
       }
     c->staged_outputs.assign(n_outputs, nullptr);
     for (size_t i = 0; i < n_outputs; ++i)
-      if (StagedBytes(outputs[i]) != 0) {
+      if (staged[n_inputs + i]) {
         TM_RETURN_IF_ERROR(StageBuffer(c, &outputs[i], /*copy_in=*/false));
         c->staged_outputs[i] = outputs[i].data;
         queued = true;

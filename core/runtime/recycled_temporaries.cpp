@@ -78,6 +78,8 @@ void *AllocateTemporary(size_t alignment, size_t bytes, bool zeroed) {
   // aligned_alloc wants a size that is a multiple of the alignment.
   const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
   if (rounded < bytes) return nullptr;
+  // calloc's block is zeroed already (a fresh mapping lazily, not page by page here).
+  bool needs_zeroing = zeroed && alignment != 16;
   block = zeroed && alignment == 16 ? std::calloc(1, rounded) : std::aligned_alloc(alignment, rounded);
   if (!block) {  // out of memory: the idle blocks first, then once more
     {
@@ -86,8 +88,9 @@ void *AllocateTemporary(size_t alignment, size_t bytes, bool zeroed) {
     }
     block = std::aligned_alloc(alignment, rounded);
     if (!block) return nullptr;
+    needs_zeroing = zeroed;
   }
-  if (zeroed) std::memset(block, 0, bytes);
+  if (needs_zeroing) std::memset(block, 0, bytes);
   try {
     std::lock_guard<ForkSafeMutex> lock(r.mutex);
     r.blocks.emplace(block, Block{bytes, alignment, false});

@@ -62,6 +62,13 @@ bool IsTemporaryName(const std::string &name, const std::string &final_suffix) {
 
 Status WriteFileAtomically(const std::string &path, const std::string &bytes, mode_t mode,
                            int *error_number) {
+  return WriteFileAtomically(path, {FilePiece{bytes.data(), bytes.size()}}, mode, error_number);
+}
+
+Status WriteFileAtomically(const std::string &path, const std::vector<FilePiece> &pieces,
+                           mode_t mode, int *error_number) {
+  uint64_t size = 0;
+  for (const FilePiece &piece : pieces) size += piece.size;
   auto fail = [&](int error, const std::string &why) {
     if (error_number) *error_number = error;
     return IoError(path + ": cannot write: " + why);
@@ -72,24 +79,27 @@ Status WriteFileAtomically(const std::string &path, const std::string &bytes, mo
   // caller's process, for a write it may not even know of (the disk cache). Refused here.
   struct rlimit limit;
   if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-      bytes.size() > limit.rlim_cur)
-    return fail(EFBIG, std::to_string(bytes.size()) +
+      size > limit.rlim_cur)
+    return fail(EFBIG, std::to_string(size) +
                            " bytes are more than this process's file size limit (RLIMIT_FSIZE, "
                            "ulimit -f) of " +
                            std::to_string(limit.rlim_cur) + " bytes");
   const std::string temp = TemporaryPath(path);
   int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return fail(errno, std::strerror(errno));
-  size_t done = 0;
   int error = 0;
-  while (done < bytes.size()) {
-    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = n < 0 ? errno : ENOSPC;
-      break;
+  for (size_t i = 0; !error && i < pieces.size(); ++i) {
+    const char *data = static_cast<const char *>(pieces[i].data);
+    size_t done = 0;
+    while (done < pieces[i].size) {
+      ssize_t n = write(fd, data + done, pieces[i].size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = n < 0 ? errno : ENOSPC;
+        break;
+      }
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
   }
   if (close(fd) != 0 && !error) error = errno;
   if (!error && rename(temp.c_str(), path.c_str()) != 0) error = errno;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "core/support/status.h"
 
@@ -22,6 +23,15 @@ bool ReadFull(int fd, size_t n, std::string *out);
 // reason; *error_number (if given) gets the errno value.
 Status WriteFileAtomically(const std::string &path, const std::string &bytes, mode_t mode,
                            int *error_number = nullptr);
+
+// The same for a file made of pieces, written in order (a large file is not copied into one
+// string first).
+struct FilePiece {
+  const void *data;
+  size_t size;
+};
+Status WriteFileAtomically(const std::string &path, const std::vector<FilePiece> &pieces,
+                           mode_t mode, int *error_number = nullptr);
 
 // Whether `name` is one of WriteFileAtomically's temporary files for a final name ending in
 // `final_suffix` (".tmc": "<name>.tmc.tmp.PID.N"); one left by a process that died while

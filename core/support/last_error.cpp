@@ -13,7 +13,6 @@ void SetLastError(const std::string &message) noexcept {
   }
 }
 
-void SetLastError(const char *message) noexcept { SetLastError(std::string(message ? message : "")); }
 
 const char *LastError() noexcept { return last_error.c_str(); }
 

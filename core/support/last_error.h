@@ -10,7 +10,6 @@ namespace tinymlir {
 // Replaces the calling thread's message. Never throws: out of memory leaves it empty (an
 // empty message beats none at all).
 void SetLastError(const std::string &message) noexcept;
-void SetLastError(const char *message) noexcept;
 
 // The calling thread's message ("" if none yet); valid until the thread's next SetLastError.
 const char *LastError() noexcept;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/support/cache_folder.h"
+#include "core/support/file_io.h"
 #include "core/support/fnv.h"
 #include "gpt2/src/safetensors.h"
 
@@ -28,12 +29,6 @@ constexpr uint64_t kFormat = 1;
 constexpr uint64_t kAlign = 4096;  // each tensor starts on a page of the file
 // The weights folder keeps at most this much; the least recently used files go first.
 constexpr uint64_t kFolderLimit = uint64_t{8} << 30;
-
-std::string Hex(uint64_t v) {
-  char b[17];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 const char *DtypeName(tm_dtype d) {
   switch (d) {
@@ -121,20 +116,6 @@ bool ReadAt(int fd, void *dst, size_t bytes, uint64_t offset) {
   return true;
 }
 
-bool WriteAll(int fd, const void *src, size_t bytes) {
-  const auto *p = static_cast<const unsigned char *>(src);
-  while (bytes > 0) {
-    const ssize_t n = write(fd, p, bytes);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      return false;
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // The head: magic, format, key, count, entries, then a checksum of all of it.
 std::string EncodeHead(const std::string &key, const std::vector<Entry> &entries) {
   std::string head(kMagic, sizeof kMagic);
@@ -199,8 +180,8 @@ PreparedKey KeyFor(const std::string &dir, const SafetensorsFile &file, const Gp
   key.text = "tinymlir prepared weights, format " + std::to_string(kFormat) + "\ncheckpoint " +
              real + "\nsize " + std::to_string(st.st_size) + " mtime " +
              std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) +
-             "\nheader " + Hex(Fnv1a64(std::string(file.header()))) + "\nconfig " +
-             Hex(Fnv1a64(config_text)) + "\nmatrices " + DtypeName(config.matrices) +
+             "\nheader " + Hex64(Fnv1a64(std::string(file.header()))) + "\nconfig " +
+             Hex64(Fnv1a64(config_text)) + "\nmatrices " + DtypeName(config.matrices) +
              "\nlayout " + (config.projections_out_major ? "projections out-major" : "as stored") +
              "\n";
   const std::string root = CacheFolderFromEnvironment();
@@ -213,7 +194,7 @@ PreparedKey KeyFor(const std::string &dir, const SafetensorsFile &file, const Gp
     *why_none = s.message();
     return key;
   }
-  key.path = folder + "/" + Hex(Fnv1a64(key.text)) + ".tmweights";
+  key.path = folder + "/" + Hex64(Fnv1a64(key.text)) + ".tmweights";
   return key;
 }
 
@@ -231,7 +212,10 @@ Status ReadPreparedWeights(const PreparedKey &key, const Gpt2Config &config,
     ~Closer() { close(fd); }
   } closer{fd};
   // Anything wrong with the file from here on: it is removed and rebuilt, never used.
+  // What was read so far is dropped at once: the conversion that follows must not run with
+  // a second copy of the weights held.
   auto bad = [&](const std::string &what) {
+    *weights = Gpt2Weights();
     *why = key.path + " " + what + ": rebuilt from the checkpoint";
     unlink(key.path.c_str());
     return Status::Ok();
@@ -319,7 +303,10 @@ Status ReadPreparedWeights(const PreparedKey &key, const Gpt2Config &config,
   }
   work();
   for (std::thread &t : pool) t.join();
-  if (out_of_memory) return OutOfMemory("cannot allocate the model's weights");
+  if (out_of_memory) {
+    *weights = Gpt2Weights();
+    return OutOfMemory("cannot allocate the model's weights");
+  }
   if (failed >= 0) return bad("cannot be read (tensor " + std::to_string(failed.load()) + ")");
   if (corrupt >= 0) return bad("is corrupt (tensor " + std::to_string(corrupt.load()) + "'s checksum)");
   for (size_t i = 0; i < count; ++i) {
@@ -357,23 +344,16 @@ Status WritePreparedWeights(const PreparedKey &key, const Gpt2Weights &weights) 
   const std::string head = EncodeHead(key.text, entries);
   const std::string folder = key.path.substr(0, key.path.rfind('/'));
   MakeRoom(folder, total);
-  const std::string temp = key.path + ".tmp." + std::to_string(getpid());
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return IoError(temp + ": cannot create: " + std::strerror(errno));
-  bool ok = WriteAll(fd, head.data(), head.size());
+  // The head, then each tensor at its aligned offset (zeros between).
   const std::vector<char> zeros(kAlign, 0);
+  std::vector<FilePiece> pieces{{head.data(), head.size()}};
   uint64_t at = head.size();
-  for (size_t i = 0; ok && i < all.size(); ++i) {
-    ok = WriteAll(fd, zeros.data(), entries[i].offset - at) &&
-         WriteAll(fd, all[i]->host.data(), entries[i].bytes);
+  for (size_t i = 0; i < all.size(); ++i) {
+    pieces.push_back({zeros.data(), static_cast<size_t>(entries[i].offset - at)});
+    pieces.push_back({all[i]->host.data(), static_cast<size_t>(entries[i].bytes)});
     at = entries[i].offset + entries[i].bytes;
   }
-  const int error = errno;
-  if (close(fd) != 0) ok = false;
-  if (!ok || rename(temp.c_str(), key.path.c_str()) != 0) {
-    unlink(temp.c_str());
-    return IoError(key.path + ": cannot write: " + std::strerror(ok ? errno : error));
-  }
+  return WriteFileAtomically(key.path, pieces, 0600);
   return Status::Ok();
 }
 

@@ -1031,7 +1031,7 @@ TEST_F(PreparedWeights, ACorruptFileIsNeverUsedAndIsRebuiltWithAMessage) {
   };
   const std::vector<Case> cases = {
       {"a flipped byte in a tensor", [&] { FlipByte(file, -100); }, "is corrupt (tensor"},
-      {"a flipped byte in the head", [&] { FlipByte(file, 40); }, "is"},
+      {"a flipped byte in the head (its key)", [&] { FlipByte(file, 40); }, "is stale"},
       {"truncated", [&] { std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2); },
        "is truncated"},
       {"not a prepared file", [&] { std::ofstream(file) << "hello"; }, "is not a prepared-weights file"},

@@ -10,11 +10,6 @@
 using tm_capi::Fail;
 using tm_capi::Guard;
 
-namespace {
-
-
-}  // namespace
-
 namespace tm_capi {
 
 // This library's defaults, in its own layout.
