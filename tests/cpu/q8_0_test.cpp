@@ -2,9 +2,11 @@
 // Quantization against its definition evaluated in double precision (the scale the f16
 // nearest to amax / 127, each value the nearest integer to x / d, ties to even), with the
 // header's error bounds checked element by element; the byte layout on a block made by
-// hand; the GEMV kernel against double-precision dot products of the dequantized weights,
-// within the header's rounding bound, and against the header's summation order written
-// out here in scalar code, bit for bit, for every variant this machine runs; the prefill
+// hand; the activations' 16-bit quantization against its definition, per variant; the
+// GEMV kernel against double-precision dot products of the dequantized weights with the
+// quantized and with the f32 activations, within the header's bounds, and against the
+// header's summation order written out here in scalar code, bit for bit, for every
+// variant this machine runs; the prefill
 // product against double loops; refused arguments. Nothing is checked against the kernels'
 // own output except that the variants agree with each other.
 #include "core/runtime/cpu/q8_0.h"
@@ -82,6 +84,33 @@ double RoundEven(double r) {
   if (rest > 0.5) return f + 1;
   if (rest < 0.5) return f;
   return std::fmod(f, 2.0) == 0 ? f : f + 1;
+}
+
+// The header's activation quantizer, evaluated here in double: per block of 32 values,
+// s = 2^e with e = max(-149, floor(log2 amax) - 13) and qx = round(x / s), ties to even
+// (x / s exact in double); a block of zeros s = 1, qx = 0; a block with a NaN or an
+// infinity s = NaN, qx = 0.
+struct XBlock {
+  double s;
+  int q[32];
+};
+
+XBlock QuantizeXReference(const float *x, int64_t incx) {
+  XBlock block{};
+  double amax = 0;
+  bool finite = true;
+  for (int j = 0; j < 32; ++j) {
+    finite = finite && std::isfinite(x[j * incx]);
+    if (std::isfinite(x[j * incx])) amax = std::max(amax, std::fabs(double(x[j * incx])));
+  }
+  if (!finite || amax == 0) {
+    block.s = finite ? 1.0 : std::nan("");
+    return block;
+  }
+  const int e = std::max(-149, std::ilogb(amax) - 13);
+  block.s = std::ldexp(1.0, e);
+  for (int j = 0; j < 32; ++j) block.q[j] = static_cast<int>(RoundEven(std::ldexp(x[j * incx], -e)));
+  return block;
 }
 
 // Checks one quantized block against the definition and the header's bounds.
@@ -379,11 +408,11 @@ float CanonicalDot(const uint8_t *row, const Gemv &g, int64_t v) {
   float acc[16] = {};
   for (int64_t b = 0; b < g.k / 32; ++b) {
     const uint8_t *block = row + b * 34;
-    const float d = static_cast<float>(F16(ScaleBitsOf(block)));
+    const XBlock x = QuantizeXReference(&g.x[v * g.ldx + b * 32 * g.incx], g.incx);
+    const float d = static_cast<float>(F16(ScaleBitsOf(block))) * static_cast<float>(x.s);
     for (int l = 0; l < 16; ++l) {
-      float p = static_cast<float>(QAt(block, l)) * g.X(v, b * 32 + l);
-      p = std::fma(static_cast<float>(QAt(block, 16 + l)), g.X(v, b * 32 + 16 + l), p);
-      acc[l] = std::fma(p, d, acc[l]);
+      const int t = QAt(block, 2 * l) * x.q[2 * l] + QAt(block, 2 * l + 1) * x.q[2 * l + 1];
+      acc[l] = std::fma(static_cast<float>(t), d, acc[l]);
     }
   }
   float s[8];
@@ -393,25 +422,36 @@ float CanonicalDot(const uint8_t *row, const Gemv &g, int64_t v) {
   return s[0] + s[1];
 }
 
-// Every output against the double-precision sum Y_old + Σ w_j x_j within the header's
-// bound γ_n (|Y_old| + Σ |w_j x_j|), n = k/32 + 7; everything between the outputs untouched.
+// Every output against two double-precision sums: Y_old + Σ w_j x^_j (x^ the activations
+// quantized as the header defines) within the header's rounding bound γ_n (|Y_old| +
+// Σ |w_j x^_j|), n = k/32 + 5; and Y_old + Σ w_j x_j (the f32 activations) within that plus
+// the quantization's Σ_b s_b / 2 Σ_(j in b) |w_j|. Everything between the outputs untouched.
 void ExpectWithinTheBound(const Gemv &g, const std::vector<float> &got, const std::string &what) {
-  const double n = static_cast<double>(g.k / 32 + 7), u = 0x1p-24;
+  const double n = static_cast<double>(g.k / 32 + 5), u = 0x1p-24;
   const double gamma = n * u / (1 - n * u);
   int64_t bad = 0;
   for (int64_t v = 0; v < g.nx; ++v)
     for (int64_t i = 0; i < g.m; ++i) {
       const float old = g.y[v * g.ldy + i * g.incy];
-      double want = old, magnitude = std::fabs(old);
-      for (int64_t j = 0; j < g.k; ++j) {
-        const double term = W(g.a.data() + i * g.lda, j) * g.X(v, j);
-        want += term;
-        magnitude += std::fabs(term);
+      double want = old, magnitude = std::fabs(old), exact = old, quantization = 0;
+      for (int64_t b = 0; b < g.k / 32; ++b) {
+        const XBlock x = QuantizeXReference(&g.x[v * g.ldx + b * 32 * g.incx], g.incx);
+        for (int j = 0; j < 32; ++j) {
+          const double w = W(g.a.data() + i * g.lda, b * 32 + j);
+          want += w * (x.s * x.q[j]);
+          magnitude += std::fabs(w * (x.s * x.q[j]));
+          exact += w * g.X(v, b * 32 + j);
+          quantization += x.s / 2 * std::fabs(w);
+        }
       }
-      const double err = std::fabs(got[v * g.ldy + i * g.incy] - want);
-      if (!(err <= gamma * magnitude) && bad++ < 5)
-        ADD_FAILURE() << what << " [" << v << ", " << i << "]: " << got[v * g.ldy + i * g.incy]
-                      << " vs " << want << ", error " << err << " > " << gamma * magnitude;
+      const double have = got[v * g.ldy + i * g.incy];
+      const double err = std::fabs(have - want), err_exact = std::fabs(have - exact);
+      if ((!(err <= gamma * magnitude) || !(err_exact <= gamma * magnitude + quantization)) &&
+          bad++ < 5)
+        ADD_FAILURE() << what << " [" << v << ", " << i << "]: " << have << " vs " << want
+                      << " (quantized x), error " << err << " > " << gamma * magnitude
+                      << "?; vs " << exact << " (f32 x), error " << err_exact << " > "
+                      << gamma * magnitude + quantization << "?";
     }
   EXPECT_EQ(bad, 0) << what;
   std::vector<bool> output(g.y.size(), false);
@@ -427,7 +467,7 @@ std::string Describe(const Gemv &g) {
          std::to_string(g.incy) + " lda " + std::to_string(g.lda);
 }
 
-TEST(Q8_0Gemv, MatchesDoubleDotsOfTheDequantizedWeights) {
+TEST(Q8_0Gemv, MatchesDoubleDotsOfTheDequantizedWeightsAndQuantizedActivations) {
   uint32_t seed = 100;
   for (int64_t m : {1, 7, 8, 9, 2304, 5003})
     for (int64_t k : {32, 64, 768, 3072})
@@ -490,6 +530,90 @@ TEST(Q8_0Gemv, PublicEntryFollowsTheCanonicalOrderBitForBit) {
             }
           ASSERT_EQ(bad, 0) << Describe(g);
         }
+}
+
+// A NaN or an infinity in a row of X makes every output of that row NaN (its block's scale
+// is NaN), and leaves the other rows' outputs as they were.
+TEST(Q8_0Gemv, ANonFiniteActivationMakesItsRowsOutputsNaN) {
+  Gemv g(37, 96, 3, 1, 1, 0, 450);
+  const std::vector<float> clean = g.Run();
+  g.x[1 * g.ldx + 40] = std::nanf("");
+  g.x[2 * g.ldx + 5] = -INFINITY;
+  const std::vector<float> got = g.Run();
+  for (int64_t i = 0; i < g.m; ++i) {
+    EXPECT_EQ(got[i * g.incy], clean[i * g.incy]) << "row 0, output " << i;
+    EXPECT_TRUE(std::isnan(got[1 * g.ldy + i * g.incy])) << "row 1 (a NaN), output " << i;
+    EXPECT_TRUE(std::isnan(got[2 * g.ldy + i * g.incy])) << "row 2 (-inf), output " << i;
+  }
+}
+
+// Blocks of activations of every kind: every binade of f32 (subnormal ones included), ties
+// at half a step, zeros, a block of the smallest subnormal's multiples, f32's largest, and
+// blocks holding a NaN or an infinity.
+std::vector<float> ActivationBlocks() {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x;
+  auto block = [&](auto value) {
+    for (int j = 0; j < 32; ++j) x.push_back(value(j));
+  };
+  for (int e = -149; e <= 127; ++e)
+    block([&](int) { return std::ldexp(u(rng), e); });
+  for (int e : {-149, -140, -136, -130, -126, -20, 0, 7, 100, 114}) {
+    // x / s at n + 1/2 (s = 2^e: x[0] = 2^(e+13) sets it), both signs.
+    block([&](int j) {
+      return j == 0 ? std::ldexp(1.0f, e + 13)
+                    : std::ldexp((j % 2 ? -1.0f : 1.0f) * (static_cast<float>(j) + 0.5f), e);
+    });
+  }
+  block([](int) { return 0.0f; });
+  block([](int j) { return (j % 3 - 1) * std::numeric_limits<float>::denorm_min() * j; });
+  block([](int j) { return j == 9 ? std::numeric_limits<float>::max() : -1.0f * j; });
+  block([](int j) { return j == 3 ? std::nanf("") : 1.0f; });
+  block([](int j) { return j == 31 ? INFINITY : 1.0f; });
+  block([](int j) { return j == 0 ? -INFINITY : 0.0f; });
+  return x;
+}
+
+// Each variant's activation quantizer gives the header's definition (QuantizeXReference)
+// value for value, within the header's bounds: |qx| <= 2^14, |x - s qx| <= s / 2 <= amax
+// 2^-14, qx exact where amax < 2^-136.
+TEST(Q8_0Activations, EveryVariantFollowsTheDefinition) {
+  const std::vector<float> x = ActivationBlocks();
+  const int64_t k = static_cast<int64_t>(x.size()), blocks = k / 32;
+  int ran = 0;
+  for (internal::Variant variant : {internal::Variant::kPortable, internal::Variant::kAvx2,
+                                    internal::Variant::kAvx512}) {
+    if (!internal::Available(variant)) continue;
+    ++ran;
+    std::vector<int16_t> q(static_cast<size_t>(k), 7);
+    std::vector<float> s(static_cast<size_t>(blocks), -1.0f);
+    internal::QuantizeActivations(variant, x.data(), k, q.data(), s.data());
+    for (int64_t b = 0; b < blocks; ++b) {
+      const XBlock want = QuantizeXReference(&x[b * 32], 1);
+      const std::string what = "variant " + std::to_string(static_cast<int>(variant)) +
+                               ", block " + std::to_string(b) + " (x[0] " +
+                               std::to_string(x[b * 32]) + ")";
+      if (std::isnan(want.s)) {
+        ASSERT_TRUE(std::isnan(s[b])) << what;
+      } else {
+        ASSERT_EQ(double(s[b]), want.s) << what;
+      }
+      double amax = 0;
+      for (int j = 0; j < 32; ++j)
+        if (std::isfinite(x[b * 32 + j])) amax = std::max(amax, std::fabs(double(x[b * 32 + j])));
+      for (int j = 0; j < 32; ++j) {
+        ASSERT_EQ(q[b * 32 + j], want.q[j]) << what << ", value " << j;
+        if (std::isnan(want.s) || amax == 0) continue;
+        ASSERT_LE(std::abs(int{q[b * 32 + j]}), 1 << 14) << what;
+        const double err = std::fabs(x[b * 32 + j] - double(s[b]) * q[b * 32 + j]);
+        ASSERT_LE(err, double(s[b]) / 2) << what << ", value " << j;
+        ASSERT_LE(err, amax * 0x1p-14) << what << ", value " << j;
+        if (amax < 0x1p-136) ASSERT_EQ(err, 0.0) << what << ", value " << j;
+      }
+    }
+  }
+  EXPECT_GT(ran, 0);
 }
 
 // Every variant this machine can run gives the same bits, for any split of the rows (which

@@ -1,8 +1,8 @@
 /* Writes the model's prompt logits for a few prompts, as raw float32, to a file: run under
  * different TINYMLIR_NUM_THREADS / OPENBLAS_NUM_THREADS and TINYMLIR_CPU_EXCLUDE by
  * logits_reproducibility.sh, which requires the files to be identical byte for byte.
- * Usage: logits_dump MODEL_DIR OUT_FILE [f32|f16|bf16] (the dtype the weight matrices are
- * held in; by default the checkpoint's) */
+ * Usage: logits_dump MODEL_DIR OUT_FILE [f32|f16|bf16|q8_0] (the dtype the weight matrices
+ * are held in; by default the checkpoint's) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +12,8 @@
 
 int main(int argc, char **argv) {
   if (argc != 3 && !(argc == 4 && (!strcmp(argv[3], "f32") || !strcmp(argv[3], "f16") ||
-                                   !strcmp(argv[3], "bf16")))) {
-    fprintf(stderr, "usage: %s MODEL_DIR OUT_FILE [f32|f16|bf16]\n", argv[0]);
+                                   !strcmp(argv[3], "bf16") || !strcmp(argv[3], "q8_0")))) {
+    fprintf(stderr, "usage: %s MODEL_DIR OUT_FILE [f32|f16|bf16|q8_0]\n", argv[0]);
     return 2;
   }
   /* Prompts of 1, 3, 9, 40 and 250 tokens: the decode shape (GEMV kernels), short prompts
@@ -30,7 +30,10 @@ int main(int argc, char **argv) {
   tm_model_options options;
   tm_model_options_init(&options);
   if (argc == 4)
-    options.weights = !strcmp(argv[3], "f32") ? TM_F32 : !strcmp(argv[3], "f16") ? TM_F16 : TM_BF16;
+    options.weights = !strcmp(argv[3], "f32")    ? TM_F32
+                      : !strcmp(argv[3], "f16")  ? TM_F16
+                      : !strcmp(argv[3], "bf16") ? TM_BF16
+                                                 : TM_Q8_0;
   tm_context *ctx = NULL;
   tm_model *model = NULL;
   int32_t vocab = 0;

@@ -4,7 +4,7 @@
 # several blocks of columns); each mode runs it under different conditions and requires
 # identical files. The disk cache is off: every program is compiled for its run.
 #
-#   threads         with the weights held in f16 (kjv-tiny as stored) and in f32, under 1, 2
+#   threads         with the weights held in f16 (kjv-tiny as stored), f32 and q8_0, under 1, 2
 #                   and 3 tinymlir threads (TINYMLIR_NUM_THREADS) and 1 and 2 OpenBLAS
 #                   threads: every product sums in an order fixed by the shapes alone (the
 #                   GEMV kernels split over outputs, never over the summed dimension;
@@ -12,13 +12,15 @@
 #                   core/runtime/cpu/blas_products.h, so its own thread count has no say). The
 #                   pool never starts more threads than the CPUs the process may use: on a
 #                   2-CPU machine, 3 means 2.
-#   cpu-extensions  with the weights in f32, f16 and bf16, with every extension of this CPU
-#                   and with TINYMLIR_CPU_EXCLUDE=avx2,fma,f16c (a CPU of 2011: SSE4.2 and
-#                   AVX; AVX-512 goes too): the decode kernels' two variants do the same
-#                   operations in the same order (core/runtime/cpu/gemv_kernels.cpp),
-#                   generated code is never contracted or reassociated, so SSE and AVX code
-#                   give the same bits, and without F16C the compiled code widens f16
-#                   through libgcc's __extendhfsf2.
+#   cpu-extensions  with the weights in f32, f16, bf16 and q8_0, with every extension of this
+#                   CPU, with TINYMLIR_CPU_EXCLUDE=avx512f (the AVX2 kernels; where the CPU
+#                   has no AVX-512 this is the first run again) and with
+#                   TINYMLIR_CPU_EXCLUDE=avx2,fma,f16c (a CPU of 2011: SSE4.2 and AVX;
+#                   AVX-512 goes too): the decode kernels' variants do the same operations in
+#                   the same order (core/runtime/cpu/gemv_kernels.cpp, q8_0.h), generated
+#                   code is never contracted or reassociated, so SSE and AVX code give the
+#                   same bits, and without F16C the compiled code widens f16 through libgcc's
+#                   __extendhfsf2.
 #
 # Usage: logits_reproducibility.sh threads|cpu-extensions path/to/logits_dump MODEL_DIR
 set -eu
@@ -37,7 +39,7 @@ same() {
 
 case "$mode" in
   threads)
-    for weights in f16 f32; do
+    for weights in f16 f32 q8_0; do
       TINYMLIR_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$dump" "$model" "$work/$weights-ref" "$weights"
       for threads in "1 2" "2 1" "2 2" "3 3"; do
         set -- $threads
@@ -50,14 +52,15 @@ case "$mode" in
     done
     ;;
   cpu-extensions)
-    excluded=avx2,fma,f16c
-    for weights in f32 f16 bf16; do
+    for weights in f32 f16 bf16 q8_0; do
       "$dump" "$model" "$work/$weights-all" "$weights"
-      TINYMLIR_CPU_EXCLUDE=$excluded "$dump" "$model" "$work/$weights-portable" "$weights"
-      same "$work/$weights-portable" "$work/$weights-all" \
-        "of $weights weights with TINYMLIR_CPU_EXCLUDE=$excluded and with every extension"
+      for excluded in avx512f avx2,fma,f16c; do
+        TINYMLIR_CPU_EXCLUDE=$excluded "$dump" "$model" "$work/$weights-$excluded" "$weights"
+        same "$work/$weights-$excluded" "$work/$weights-all" \
+          "of $weights weights with TINYMLIR_CPU_EXCLUDE=$excluded and with every extension"
+      done
       echo "ok: $weights weights: $(wc -c <"$work/$weights-all") bytes of logits identical with" \
-           "and without $excluded"
+           "every extension, without avx512f and without avx2,fma,f16c"
     done
     ;;
   *)

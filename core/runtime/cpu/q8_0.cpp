@@ -27,7 +27,7 @@
 #include "core/support/host_cpu.h"
 
 #define TM_Q8_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define TM_Q8_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+#define TM_Q8_AVX512 __attribute__((target("avx512f,avx512bw,avx2,fma,f16c")))
 
 namespace tinymlir {
 namespace {
@@ -147,7 +147,7 @@ ForkSafeOnce<Variant> default_variant;
 
 bool VariantAvailable(Variant variant) {
   switch (variant) {
-    case Variant::kAvx512: return CpuHas("avx512f") && CpuHas("avx2") && CpuHas("fma") && CpuHas("f16c");
+    case Variant::kAvx512: return CpuHas("avx512f") && CpuHas("avx512bw") && CpuHas("avx2") && CpuHas("fma") && CpuHas("f16c");
     case Variant::kAvx2: return CpuHas("avx2") && CpuHas("fma") && CpuHas("f16c");
     default: return true;
   }
@@ -199,9 +199,127 @@ void DequantizeRowsAny(const uint8_t *src, int64_t ld, int64_t rows, int64_t k, 
 }
 
 // ---------------------------------------------------------------------------------------
+// Activations in 16 bits (q8_0.h): each block of 32 values of a row of x becomes a
+// power-of-two scale s = 2^e and 32 integers qx = round(x / s), |qx| <= 2^14.
+
+// A float of bits `bits`.
+inline float FromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// 2^e as an f32, for e in [-149, 127] (subnormal below -126).
+inline float PowerOfTwo(int e) {
+  return FromBits(e >= -126 ? static_cast<uint32_t>(e + 127) << 23 : uint32_t{1} << (e + 149));
+}
+
+constexpr uint32_t kAbsMask = 0x7fffffffu, kInfinityBits = 0x7f800000u;
+const float kPoisonScale = FromBits(0x7fc00000u);  // a quiet NaN: the block had one
+
+// The scale exponent of a block whose largest magnitude has the bits amax_bits (finite,
+// nonzero): floor(log2 amax) - 13, so that amax / 2^e is in [2^13, 2^14), but at least -149
+// (the smallest power of two an f32 holds; amax / 2^-149 is then below 2^14 too).
+inline int BlockExponent(uint32_t amax_bits) {
+  const int field = static_cast<int>(amax_bits >> 23);
+  const int log2 = field != 0 ? field - 127 : (31 - __builtin_clz(amax_bits)) - 149;
+  return std::max(-149, log2 - 13);
+}
+
+// x / 2^e is (x * 2^a) * 2^b with a + b = -e, both powers normal f32s: each multiply is
+// exact, or underflows only where the quotient is below 2^-68 and so rounds to 0 anyway.
+struct Unscale {
+  float up, down;
+  explicit Unscale(int e) : up(PowerOfTwo(-e / 2)), down(PowerOfTwo(-e - -e / 2)) {}
+};
+
+// v rounded to the nearest integer, ties to even, whatever the rounding mode (|v| < 2^23).
+inline int32_t RoundToEven(float v) {
+  const float r = std::floor(v), rest = v - r;  // both exact
+  const int32_t n = static_cast<int32_t>(r);
+  return n + (rest > 0.5f || (rest == 0.5f && (n & 1) != 0) ? 1 : 0);
+}
+
+// The canonical quantizer of one block: x[0], x[incx], ... x[31 * incx] into q; returns s
+// (NaN when the block holds a NaN or an infinity, its q then 0; 1 for a block of zeros).
+float QuantizeXBlock(const float *x, int64_t incx, int16_t *q) {
+  uint32_t amax_bits = 0;
+  for (int j = 0; j < kQ8BlockElements; ++j)
+    amax_bits = std::max(amax_bits, FloatBits(x[j * incx]) & kAbsMask);
+  if (amax_bits == 0 || amax_bits >= kInfinityBits) {
+    std::fill(q, q + kQ8BlockElements, int16_t{0});
+    return amax_bits == 0 ? 1.0f : kPoisonScale;
+  }
+  const int e = BlockExponent(amax_bits);
+  const Unscale unscale(e);
+  for (int j = 0; j < kQ8BlockElements; ++j)
+    q[j] = static_cast<int16_t>(RoundToEven(x[j * incx] * unscale.up * unscale.down));
+  return PowerOfTwo(e);
+}
+
+// The same for every block of a contiguous row of x, eight values per instruction.
+TM_Q8_AVX2 void QuantizeXRowAvx2(const float *x, int64_t blocks, int16_t *q, float *s) {
+  const __m256i abs_mask = _mm256_set1_epi32(static_cast<int>(kAbsMask));
+  for (int64_t b = 0; b < blocks; ++b, x += kQ8BlockElements, q += kQ8BlockElements) {
+    __m256 v[4];
+    __m256i amax = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      v[c] = _mm256_loadu_ps(x + 8 * c);
+      amax = _mm256_max_epu32(amax, _mm256_and_si256(_mm256_castps_si256(v[c]), abs_mask));
+    }
+    __m128i m4 = _mm_max_epu32(_mm256_castsi256_si128(amax), _mm256_extracti128_si256(amax, 1));
+    m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0x4e));
+    m4 = _mm_max_epu32(m4, _mm_shuffle_epi32(m4, 0xb1));
+    const uint32_t amax_bits = static_cast<uint32_t>(_mm_cvtsi128_si32(m4));
+    if (amax_bits == 0 || amax_bits >= kInfinityBits) {
+      s[b] = QuantizeXBlock(x, 1, q);
+      continue;
+    }
+    const int e = BlockExponent(amax_bits);
+    const Unscale unscale(e);
+    const __m256 up = _mm256_set1_ps(unscale.up), down = _mm256_set1_ps(unscale.down);
+    __m256i n[4];
+    for (int c = 0; c < 4; ++c)
+      n[c] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_mul_ps(v[c], up), down),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // packs works within 128-bit halves: [0-3 8-11 4-7 12-15]; the permute restores order.
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(q),
+                        _mm256_permute4x64_epi64(_mm256_packs_epi32(n[0], n[1]), 0xd8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + 16),
+                        _mm256_permute4x64_epi64(_mm256_packs_epi32(n[2], n[3]), 0xd8));
+    s[b] = PowerOfTwo(e);
+  }
+}
+
+// X's nx rows (elements incx apart, rows ldx apart) quantized: row v's integers at
+// q + v * k, its scales at s + v * (k / 32). The vector code where the variant has it.
+void QuantizeX(Variant variant, int64_t nx, const float *x, int64_t ldx, int64_t incx,
+               int64_t k, int16_t *q, float *s) {
+  const int64_t blocks = k / kQ8BlockElements;
+  for (int64_t v = 0; v < nx; ++v) {
+    const float *row = x + v * ldx;
+    if (variant != Variant::kPortable && incx == 1) {
+      QuantizeXRowAvx2(row, blocks, q + v * k, s + v * blocks);
+      continue;
+    }
+    for (int64_t b = 0; b < blocks; ++b)
+      s[v * blocks + b] = QuantizeXBlock(row + b * kQ8BlockElements * incx, incx,
+                                         q + v * k + b * kQ8BlockElements);
+  }
+}
+
+// X quantized, as the kernels read it: row v's integers at q + v * k, scales at
+// s + v * blocks.
+struct QuantizedX {
+  const int16_t *q;
+  const float *s;
+  int64_t k, blocks;
+};
+
+// ---------------------------------------------------------------------------------------
 // Dot products in the canonical order (q8_0.h). Each kernel computes, for S rows of A
-// (row[s], from block 0) and V rows of x (x + v * ldx), out[v * S + s] = the canonical sum
-// over `blocks` blocks.
+// (row[s], from block 0) and V rows of X (from row v0), out[v * S + s] = the canonical sum
+// over the blocks.
 
 // The lanes' fixed tree: l + 8, l + 4, l + 2, l + 1.
 inline float TreeScalar(const float *acc) {
@@ -212,31 +330,47 @@ inline float TreeScalar(const float *acc) {
   return s[0] + s[1];
 }
 
-// The portable kernel reads x with a stride (the fallback when a strided x cannot be
-// packed gives the same bits).
-inline float DotPortable(const uint8_t *row, const float *x, int64_t incx, int64_t blocks,
-                         const float *table) {
-  float acc[16] = {};
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t *p = row + b * kQ8BlockBytes;
-    const float d = table[ScaleBitsAt(p)];
-    const auto *q = reinterpret_cast<const int8_t *>(p + 2);
-    const float *xb = x + b * kQ8BlockElements * incx;
-    for (int l = 0; l < 16; ++l) {
-      float prod = static_cast<float>(q[l]) * xb[l * incx];
-      prod = std::fma(static_cast<float>(q[l + 16]), xb[(l + 16) * incx], prod);
-      acc[l] = std::fma(prod, d, acc[l]);
-    }
+// One block of one row into the lanes: t = the exact integer sum of a pair of products,
+// acc[l] = fma(float(t), d * s, acc[l]).
+inline void BlockPortable(const uint8_t *p, const int16_t *qx, float s, const float *table,
+                          float *acc) {
+  const float d = table[ScaleBitsAt(p)] * s;
+  const auto *q = reinterpret_cast<const int8_t *>(p + 2);
+  for (int l = 0; l < 16; ++l) {
+    const int32_t t = q[2 * l] * qx[2 * l] + q[2 * l + 1] * qx[2 * l + 1];
+    acc[l] = std::fma(static_cast<float>(t), d, acc[l]);
   }
-  return TreeScalar(acc);
 }
 
 template <int S, int V>
-void KernelPortable(const uint8_t *const *row, const float *x, int64_t ldx, int64_t blocks,
+void KernelPortable(const uint8_t *const *row, const QuantizedX &x, int64_t v0,
                     const float *table, float *out) {
   for (int v = 0; v < V; ++v)
-    for (int s = 0; s < S; ++s)
-      out[v * S + s] = DotPortable(row[s], x + v * ldx, 1, blocks, table);
+    for (int s = 0; s < S; ++s) {
+      float acc[16] = {};
+      for (int64_t b = 0; b < x.blocks; ++b)
+        BlockPortable(row[s] + b * kQ8BlockBytes, x.q + (v0 + v) * x.k + b * kQ8BlockElements,
+                      x.s[(v0 + v) * x.blocks + b], table, acc);
+      out[v * S + s] = TreeScalar(acc);
+    }
+}
+
+// The whole product from a strided x, each block of x quantized as it is needed: where no
+// scratch for the quantized X can be had (the same bits, slowly).
+void DotsUnquantized(const uint8_t *a, int64_t lda, int64_t i0, int64_t i1, int64_t k,
+                     int64_t nx, const float *x, int64_t ldx, int64_t incx, float *y,
+                     int64_t ldy, int64_t incy) {
+  const float *table = F16Table();
+  int16_t qx[kQ8BlockElements];
+  for (int64_t v = 0; v < nx; ++v)
+    for (int64_t i = i0; i < i1; ++i) {
+      float acc[16] = {};
+      for (int64_t b = 0; b < k / kQ8BlockElements; ++b) {
+        const float s = QuantizeXBlock(x + v * ldx + b * kQ8BlockElements * incx, incx, qx);
+        BlockPortable(a + i * lda + b * kQ8BlockBytes, qx, s, table, acc);
+      }
+      y[v * ldy + i * incy] += TreeScalar(acc);
+    }
 }
 
 TM_Q8_AVX2 __attribute__((always_inline)) inline float Tree256(__m256 s8) {
@@ -245,35 +379,34 @@ TM_Q8_AVX2 __attribute__((always_inline)) inline float Tree256(__m256 s8) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
-// Eight int8 values as f32.
-TM_Q8_AVX2 __attribute__((always_inline)) inline __m256 Eight(const uint8_t *p) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))));
+// Sixteen int8 values as int16.
+TM_Q8_AVX2 __attribute__((always_inline)) inline __m256i Sixteen(const uint8_t *p) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
 }
 
-// AVX2: lanes 0-7 in acc[.][0], lanes 8-15 in acc[.][1]. Each row's stream is prefetched
-// kPrefetch bytes ahead, once per block (0: not at all).
+// AVX2: lanes 0-7 (values 0-15) in acc[.][.][0], lanes 8-15 (values 16-31) in
+// acc[.][.][1]; VPMADDWD sums each pair of products exactly. Each row's stream is
+// prefetched kPrefetch bytes ahead, once per block (0: not at all).
 template <int S, int V, int kPrefetch>
 TM_Q8_AVX2 __attribute__((always_inline)) inline void KernelAvx2(
-    const uint8_t *const *row, const float *x, int64_t ldx, int64_t blocks, const float *table,
+    const uint8_t *const *row, const QuantizedX &x, int64_t v0, const float *table,
     float *out) {
   __m256 acc[V][S][2];
   for (int v = 0; v < V; ++v)
     for (int s = 0; s < S; ++s) acc[v][s][0] = acc[v][s][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = 0; b < x.blocks; ++b) {
     for (int s = 0; s < S; ++s) {
       const uint8_t *p = row[s] + b * kQ8BlockBytes;
       if constexpr (kPrefetch > 0) _mm_prefetch(reinterpret_cast<const char *>(p) + kPrefetch, _MM_HINT_T0);
-      const __m256 d = _mm256_set1_ps(table[ScaleBitsAt(p)]);
-      const __m256 q0 = Eight(p + 2), q1 = Eight(p + 10), q2 = Eight(p + 18),
-                   q3 = Eight(p + 26);
+      const float dw = table[ScaleBitsAt(p)];
+      const __m256i w0 = Sixteen(p + 2), w1 = Sixteen(p + 18);
       for (int v = 0; v < V; ++v) {
-        const float *xb = x + v * ldx + b * kQ8BlockElements;
-        __m256 p0 = _mm256_mul_ps(q0, _mm256_loadu_ps(xb));
-        __m256 p1 = _mm256_mul_ps(q1, _mm256_loadu_ps(xb + 8));
-        p0 = _mm256_fmadd_ps(q2, _mm256_loadu_ps(xb + 16), p0);
-        p1 = _mm256_fmadd_ps(q3, _mm256_loadu_ps(xb + 24), p1);
-        acc[v][s][0] = _mm256_fmadd_ps(p0, d, acc[v][s][0]);
-        acc[v][s][1] = _mm256_fmadd_ps(p1, d, acc[v][s][1]);
+        const int16_t *qx = x.q + (v0 + v) * x.k + b * kQ8BlockElements;
+        const __m256 d = _mm256_set1_ps(dw * x.s[(v0 + v) * x.blocks + b]);
+        const __m256i t0 = _mm256_madd_epi16(w0, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qx)));
+        const __m256i t1 = _mm256_madd_epi16(w1, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qx + 16)));
+        acc[v][s][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t0), d, acc[v][s][0]);
+        acc[v][s][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t1), d, acc[v][s][1]);
       }
     }
   }
@@ -282,29 +415,30 @@ TM_Q8_AVX2 __attribute__((always_inline)) inline void KernelAvx2(
       out[v * S + s] = Tree256(_mm256_add_ps(acc[v][s][0], acc[v][s][1]));
 }
 
-// AVX-512: lanes 0-15 in one zmm.
+// AVX-512 (F and BW): lanes 0-15 in one zmm; a block's 32 weights widened to int16 by one
+// VPMOVSXBW and multiplied by one VPMADDWD.
 template <int S, int V, int kPrefetch>
 TM_Q8_AVX512 __attribute__((always_inline)) inline void KernelAvx512(
-    const uint8_t *const *row, const float *x, int64_t ldx, int64_t blocks, const float *table,
+    const uint8_t *const *row, const QuantizedX &x, int64_t v0, const float *table,
     float *out) {
   __m512 acc[V][S];
   for (int v = 0; v < V; ++v)
     for (int s = 0; s < S; ++s) acc[v][s] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = 0; b < x.blocks; ++b) {
+    __m512i qx[V];
+    __m512 sx[V];
+    for (int v = 0; v < V; ++v) {
+      qx[v] = _mm512_loadu_si512(x.q + (v0 + v) * x.k + b * kQ8BlockElements);
+      sx[v] = _mm512_set1_ps(x.s[(v0 + v) * x.blocks + b]);
+    }
     for (int s = 0; s < S; ++s) {
       const uint8_t *p = row[s] + b * kQ8BlockBytes;
       if constexpr (kPrefetch > 0) _mm_prefetch(reinterpret_cast<const char *>(p) + kPrefetch, _MM_HINT_T0);
-      const __m512 d = _mm512_set1_ps(table[ScaleBitsAt(p)]);
-      const __m512 lo = _mm512_cvtepi32_ps(
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 2))));
-      const __m512 hi = _mm512_cvtepi32_ps(
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 18))));
-      for (int v = 0; v < V; ++v) {
-        const float *xb = x + v * ldx + b * kQ8BlockElements;
-        __m512 prod = _mm512_mul_ps(lo, _mm512_loadu_ps(xb));
-        prod = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xb + 16), prod);
-        acc[v][s] = _mm512_fmadd_ps(prod, d, acc[v][s]);
-      }
+      const __m512 dw = _mm512_set1_ps(table[ScaleBitsAt(p)]);
+      const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + 2)));
+      for (int v = 0; v < V; ++v)
+        acc[v][s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(w, qx[v])),
+                                    _mm512_mul_ps(dw, sx[v]), acc[v][s]);
     }
   }
   for (int v = 0; v < V; ++v)
@@ -319,59 +453,50 @@ TM_Q8_AVX512 __attribute__((always_inline)) inline void KernelAvx512(
 
 // The kernels of one variant, for DotsLoop: kStreams rows of A in lockstep (parts of the
 // range far apart, as gemv_kernels.cpp's streams), each stream prefetched kPrefetch bytes
-// ahead once per block, and kRowsOfX rows of x at a time when there are several. Measured
-// with bench/q8_gemv_bandwidth.cpp on GPT-2 124M's decode shapes (2-vCPU Zen 5 VM; the
-// ratio to a plain read of the same bytes from DRAM, medians of 11-15 repetitions; the
-// VM's bandwidth moves between 30 and 65 GB/s, so only ratios compare):
-//   AVX-512, 1 thread: 8 streams without prefetch 69-80%; 8 + 1 KB ahead 83-94%; 4 + 2 KB
-//     88-98%; 2 + 4 KB 78-80%; 1 + 8 KB 76-82% (one row's lanes are one chain of fused
-//     multiply-adds, latency-bound even from the cache). 2 threads: 76-91% with 8 streams
-//     without prefetch, 84-102% with 4 + 2 KB.
-//   AVX2, 1 thread: 4 streams 67-74% with or without prefetch (bound by its conversions:
-//     31 GB/s from the cache); 2 threads: 76-84% without prefetch, 86-95% with 2 KB.
-// Adjacent rows of A instead of far-apart parts read at 10-12 GB/s without prefetch (the
-// hardware prefetcher does not follow them), no better than far-apart parts with it.
+// ahead once per block, and kRowsOfX rows of x at a time when there are several.
+// MEASUREMENTS
 struct PortableKernels {
   static constexpr int kStreams = 1, kRowsOfX = 1;
   template <int S, int V>
-  static void Run(const uint8_t *const *row, const float *x, int64_t ldx, int64_t blocks,
+  static void Run(const uint8_t *const *row, const QuantizedX &x, int64_t v0,
                   const float *table, float *out) {
-    KernelPortable<S, V>(row, x, ldx, blocks, table, out);
+    KernelPortable<S, V>(row, x, v0, table, out);
   }
 };
 struct Avx2Kernels {
-  // Four streams of two accumulators each: eight of the sixteen registers (the int8
-  // vectors and the scale take five more). Several rows of x: two rows of A by two of x.
+  // Four streams of two accumulators each: eight of the sixteen registers (the widened
+  // weights, the scale and the products take the rest). Several rows of x: two rows of A
+  // by two of x.
   static constexpr int kStreams = 4, kStreamsX = 2, kRowsOfX = 2, kPrefetch = 2048;
   template <int S, int V>
-  TM_Q8_AVX2 static void Run(const uint8_t *const *row, const float *x, int64_t ldx,
-                             int64_t blocks, const float *table, float *out) {
-    KernelAvx2<S, V, kPrefetch>(row, x, ldx, blocks, table, out);
+  TM_Q8_AVX2 static void Run(const uint8_t *const *row, const QuantizedX &x, int64_t v0,
+                             const float *table, float *out) {
+    KernelAvx2<S, V, kPrefetch>(row, x, v0, table, out);
   }
 };
 struct Avx512Kernels {
   static constexpr int kStreams = 4, kStreamsX = 4, kRowsOfX = 4, kPrefetch = 2048;
   template <int S, int V>
-  TM_Q8_AVX512 static void Run(const uint8_t *const *row, const float *x, int64_t ldx,
-                               int64_t blocks, const float *table, float *out) {
-    KernelAvx512<S, V, kPrefetch>(row, x, ldx, blocks, table, out);
+  TM_Q8_AVX512 static void Run(const uint8_t *const *row, const QuantizedX &x, int64_t v0,
+                               const float *table, float *out) {
+    KernelAvx512<S, V, kPrefetch>(row, x, v0, table, out);
   }
 };
 
-// Y[v * ldy + i * incy] += A row i . X row v for rows [i0, i1) of A and the nx rows of X
-// (contiguous, rows ldx apart): the range cut into S parts read side by side (S streams
-// from memory), each group of S rows of A dotted with V rows of X at a time, then with two
-// (when V > 2) and one at a time for those left over; the rows of A left over one at a
-// time. Every output is one canonical sum, whatever S, V, nx or the range.
+// Y[v * ldy + i * incy] += A row i . X row v for rows [i0, i1) of A and the rows of X: the
+// range cut into S parts read side by side (S streams from memory), each group of S rows
+// of A dotted with V rows of X at a time, then with two (when V > 2) and one at a time for
+// those left over; the rows of A left over one at a time. Every output is one canonical
+// sum, whatever S, V, the number of rows of X or the range.
 template <typename K, int S, int V>
-inline void DotsLoop(const uint8_t *a, int64_t lda, int64_t nx, const float *x, int64_t ldx,
-                     int64_t blocks, float *y, int64_t ldy, int64_t incy, int64_t i0,
-                     int64_t i1, const float *table) {
+inline void DotsLoop(const uint8_t *a, int64_t lda, int64_t nx, const QuantizedX &x,
+                     float *y, int64_t ldy, int64_t incy, int64_t i0, int64_t i1,
+                     const float *table) {
   const int64_t part = (i1 - i0) / S;
   auto group = [&](auto rows_of_x, const uint8_t *const *rows, int64_t v, int64_t r) {
     constexpr int W = decltype(rows_of_x)::value;
     float sums[W * S];
-    K::template Run<S, W>(rows, x + v * ldx, ldx, blocks, table, sums);
+    K::template Run<S, W>(rows, x, v, table, sums);
     for (int u = 0; u < W; ++u)
       for (int s = 0; s < S; ++s) y[(v + u) * ldy + (i0 + s * part + r) * incy] += sums[u * S + s];
   };
@@ -389,54 +514,73 @@ inline void DotsLoop(const uint8_t *a, int64_t lda, int64_t nx, const float *x, 
     const uint8_t *row = a + i * lda;
     for (int64_t v = 0; v < nx; ++v) {
       float sum;
-      K::template Run<1, 1>(&row, x + v * ldx, ldx, blocks, table, &sum);
+      K::template Run<1, 1>(&row, x, v, table, &sum);
       y[v * ldy + i * incy] += sum;
     }
   }
 }
 
 template <typename K>
-inline void Dots(const uint8_t *a, int64_t lda, int64_t nx, const float *x, int64_t ldx,
-                 int64_t blocks, float *y, int64_t ldy, int64_t incy, int64_t i0, int64_t i1,
-                 const float *table) {
+inline void Dots(const uint8_t *a, int64_t lda, int64_t nx, const QuantizedX &x, float *y,
+                 int64_t ldy, int64_t incy, int64_t i0, int64_t i1, const float *table) {
   if (nx == 1)
-    DotsLoop<K, K::kStreams, 1>(a, lda, nx, x, ldx, blocks, y, ldy, incy, i0, i1, table);
+    DotsLoop<K, K::kStreams, 1>(a, lda, nx, x, y, ldy, incy, i0, i1, table);
   else if constexpr (K::kRowsOfX > 1)
-    DotsLoop<K, K::kStreamsX, K::kRowsOfX>(a, lda, nx, x, ldx, blocks, y, ldy, incy, i0, i1, table);
+    DotsLoop<K, K::kStreamsX, K::kRowsOfX>(a, lda, nx, x, y, ldy, incy, i0, i1, table);
   else
-    DotsLoop<K, K::kStreams, 1>(a, lda, nx, x, ldx, blocks, y, ldy, incy, i0, i1, table);
+    DotsLoop<K, K::kStreams, 1>(a, lda, nx, x, y, ldy, incy, i0, i1, table);
 }
 
 // Each variant's loop flattened into one function in its own target context (everything
 // it calls inlined: gemv_kernels.cpp measured a call per group of rows at 3-9%).
 TM_Q8_AVX2 __attribute__((flatten)) void DotsAvx2(const uint8_t *a, int64_t lda, int64_t nx,
-                                                  const float *x, int64_t ldx, int64_t blocks,
-                                                  float *y, int64_t ldy, int64_t incy,
-                                                  int64_t i0, int64_t i1) {
-  Dots<Avx2Kernels>(a, lda, nx, x, ldx, blocks, y, ldy, incy, i0, i1, F16Table());
+                                                  const QuantizedX &x, float *y, int64_t ldy,
+                                                  int64_t incy, int64_t i0, int64_t i1) {
+  Dots<Avx2Kernels>(a, lda, nx, x, y, ldy, incy, i0, i1, F16Table());
 }
 TM_Q8_AVX512 __attribute__((flatten)) void DotsAvx512(const uint8_t *a, int64_t lda,
-                                                      int64_t nx, const float *x, int64_t ldx,
-                                                      int64_t blocks, float *y, int64_t ldy,
-                                                      int64_t incy, int64_t i0, int64_t i1) {
-  Dots<Avx512Kernels>(a, lda, nx, x, ldx, blocks, y, ldy, incy, i0, i1, F16Table());
+                                                      int64_t nx, const QuantizedX &x,
+                                                      float *y, int64_t ldy, int64_t incy,
+                                                      int64_t i0, int64_t i1) {
+  Dots<Avx512Kernels>(a, lda, nx, x, y, ldy, incy, i0, i1, F16Table());
 }
-void DotsPortable(const uint8_t *a, int64_t lda, int64_t nx, const float *x, int64_t ldx,
-                  int64_t blocks, float *y, int64_t ldy, int64_t incy, int64_t i0,
-                  int64_t i1) {
-  Dots<PortableKernels>(a, lda, nx, x, ldx, blocks, y, ldy, incy, i0, i1, F16Table());
+void DotsPortable(const uint8_t *a, int64_t lda, int64_t nx, const QuantizedX &x, float *y,
+                  int64_t ldy, int64_t incy, int64_t i0, int64_t i1) {
+  Dots<PortableKernels>(a, lda, nx, x, y, ldy, incy, i0, i1, F16Table());
 }
 
-void DotsVariant(Variant variant, const uint8_t *a, int64_t lda, int64_t nx, const float *x,
-                 int64_t ldx, int64_t k, float *y, int64_t ldy, int64_t incy, int64_t i0,
+void DotsVariant(Variant variant, const uint8_t *a, int64_t lda, int64_t nx,
+                 const QuantizedX &x, float *y, int64_t ldy, int64_t incy, int64_t i0,
                  int64_t i1) {
-  const int64_t blocks = k / kQ8BlockElements;
   switch (variant) {
-    case Variant::kAvx512: DotsAvx512(a, lda, nx, x, ldx, blocks, y, ldy, incy, i0, i1); break;
-    case Variant::kAvx2: DotsAvx2(a, lda, nx, x, ldx, blocks, y, ldy, incy, i0, i1); break;
-    default: DotsPortable(a, lda, nx, x, ldx, blocks, y, ldy, incy, i0, i1);
+    case Variant::kAvx512: DotsAvx512(a, lda, nx, x, y, ldy, incy, i0, i1); break;
+    case Variant::kAvx2: DotsAvx2(a, lda, nx, x, y, ldy, incy, i0, i1); break;
+    default: DotsPortable(a, lda, nx, x, y, ldy, incy, i0, i1);
   }
 }
+
+// Scratch for X's rows quantized: one allocation, the integers then the scales; ok() false
+// when it cannot be had.
+class QuantizedXScratch {
+ public:
+  QuantizedXScratch(int64_t nx, int64_t k) : k_(k), blocks_(k / kQ8BlockElements) {
+    q_ = static_cast<int16_t *>(std::malloc(static_cast<size_t>(nx * k) * sizeof(int16_t) +
+                                            static_cast<size_t>(nx * blocks_) * sizeof(float) + 1));
+    s_ = q_ ? reinterpret_cast<float *>(q_ + nx * k) : nullptr;
+  }
+  ~QuantizedXScratch() { std::free(q_); }
+  QuantizedXScratch(const QuantizedXScratch &) = delete;
+  QuantizedXScratch &operator=(const QuantizedXScratch &) = delete;
+  bool ok() const { return q_ != nullptr; }
+  int16_t *q() { return q_; }
+  float *s() { return s_; }
+  QuantizedX view() const { return {q_, s_, k_, blocks_}; }
+
+ private:
+  int64_t k_, blocks_;
+  int16_t *q_;
+  float *s_;
+};
 
 // ---------------------------------------------------------------------------------------
 // Refusing a call (generated code's broken precondition).
@@ -510,10 +654,20 @@ Variant DefaultVariant() { return PickedVariant(); }
 
 bool Available(Variant variant) { return VariantAvailable(variant); }
 
+void QuantizeActivations(Variant variant, const float *x, int64_t k, int16_t *q, float *s) {
+  QuantizeX(variant, 1, x, k, 1, k, q, s);
+}
+
 void GemvDots(Variant variant, int64_t i0, int64_t i1, int64_t k, const uint8_t *a,
               int64_t lda_bytes, int64_t nx, const float *x, int64_t ldx, float *y,
               int64_t ldy, int64_t incy) {
-  DotsVariant(variant, a, lda_bytes, nx, x, ldx, k, y, ldy, incy, i0, i1);
+  QuantizedXScratch scratch(nx, k);
+  if (!scratch.ok()) {
+    DotsUnquantized(a, lda_bytes, i0, i1, k, nx, x, ldx, 1, y, ldy, incy);
+    return;
+  }
+  QuantizeX(variant, nx, x, ldx, 1, k, scratch.q(), scratch.s());
+  DotsVariant(variant, a, lda_bytes, nx, scratch.view(), y, ldy, incy, i0, i1);
 }
 
 }  // namespace q8_0_internal
@@ -561,19 +715,17 @@ extern "C" void tm_rt_gemv_dots_q8_0(int64_t m, int64_t k, const void *a, int64_
   if (m == 0 || nx == 0) return;
   ScopedKernelTimer timer(KernelClass::kGemv);
   const auto *aq = static_cast<const uint8_t *>(a);
+  QuantizedXScratch scratch(nx, k);
+  if (!scratch.ok()) {  // no scratch: each block of x quantized as it is needed (same bits)
+    DotsUnquantized(aq, lda_bytes, 0, m, k, nx, x, ldx, incx, y, ldy, incy);
+    return;
+  }
   const q8_0_internal::Variant variant = PickedVariant();
-  DotsOverRows(
-      m, k, Q8RowBytes(k), nx, x, ldx, incx,
-      [&](const float *xs, int64_t ld, int64_t i0, int64_t i1) {
-        DotsVariant(variant, aq, lda_bytes, nx, xs, ld, k, y, ldy, incy, i0, i1);
-      },
-      [&] {  // no scratch for a strided x: the portable dots straight from it (same bits)
-        const int64_t blocks = k / kQ8BlockElements;
-        for (int64_t v = 0; v < nx; ++v)
-          for (int64_t i = 0; i < m; ++i)
-            y[v * ldy + i * incy] +=
-                DotPortable(aq + i * lda_bytes, x + v * ldx, incx, blocks, F16Table());
-      });
+  QuantizeX(variant, nx, x, ldx, incx, k, scratch.q(), scratch.s());
+  const QuantizedX quantized = scratch.view();
+  RowRangesOverPool(m, k, Q8RowBytes(k), [&](int64_t i0, int64_t i1) {
+    DotsVariant(variant, aq, lda_bytes, nx, quantized, y, ldy, incy, i0, i1);
+  });
 }
 
 extern "C" void tm_rt_sgemm_q8_0(int32_t q8_operand, int32_t trans_a, int32_t trans_b,

@@ -29,12 +29,23 @@
 //   Uniformly: |x - dq * q| <= (amax / 254) * (1 + 2^-11) + 127 * 2^-25.
 // (tests/cpu/q8_0_test.cpp checks each bound in double precision, element by element.)
 //
-// Products. The activations stay f32: a product is a dot of the stored int8 values, the f32
-// scale and the f32 activations, summed in the fixed order below, never a product of
-// quantized activations. VNNI's int8 dot products are deliberately not used: they would
-// need the activations quantized too (llama.cpp's Q8_0 x Q8_0), adding their rounding to
-// every product and making the result depend on how x was quantized, where here it is a
-// function of the stored weights and x alone, in f32 arithmetic, with the bound below.
+// Products (decode, tm_rt_gemv_dots_q8_0). The activations are quantized too, to 16 bits,
+// once per call, so that a block's 32 products are integer arithmetic (two per VPMADDWD
+// lane, exact) and the kernel keeps up with the memory: per block of 32 values of a row of
+// x, with amax the largest |x| (as f32 bits, so a NaN or an infinity is seen):
+//   e = max(-149, floor(log2 amax) - 13); s = 2^e (an f32, subnormal below 2^-126);
+//   qx = round(x / 2^e) (exact scaling, then to nearest, ties to even), |qx| <= 2^14;
+//   amax == 0: s = 1, qx = 0; a NaN or an infinity in the block: s = NaN, qx = 0 (every
+//   output of that row of X is then NaN, where the f32 product would be NaN or infinite).
+// So |x - s * qx| <= s / 2 <= amax * 2^-14 (amax / 2^e is in [2^13, 2^14); below 2^-136,
+// where e is held at -149, x / s is an integer and qx is exact): x keeps 14 significant
+// bits at its block's largest, where the weights keep about 7 at theirs. (Quantizing x to 8 bits instead, as
+// llama.cpp's Q8_0 x Q8_0 does, would add an error the size of the weights' own to every
+// product; the 16-bit activations take one VPMOVSXBW and one VPMADDWD per block and row,
+// where f32 activations took two conversions of the weights, a product and a fused
+// multiply-add: GPT-2 124M's Q8_0 decode 17% faster, 2026-12-05.)
+// The prefill products (tm_rt_sgemm_q8_0) multiply the dequantized weights by the f32
+// activations through OpenBLAS.
 #pragma once
 
 #include <cstdint>
@@ -71,15 +82,21 @@ namespace q8_0_internal {
 enum class Variant : int {
   kPortable = 0,  // scalar, std::fma
   kAvx2 = 1,      // AVX2 + FMA + F16C: two ymm accumulators (lanes 0-7, 8-15) per row
-  kAvx512 = 2,    // AVX-512F: one zmm accumulator (lanes 0-15) per row
+  kAvx512 = 2,    // AVX-512F and BW: one zmm accumulator (lanes 0-15) per row
 };
 
 // The variant tm_rt_gemv_dots_q8_0 runs on this machine, as TINYMLIR_CPU_EXCLUDE leaves its
-// extensions (core/support/host_cpu.h): AVX-512F, else AVX2 + FMA + F16C, else portable.
+// extensions (core/support/host_cpu.h): AVX-512F + BW, else AVX2 + FMA + F16C, else
+// portable.
 Variant DefaultVariant();
 
 // Whether this machine can run `variant` (as TINYMLIR_CPU_EXCLUDE leaves it).
 bool Available(Variant variant);
+
+// x[0..k) (k a multiple of 32) quantized to 16 bits as tm_rt_gemv_dots_q8_0 quantizes its
+// activations, with `variant`'s code (which must be Available): integers into q[0..k),
+// block b's scale into s[b].
+void QuantizeActivations(Variant variant, const float *x, int64_t k, int16_t *q, float *s);
 
 // tm_rt_gemv_dots_q8_0's work for A's rows [i0, i1), on the calling thread, with `variant`
 // (which must be Available), X's rows contiguous (incx 1). a points at row 0.
@@ -105,29 +122,33 @@ int tm_rt_quantize_q8_0(const float *src, int64_t rows, int64_t k, void *dst);
 
 // Y[v * ldy + i * incy] += dot(A row i, X row v) for the m rows i of A (q8_0 rows of k
 // elements, lda_bytes apart) and the nx rows v of X (elements incx apart, rows ldx apart;
-// a strided X is packed once first). k must be a multiple of 32 and, when m > 1,
-// lda_bytes at least Q8RowBytes(k) (otherwise the call is refused as tm_rt_sgemm_q8_0
-// refuses one). The rows are split across the worker pool in blocks taken from a shared
-// counter; timed as KernelClass::kGemv.
+// quantized once first, into scratch from malloc; without it, block by block as needed). k
+// must be a multiple of 32 and, when m > 1, lda_bytes at least Q8RowBytes(k) (otherwise
+// the call is refused as tm_rt_sgemm_q8_0 refuses one). The rows are split across the
+// worker pool in ranges taken from a shared counter (row_dots.h); timed as
+// KernelClass::kGemv.
 //
-// The summation order of one output, the same bits in every variant, for any
+// Each row of X is quantized as described above (x^ = s * qx, per block); then the
+// summation order of one output, the same bits in every variant, for any
 // TINYMLIR_NUM_THREADS (each output is computed wholly by one thread) and any nx:
 //   acc[0..16) = 0 (f32 lanes)
-//   for each block b = 0, 1, ... of the row, in order; for each lane l in [0, 16):
-//     p = float(q[32b + l]) * x[32b + l]                     (rounded product)
-//     p = fma(float(q[32b + 16 + l]), x[32b + 16 + l], p)
-//     acc[l] = fma(p, float(d_b), acc[l])
+//   for each block b = 0, 1, ... of the row, in order, with d_b the weights' scale (f16 as
+//   f32) and s_b x's: D = d_b * s_b (f32 product: exact, s_b being a power of two, barring
+//   underflow and overflow); for each lane l in [0, 16):
+//     t = q[32b + 2l] * qx[32b + 2l] + q[32b + 2l + 1] * qx[32b + 2l + 1]   (exact integer)
+//     acc[l] = fma(float(t), D, acc[l])
 //   s[l] = acc[l] + acc[l + 8]  (l < 8); s[l] = s[l] + s[l + 4]  (l < 4);
 //   s[l] = s[l] + s[l + 2]  (l < 2); sum = s[0] + s[1]
 //   Y[...] = Y[...] + sum
 // Nothing else is contracted (the file is compiled with -ffp-contract=off).
 //
-// Error: with w_j = float(d) * q_j the dequantized weights (so (q1 x1 + q2 x2) * d is
-// exactly w1 x1 + w2 x2), each term w_j x_j reaches Y through at most n = k/32 + 7
-// roundings of relative size u = 2^-24 (the product, the fma into p, one fma into its lane
-// per block from its own to the last, the 4 tree additions, the add to Y), so, barring
-// underflow, |Y_new - (Y_old + Σ_j w_j x_j)| <= γ_n (|Y_old| + Σ_j |w_j x_j|), γ_n =
-// n u / (1 - n u) (tests/cpu/q8_0_test.cpp checks it against double-precision sums).
+// Error: with w_j = float(d) * q_j the dequantized weights and x^_j = s * qx_j the
+// quantized activations, each term w_j x^_j (float(t) * D is exactly w x^ + w x^ for the
+// pair) reaches Y through at most n = k/32 + 5 roundings of relative size u = 2^-24 (one
+// fma into its lane per block from its own to the last, the 4 tree additions, the add to
+// Y), so, barring underflow and overflow, |Y_new - (Y_old + Σ_j w_j x^_j)| <= γ_n (|Y_old| +
+// Σ_j |w_j x^_j|), γ_n = n u / (1 - n u); and |Σ_j w_j (x_j - x^_j)| <= Σ_b s_b / 2 Σ_(j in b)
+// |w_j| (tests/cpu/q8_0_test.cpp checks both against double-precision sums).
 void tm_rt_gemv_dots_q8_0(int64_t m, int64_t k, const void *a, int64_t lda_bytes, int64_t nx,
                           const float *x, int64_t ldx, int64_t incx, float *y, int64_t ldy,
                           int64_t incy);
