@@ -616,6 +616,21 @@ TEST(Q8_0Activations, EveryVariantFollowsTheDefinition) {
   EXPECT_GT(ran, 0);
 }
 
+// Without scratch for the quantized activations (malloc failing), the product quantizes
+// each block of x as it needs it: the same bits as the public entry, strided x included.
+TEST(Q8_0Gemv, TheProductWithoutScratchGivesTheSameBits) {
+  uint32_t seed = 470;
+  for (int64_t incx : {1, 3})
+    for (int64_t nx : {1, 4}) {
+      const Gemv g(37, 96, nx, incx, 2, 1, seed++);
+      std::vector<float> got = g.y;
+      internal::GemvDotsWithoutScratch(g.m, g.k, g.a.data(), g.lda, g.nx, g.x.data(), g.ldx,
+                                       g.incx, got.data(), g.ldy, g.incy);
+      const std::vector<float> want = g.Run();
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << Describe(g);
+    }
+}
+
 // Every variant this machine can run gives the same bits, for any split of the rows (which
 // changes how rows are grouped into streams) and equals the public entry.
 TEST(Q8_0Gemv, VariantsAgreeBitForBit) {

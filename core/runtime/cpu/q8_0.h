@@ -104,6 +104,12 @@ void GemvDots(Variant variant, int64_t i0, int64_t i1, int64_t k, const uint8_t 
               int64_t lda_bytes, int64_t nx, const float *x, int64_t ldx, float *y,
               int64_t ldy, int64_t incy);
 
+// The product tm_rt_gemv_dots_q8_0 falls back to when no scratch for the quantized X can be
+// had: each block of x quantized as it is needed (portable code; the same bits).
+void GemvDotsWithoutScratch(int64_t m, int64_t k, const uint8_t *a, int64_t lda_bytes,
+                            int64_t nx, const float *x, int64_t ldx, int64_t incx, float *y,
+                            int64_t ldy, int64_t incy);
+
 }  // namespace q8_0_internal
 }  // namespace tinymlir
 
