@@ -71,6 +71,41 @@ func.func @batch(%a: memref<4x8x16xf32>, %b: memref<4x16x32xf32>, %c: memref<4x8
 
 // -----
 
+// Attention's per-head products in decode (12 heads, one row each): one call of the batched
+// row kernel for the whole batch, each head's operands a batch stride apart, no loop.
+// CHECK-LABEL: func.func @heads_times_values
+// CHECK-NOT:     linalg.batch_matmul
+// CHECK:         %[[HEADS:.*]] = arith.constant 12 : i64
+// CHECK:         call @tm_rt_gemv_rows_batched(%{{.*}}, %[[HEADS]],
+// CHECK-NOT:     scf.for
+// CHECK-NOT:     tm_rt_gemm
+// CHECK:         return
+func.func @heads_times_values(%p: memref<12x1x32xf32>, %v: memref<12x32x64xf32>, %c: memref<12x1x64xf32>) {
+  linalg.batch_matmul ins(%p, %v : memref<12x1x32xf32>, memref<12x32x64xf32>)
+                      outs(%c : memref<12x1x64xf32>)
+  return
+}
+
+// -----
+
+// The scores q . K^T per head, K a transposed view of the cache (heads side by side in a
+// row): one call of the batched dot-product kernel.
+// CHECK-LABEL: func.func @heads_times_keys
+// CHECK-NOT:     linalg.batch_matmul
+// CHECK:         %[[HEADS:.*]] = arith.constant 12 : i64
+// CHECK:         call @tm_rt_gemv_dots_batched(%{{.*}}, %[[HEADS]],
+// CHECK-NOT:     scf.for
+// CHECK-NOT:     tm_rt_gemm
+// CHECK:         return
+func.func @heads_times_keys(%q: memref<12x1x64xf32>, %k: memref<12x32x64xf32>, %c: memref<12x1x32xf32>) {
+  %kt = memref.transpose %k (d0, d1, d2) -> (d0, d2, d1) : memref<12x32x64xf32> to memref<12x64x32xf32, strided<[2048, 1, 64]>>
+  linalg.batch_matmul ins(%q, %kt : memref<12x1x64xf32>, memref<12x64x32xf32, strided<[2048, 1, 64]>>)
+                      outs(%c : memref<12x1x32xf32>)
+  return
+}
+
+// -----
+
 // A transposed copy of a read-only argument that only a matmul reads: BLAS reads the
 // argument in place through a memref.transpose view and its transpose flag (112); the copy
 // and its buffer go.

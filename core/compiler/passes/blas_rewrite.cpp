@@ -10,7 +10,6 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -259,13 +258,6 @@ class BlasEmitter {
     return m;
   }
 
-  Value Advance(Location loc, Value ptr, Value index, Value stride, Type elem) {
-    auto ptr_type = mlir::LLVM::LLVMPointerType::get(b_.getContext());
-    Value step = mlir::arith::MulIOp::create(b_, loc, index, stride);
-    Value step_i64 = mlir::arith::IndexCastOp::create(b_, loc, b_.getI64Type(), step);
-    return mlir::LLVM::GEPOp::create(b_, loc, ptr_type, elem, ptr, mlir::ValueRange{step_i64});
-  }
-
   // Declares (once) and returns a runtime function with the given argument types.
   mlir::func::FuncOp Declare(llvm::StringRef name, llvm::ArrayRef<Type> args) {
     if (auto f = module_.lookupSymbol<mlir::func::FuncOp>(name)) return f;
@@ -338,6 +330,47 @@ class BlasEmitter {
                          I64(loc, b.ld), I64(loc, m), a.ptr, I64(loc, a.ld), I64(loc, 1),
                          c.ptr, I64(loc, c.ld), I64(loc, 1)});
     return true;
+  }
+
+  // `batch` products of a kind the GEMV kernels take (KernelTakes), each batch element's
+  // operands `batch_stride` apart: one call of a batched kernel (attention's per-head
+  // products in decode, which streams the heads' rows of the K and V caches in order and
+  // splits them over the pool), with the bits of one call per element.
+  void EmitBatchedKernelProduct(Location loc, Value batch, int64_t m, int64_t n, int64_t k,
+                                const Matrix &a, const Matrix &b, const Matrix &c) {
+    const bool tb = b.layout == Layout::kTransposed;
+    Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
+    Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
+    Value sa = ToI64(loc, a.batch_stride), sb = ToI64(loc, b.batch_stride),
+          sc = ToI64(loc, c.batch_stride);
+    auto dots = [&] {
+      return Declare("tm_rt_gemv_dots_batched", {i32, i64, i64, i64, ptr, i64, i64, i64, ptr,
+                                                 i64, i64, i64, ptr, i64, i64, i64});
+    };
+    if (!KernelTakesRowsOfA(m, n, a, b)) {  // c[i] = A row i . b (KernelTakesColumn)
+      mlir::func::CallOp::create(
+          b_, loc, dots(),
+          mlir::ValueRange{I32(loc, DtypeCode(a.elem)), batch, I64(loc, m), I64(loc, k), a.ptr,
+                           I64(loc, a.ld), sa, I64(loc, 1), b.ptr, I64(loc, 0),
+                           I64(loc, tb ? 1 : b.ld), sb, c.ptr, I64(loc, 0), I64(loc, c.ld), sc});
+      return;
+    }
+    if (!tb) {  // C rows += A rows B
+      auto rows = Declare("tm_rt_gemv_rows_batched",
+                          {i32, i64, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, i64});
+      mlir::func::CallOp::create(
+          b_, loc, rows,
+          mlir::ValueRange{I32(loc, DtypeCode(b.elem)), batch, I64(loc, m), I64(loc, k),
+                           I64(loc, n), a.ptr, I64(loc, a.ld), sa, b.ptr, I64(loc, b.ld), sb,
+                           c.ptr, I64(loc, c.ld), sc});
+      return;
+    }
+    // C[i, j] = B^T row j . A row i.
+    mlir::func::CallOp::create(
+        b_, loc, dots(),
+        mlir::ValueRange{I32(loc, DtypeCode(b.elem)), batch, I64(loc, n), I64(loc, k), b.ptr,
+                         I64(loc, b.ld), sb, I64(loc, m), a.ptr, I64(loc, a.ld), I64(loc, 1),
+                         sa, c.ptr, I64(loc, c.ld), I64(loc, 1), sc});
   }
 
   // A product with one half-precision operand that the kernels above do not take (a
@@ -571,25 +604,14 @@ class BlasEmitter {
            mc = Describe(loc, c, elem);
     if (!batched) {
       EmitProduct(loc, elem, m, n, k, ma, mb, mc);
-    } else if (same && !(elem.isF32() && KernelTakes(m, n, ma, mb))) {
+    } else if (!(elem.isF32() && KernelTakes(m, n, ma, mb))) {
       // One call for the whole batch: its blocks spread over the pool together (attention's
       // per-head products are too small to split one at a time).
       EmitBlasProducts(loc, elem, I64(loc, tc.getShape()[0]), m, n, k, ma,
                        ToI64(loc, ma.batch_stride), mb, ToI64(loc, mb.batch_stride), mc,
                        ToI64(loc, mc.batch_stride));
-    } else {
-      Value zero = mlir::arith::ConstantIndexOp::create(b_, loc, 0);
-      Value step = mlir::arith::ConstantIndexOp::create(b_, loc, 1);
-      Value count = mlir::arith::ConstantIndexOp::create(b_, loc, tc.getShape()[0]);
-      auto loop = mlir::scf::ForOp::create(b_, loc, zero, count, step);
-      mlir::OpBuilder::InsertionGuard guard(b_);
-      b_.setInsertionPointToStart(loop.getBody());
-      Value i = loop.getInductionVar();
-      auto at = [&](Matrix x) {
-        x.ptr = Advance(loc, x.ptr, i, x.batch_stride, x.elem);
-        return x;
-      };
-      EmitProduct(loc, elem, m, n, k, at(ma), at(mb), at(mc));
+    } else {  // batched products have no half operand: f32 throughout
+      EmitBatchedKernelProduct(loc, I64(loc, tc.getShape()[0]), m, n, k, ma, mb, mc);
     }
     b_.eraseOp(op);
     return true;
@@ -609,7 +631,7 @@ int RewriteMatmulsToBlas(mlir::ModuleOp module) {
   });
   if (!any) return 0;
   module.getContext()
-      ->loadDialect<mlir::LLVM::LLVMDialect, mlir::scf::SCFDialect, mlir::func::FuncDialect,
+      ->loadDialect<mlir::LLVM::LLVMDialect, mlir::func::FuncDialect,
                     mlir::arith::ArithDialect, mlir::memref::MemRefDialect>();
   mlir::IRRewriter rewriter(module.getContext());
   ReadSourcesInPlace(module, rewriter);  // may replace matmuls: collect them after

@@ -14,7 +14,10 @@
 //     strides taken from memref.extract_strided_metadata; tm_rt_sgemm_half with a half
 //     operand;
 //   - batch matmul: one tm_rt_gemm call for the whole batch, or, for products the GEMV
-//     kernels or tm_rt_sgemm_half take, an scf.for over the batch of those calls.
+//     kernels take (attention's per-head products in decode), one call of their batched
+//     form (tm_rt_gemv_rows_batched / tm_rt_gemv_dots_batched: the bits of a call per
+//     element, the heads' cache rows streamed in order and split over the pool); else an
+//     scf.for over the batch of single calls.
 // First, a transpose copy (linalg.transpose, or a permuting linalg.generic) or a widening
 // copy of a read-only function argument whose only readers are matmul operands is replaced
 // by a view of the argument: the attention's K and V cache rows are read in place, and a

@@ -482,32 +482,42 @@ void GemvRows(int64_t m, int64_t k, int64_t n, float *y, int64_t ldy, const Rows
 
 }  // namespace
 
-extern "C" void tm_rt_gemv_rows(int32_t dtype, int64_t m, int64_t k, int64_t n,
-                                const float *x, int64_t ldx, const void *w, int64_t ldw,
-                                float *y, int64_t ldy) {
-  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
-  using tinymlir::RowsKernel;
+namespace {
+
+// Whether a matrix of `dtype` holds half-precision elements (2 bytes) rather than f32.
+bool IsHalf(int32_t dtype) {
+  const auto kind = static_cast<tinymlir::HalfKind>(dtype);
+  return kind == tinymlir::HalfKind::kF16 || kind == tinymlir::HalfKind::kBF16;
+}
+
+// fn(E{}) with E the kernels' element type for `dtype` (F32, F16 or BF16).
+template <typename Fn>
+void WithElementType(int32_t dtype, const Fn &fn) {
+  switch (static_cast<tinymlir::HalfKind>(dtype)) {
+    case tinymlir::HalfKind::kF16: fn(tinymlir::F16{}); break;
+    case tinymlir::HalfKind::kBF16: fn(tinymlir::BF16{}); break;
+    default: fn(tinymlir::F32{});
+  }
+}
+
+// tm_rt_gemv_rows's product, untimed.
+void GemvRowsProduct(int32_t dtype, int64_t m, int64_t k, int64_t n, const float *x,
+                     int64_t ldx, const void *w, int64_t ldw, float *y, int64_t ldy) {
   GemvRows(m, k, n, y, ldy, [&](float *out, int64_t ld, int64_t k0, int64_t k1) {
-    switch (static_cast<tinymlir::HalfKind>(dtype)) {
-      case tinymlir::HalfKind::kF16:
-        RowsKernel<tinymlir::F16>(m, x, ldx, static_cast<const uint16_t *>(w), ldw, out, ld, k0, k1, n);
-        break;
-      case tinymlir::HalfKind::kBF16:
-        RowsKernel<tinymlir::BF16>(m, x, ldx, static_cast<const uint16_t *>(w), ldw, out, ld, k0, k1, n);
-        break;
-      default:
-        RowsKernel<tinymlir::F32>(m, x, ldx, static_cast<const float *>(w), ldw, out, ld, k0, k1, n);
-    }
+    WithElementType(dtype, [&](auto e) {
+      using E = decltype(e);
+      tinymlir::RowsKernel<E>(m, x, ldx, static_cast<const typename E::T *>(w), ldw, out, ld,
+                              k0, k1, n);
+    });
   });
 }
 
-extern "C" void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void *a,
-                                int64_t lda, int64_t nx, const float *x, int64_t ldx,
-                                int64_t incx, float *y, int64_t ldy, int64_t incy) {
-  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
-  using tinymlir::DotsKernel;
+// tm_rt_gemv_dots's product, untimed.
+void GemvDotsProduct(int32_t dtype, int64_t m, int64_t k, const void *a, int64_t lda,
+                     int64_t nx, const float *x, int64_t ldx, int64_t incx, float *y,
+                     int64_t ldy, int64_t incy) {
+  const bool half = IsHalf(dtype);
   const auto kind = static_cast<tinymlir::HalfKind>(dtype);
-  const bool half = kind == tinymlir::HalfKind::kF16 || kind == tinymlir::HalfKind::kBF16;
   const auto *af = static_cast<const float *>(a);
   const auto *ah = static_cast<const uint16_t *>(a);
   // Without scratch for a strided x: each dot product straight from it (another summation
@@ -525,12 +535,121 @@ extern "C" void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void 
   tinymlir::DotsOverRows(
       m, k, k * (half ? 2 : 4), nx, x, ldx, incx,
       [&](const float *xs, int64_t ld, int64_t i0, int64_t i1) {
-        if (kind == tinymlir::HalfKind::kF16)
-          DotsKernel<tinymlir::F16>(ah, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
-        else if (kind == tinymlir::HalfKind::kBF16)
-          DotsKernel<tinymlir::BF16>(ah, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
-        else
-          DotsKernel<tinymlir::F32>(af, lda, nx, xs, ld, k, y, ldy, incy, i0, i1);
+        WithElementType(dtype, [&](auto e) {
+          using E = decltype(e);
+          tinymlir::DotsKernel<E>(static_cast<const typename E::T *>(a), lda, nx, xs, ld, k,
+                                  y, ldy, incy, i0, i1);
+        });
       },
       unpacked);
+}
+
+// Rows of the batched kernels handled per call of a row kernel: a multiple of eight (the
+// rows kernels' groups); 16 of a 12-head attention's cache rows are 48 KB, and a decode
+// step's smallest cache (32 rows) two groups, one for each thread.
+constexpr int64_t kBatchRowGroup = 16;
+
+// From this many matrix elements in all (32 KB of f32) the batched kernels use the pool: a
+// 12-head attention's cache of 32 rows is 24576 of them, about 6 us of reading for one
+// thread; waking the other costs about 1 us.
+constexpr int64_t kBatchParallelElements = int64_t{1} << 13;
+
+}  // namespace
+
+extern "C" void tm_rt_gemv_rows(int32_t dtype, int64_t m, int64_t k, int64_t n,
+                                const float *x, int64_t ldx, const void *w, int64_t ldw,
+                                float *y, int64_t ldy) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  GemvRowsProduct(dtype, m, k, n, x, ldx, w, ldw, y, ldy);
+}
+
+extern "C" void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void *a,
+                                int64_t lda, int64_t nx, const float *x, int64_t ldx,
+                                int64_t incx, float *y, int64_t ldy, int64_t incy) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  GemvDotsProduct(dtype, m, k, a, lda, nx, x, ldx, incx, y, ldy, incy);
+}
+
+extern "C" void tm_rt_gemv_rows_batched(int32_t dtype, int64_t batch, int64_t m, int64_t k,
+                                        int64_t n, const float *x, int64_t ldx,
+                                        int64_t stride_x, const void *w, int64_t ldw,
+                                        int64_t stride_w, float *y, int64_t ldy,
+                                        int64_t stride_y) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  const int64_t elem = IsHalf(dtype) ? 2 : 4;
+  auto w_at = [&](int64_t b) { return static_cast<const char *>(w) + b * stride_w * elem; };
+  // One row of x whose product GemvRows sums in one pass (not in chunks of the pool):
+  // the elements interleaved, each still summed by one RowsKernel pass in groups of eight
+  // from row 0. Anything else: one element after another, as tm_rt_gemv_rows does it.
+  const bool one_pass = m == 1 && (k * n < tinymlir::kParallelElements || k <= kRowsPerChunk);
+  if (!one_pass || batch <= 1) {
+    for (int64_t b = 0; b < batch; ++b)
+      GemvRowsProduct(dtype, m, k, n, x + b * stride_x, ldx, w_at(b), ldw, y + b * stride_y,
+                      ldy);
+    return;
+  }
+  // Elements [b0, b1), rows of W in groups: each group's rows are read for every element
+  // before the next group's (the elements of attention's V cache lie side by side in a
+  // row: the cache streams in order).
+  auto elements = [&](int64_t b0, int64_t b1) {
+    WithElementType(dtype, [&](auto e) {
+      using E = decltype(e);
+      for (int64_t k0 = 0; k0 < k; k0 += kBatchRowGroup)
+        for (int64_t b = b0; b < b1; ++b)
+          tinymlir::RowsKernel<E>(1, x + b * stride_x, ldx,
+                                  reinterpret_cast<const typename E::T *>(w_at(b)), ldw,
+                                  y + b * stride_y, ldy, k0, std::min(k, k0 + kBatchRowGroup),
+                                  n);
+    });
+  };
+  WorkerPool &pool = WorkerPool::Get();
+  if (batch * k * n < kBatchParallelElements || pool.size() == 1) {
+    for (int64_t b = 0; b < batch; ++b)  // small: each element whole, fewest calls
+      GemvRowsProduct(dtype, m, k, n, x + b * stride_x, ldx, w_at(b), ldw, y + b * stride_y,
+                      ldy);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  const int64_t per_task = std::max<int64_t>(1, batch / (2 * pool.size()));
+  pool.ParallelFor([&](int) {
+    for (int64_t b0; (b0 = next.fetch_add(per_task, std::memory_order_relaxed)) < batch;)
+      elements(b0, std::min(batch, b0 + per_task));
+  });
+}
+
+extern "C" void tm_rt_gemv_dots_batched(int32_t dtype, int64_t batch, int64_t m, int64_t k,
+                                        const void *a, int64_t lda, int64_t stride_a,
+                                        int64_t nx, const float *x, int64_t ldx, int64_t incx,
+                                        int64_t stride_x, float *y, int64_t ldy, int64_t incy,
+                                        int64_t stride_y) {
+  tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
+  const int64_t elem = IsHalf(dtype) ? 2 : 4;
+  auto a_at = [&](int64_t b) { return static_cast<const char *>(a) + b * stride_a * elem; };
+  if (incx != 1 || batch <= 1) {  // a strided x is packed per element, as one call packs it
+    for (int64_t b = 0; b < batch; ++b)
+      GemvDotsProduct(dtype, m, k, a_at(b), lda, nx, x + b * stride_x, ldx, incx,
+                      y + b * stride_y, ldy, incy);
+    return;
+  }
+  // Rows [i0, i1) of every element, in groups: a group's rows are read for every element
+  // before the next group's (attention's K cache streams in order). Each output is one
+  // DotsKernel sum, whatever the grouping.
+  auto rows = [&](int64_t i0, int64_t i1) {
+    WithElementType(dtype, [&](auto e) {
+      using E = decltype(e);
+      for (int64_t b = 0; b < batch; ++b)
+        tinymlir::DotsKernel<E>(reinterpret_cast<const typename E::T *>(a_at(b)), lda, nx,
+                                x + b * stride_x, ldx, k, y + b * stride_y, ldy, incy, i0, i1);
+    });
+  };
+  WorkerPool &pool = WorkerPool::Get();
+  if (batch * m * k < kBatchParallelElements || pool.size() == 1) {
+    rows(0, m);  // small: each element whole, fewest calls
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool.ParallelFor([&](int) {
+    for (int64_t i0; (i0 = next.fetch_add(kBatchRowGroup, std::memory_order_relaxed)) < m;)
+      rows(i0, std::min(m, i0 + kBatchRowGroup));
+  });
 }

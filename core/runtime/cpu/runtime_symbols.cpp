@@ -83,6 +83,8 @@ const std::unordered_map<std::string, void *> &RuntimeSymbols() {
         {"tm_rt_gemm", reinterpret_cast<void *>(&tm_rt_gemm)},
         {"tm_rt_gemv_rows", reinterpret_cast<void *>(&tm_rt_gemv_rows)},
         {"tm_rt_gemv_dots", reinterpret_cast<void *>(&tm_rt_gemv_dots)},
+        {"tm_rt_gemv_rows_batched", reinterpret_cast<void *>(&tm_rt_gemv_rows_batched)},
+        {"tm_rt_gemv_dots_batched", reinterpret_cast<void *>(&tm_rt_gemv_dots_batched)},
         {"tm_rt_sgemm_half", reinterpret_cast<void *>(&tm_rt_sgemm_half)},
         {"tm_rt_gemv_dots_q8_0", reinterpret_cast<void *>(&tm_rt_gemv_dots_q8_0)},
         {"tm_rt_sgemm_q8_0", reinterpret_cast<void *>(&tm_rt_sgemm_q8_0)},
