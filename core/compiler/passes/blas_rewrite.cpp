@@ -1,6 +1,7 @@
 #include "core/compiler/passes/blas_rewrite.h"
 
 #include <algorithm>
+#include <string>
 
 #include "core/compiler/builder/build_module.h"
 #include "core/trace/dtype.h"
@@ -291,86 +292,64 @@ class BlasEmitter {
     return KernelTakesRowsOfA(m, n, a, b) || KernelTakesColumn(n, a, b);
   }
 
+  // A batch of products: `count` of them, each element's operands their Matrix's
+  // batch_stride apart.
+  struct Batch {
+    Value count;
+  };
+
   // Products tinymlir's GEMV kernels (gemv_kernels.h) take, with an f32 result, f32 vectors
   // and an f32, f16 or bf16 matrix: rows of A against B and dot products with B^T's rows
   // (decode; and with a half matrix, prompts of at most kMaxKernelRows rows, each row summed
   // as it is alone, so a prompt's rows get their decode steps' bits), and A's rows against
-  // a column. Returns false for what they do not cover.
+  // a column. Returns false for what they do not cover. With a batch (attention's per-head
+  // products in decode), one call of the kernels' batched form: the same arguments with the
+  // count after the dtype and each operand's batch stride after it, the bits of one call
+  // per element, the heads' rows of the K and V caches streamed in order over the pool.
   bool EmitKernelProduct(Location loc, int64_t m, int64_t n, int64_t k, const Matrix &a,
-                         const Matrix &b, const Matrix &c) {
+                         const Matrix &b, const Matrix &c, const Batch *batch = nullptr) {
+    if (!KernelTakesRowsOfA(m, n, a, b) && !KernelTakesColumn(n, a, b)) return false;
     const bool tb = b.layout == Layout::kTransposed;
-    Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
-    Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
-    auto dots = [&] {
-      return Declare("tm_rt_gemv_dots",
-                     {i32, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, i64});
+    llvm::SmallVector<Value> args;
+    auto head = [&](Type matrix, std::initializer_list<int64_t> sizes) {
+      args.push_back(I32(loc, DtypeCode(matrix)));
+      if (batch) args.push_back(batch->count);
+      for (int64_t size : sizes) args.push_back(I64(loc, size));
     };
-    if (!KernelTakesRowsOfA(m, n, a, b)) {
-      if (!KernelTakesColumn(n, a, b)) return false;
-      // c[i] = A row i . b, b strided by its leading dimension.
-      mlir::func::CallOp::create(
-          b_, loc, dots(),
-          mlir::ValueRange{I32(loc, DtypeCode(a.elem)), I64(loc, m), I64(loc, k), a.ptr,
-                           I64(loc, a.ld), I64(loc, 1), b.ptr, I64(loc, 0),
-                           I64(loc, tb ? 1 : b.ld), c.ptr, I64(loc, 0), I64(loc, c.ld)});
-      return true;
+    // An operand: its pointer, then `rest` (leading dimension, increment), then its batch
+    // stride in a batched call.
+    auto operand = [&](const Matrix &x, std::initializer_list<int64_t> rest) {
+      args.push_back(x.ptr);
+      for (int64_t v : rest) args.push_back(I64(loc, v));
+      if (batch) args.push_back(ToI64(loc, x.batch_stride));
+    };
+    llvm::StringRef kernel;
+    if (!KernelTakesRowsOfA(m, n, a, b)) {  // c[i] = A row i . b, b strided by its ld
+      kernel = "tm_rt_gemv_dots";
+      head(a.elem, {m, k});
+      operand(a, {a.ld});
+      args.push_back(I64(loc, 1));  // one row of x
+      operand(b, {0, tb ? 1 : b.ld});
+      operand(c, {0, c.ld});
+    } else if (!tb) {  // C rows += A rows B: rows of B scaled by each row of A
+      kernel = "tm_rt_gemv_rows";
+      head(b.elem, {m, k, n});
+      operand(a, {a.ld});
+      operand(b, {b.ld});
+      operand(c, {c.ld});
+    } else {  // B^T stored row-major (n x k): C[i, j] = B^T row j . A row i
+      kernel = "tm_rt_gemv_dots";
+      head(b.elem, {n, k});
+      operand(b, {b.ld});
+      args.push_back(I64(loc, m));
+      operand(a, {a.ld, 1});
+      operand(c, {c.ld, 1});
     }
-    if (!tb) {  // C rows += A rows B: rows of B scaled by each row of A
-      auto rows = Declare("tm_rt_gemv_rows", {i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64});
-      mlir::func::CallOp::create(
-          b_, loc, rows,
-          mlir::ValueRange{I32(loc, DtypeCode(b.elem)), I64(loc, m), I64(loc, k), I64(loc, n),
-                           a.ptr, I64(loc, a.ld), b.ptr, I64(loc, b.ld), c.ptr, I64(loc, c.ld)});
-      return true;
-    }
-    // B^T stored row-major (n x k): C[i, j] = B^T row j . A row i, for every row of A.
-    mlir::func::CallOp::create(
-        b_, loc, dots(),
-        mlir::ValueRange{I32(loc, DtypeCode(b.elem)), I64(loc, n), I64(loc, k), b.ptr,
-                         I64(loc, b.ld), I64(loc, m), a.ptr, I64(loc, a.ld), I64(loc, 1),
-                         c.ptr, I64(loc, c.ld), I64(loc, 1)});
+    llvm::SmallVector<Type> types;
+    for (Value v : args) types.push_back(v.getType());
+    const std::string name = (kernel + (batch ? "_batched" : "")).str();
+    mlir::func::CallOp::create(b_, loc, Declare(name, types), mlir::ValueRange(args));
     return true;
-  }
-
-  // `batch` products of a kind the GEMV kernels take (KernelTakes), each batch element's
-  // operands `batch_stride` apart: one call of a batched kernel (attention's per-head
-  // products in decode, which streams the heads' rows of the K and V caches in order and
-  // splits them over the pool), with the bits of one call per element.
-  void EmitBatchedKernelProduct(Location loc, Value batch, int64_t m, int64_t n, int64_t k,
-                                const Matrix &a, const Matrix &b, const Matrix &c) {
-    const bool tb = b.layout == Layout::kTransposed;
-    Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
-    Type ptr = mlir::LLVM::LLVMPointerType::get(b_.getContext());
-    Value sa = ToI64(loc, a.batch_stride), sb = ToI64(loc, b.batch_stride),
-          sc = ToI64(loc, c.batch_stride);
-    auto dots = [&] {
-      return Declare("tm_rt_gemv_dots_batched", {i32, i64, i64, i64, ptr, i64, i64, i64, ptr,
-                                                 i64, i64, i64, ptr, i64, i64, i64});
-    };
-    if (!KernelTakesRowsOfA(m, n, a, b)) {  // c[i] = A row i . b (KernelTakesColumn)
-      mlir::func::CallOp::create(
-          b_, loc, dots(),
-          mlir::ValueRange{I32(loc, DtypeCode(a.elem)), batch, I64(loc, m), I64(loc, k), a.ptr,
-                           I64(loc, a.ld), sa, I64(loc, 1), b.ptr, I64(loc, 0),
-                           I64(loc, tb ? 1 : b.ld), sb, c.ptr, I64(loc, 0), I64(loc, c.ld), sc});
-      return;
-    }
-    if (!tb) {  // C rows += A rows B
-      auto rows = Declare("tm_rt_gemv_rows_batched",
-                          {i32, i64, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, i64});
-      mlir::func::CallOp::create(
-          b_, loc, rows,
-          mlir::ValueRange{I32(loc, DtypeCode(b.elem)), batch, I64(loc, m), I64(loc, k),
-                           I64(loc, n), a.ptr, I64(loc, a.ld), sa, b.ptr, I64(loc, b.ld), sb,
-                           c.ptr, I64(loc, c.ld), sc});
-      return;
-    }
-    // C[i, j] = B^T row j . A row i.
-    mlir::func::CallOp::create(
-        b_, loc, dots(),
-        mlir::ValueRange{I32(loc, DtypeCode(b.elem)), batch, I64(loc, n), I64(loc, k), b.ptr,
-                         I64(loc, b.ld), sb, I64(loc, m), a.ptr, I64(loc, a.ld), I64(loc, 1),
-                         sa, c.ptr, I64(loc, c.ld), I64(loc, 1), sc});
   }
 
   // A product with one half-precision operand that the kernels above do not take (a
@@ -611,7 +590,8 @@ class BlasEmitter {
                        ToI64(loc, ma.batch_stride), mb, ToI64(loc, mb.batch_stride), mc,
                        ToI64(loc, mc.batch_stride));
     } else {  // batched products have no half operand: f32 throughout
-      EmitBatchedKernelProduct(loc, I64(loc, tc.getShape()[0]), m, n, k, ma, mb, mc);
+      const Batch batch{I64(loc, tc.getShape()[0])};
+      EmitKernelProduct(loc, m, n, k, ma, mb, mc, &batch);
     }
     b_.eraseOp(op);
     return true;

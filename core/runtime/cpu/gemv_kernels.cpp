@@ -16,6 +16,7 @@
 #include "core/support/host_cpu.h"
 #include "core/runtime/cpu/half_convert.h"
 #include "core/runtime/cpu/kernel_times.h"
+#include "core/runtime/cpu/lane_tree.h"
 #include "core/runtime/cpu/row_dots.h"
 #include "core/runtime/cpu/worker_pool.h"
 
@@ -182,18 +183,11 @@ void RowsKernel(int64_t m, const float *x, int64_t ldx, const typename E::T *w, 
 // stream (more prefetch streams in flight than one row after another). Every row is summed
 // the same way, in every variant: sixteen lanes over the body j < k - k % 16 (lane l takes
 // j = l mod 16, fused multiply-adds, from 0), the lanes added in a fixed tree (l + 8, then
-// l + 4, l + 2, l + 1), then the tail j in [body, k) fused into that sum in order.
+// l + 4, l + 2, l + 1: lane_tree.h), then the tail j in [body, k) fused into that sum in
+// order.
 // (Sixteen lanes so that the AVX-512 variant reads a 64-byte vector per instruction: GPT-2
 // 124M's F32 decode 12% faster than with 32-byte reads in rounds with read samples above
 // 55 GB/s, 83% of the sample against 78%; 2-vCPU Zen 5 VM, 2026-12-05.)
-inline float Tree16(const float *acc) {
-  float s[8];
-  for (int l = 0; l < 8; ++l) s[l] = acc[l] + acc[l + 8];
-  for (int l = 0; l < 4; ++l) s[l] = s[l] + s[l + 4];
-  for (int l = 0; l < 2; ++l) s[l] = s[l] + s[l + 2];
-  return s[0] + s[1];
-}
-
 template <typename E>
 inline float DotTail(float sum, const typename E::T *row, const float *x, int64_t body,
                      int64_t k) {
@@ -201,21 +195,7 @@ inline float DotTail(float sum, const typename E::T *row, const float *x, int64_
   return sum;
 }
 
-// Tree16 on lanes 0-7 in `lo` and 8-15 in `hi`.
-__attribute__((target("avx2,fma,f16c"), always_inline)) inline float Tree256(__m256 lo,
-                                                                             __m256 hi) {
-  const __m256 s8 = _mm256_add_ps(lo, hi);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
-}
-
 #define TM_GEMV_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
-
-TM_GEMV_AVX512 __attribute__((always_inline)) inline float Tree512(__m512 acc) {
-  return Tree256(_mm512_castps512_ps256(acc),
-                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
-}
 
 // AVX2: lanes 0-7 and 8-15 of each row in two ymm accumulators.
 template <typename E, int S>
@@ -578,11 +558,12 @@ extern "C" void tm_rt_gemv_rows_batched(int32_t dtype, int64_t batch, int64_t m,
   tinymlir::ScopedKernelTimer timer(tinymlir::KernelClass::kGemv);
   const int64_t elem = IsHalf(dtype) ? 2 : 4;
   auto w_at = [&](int64_t b) { return static_cast<const char *>(w) + b * stride_w * elem; };
-  // One row of x whose product GemvRows sums in one pass (not in chunks of the pool):
-  // the elements interleaved, each still summed by one RowsKernel pass in groups of eight
-  // from row 0. Anything else: one element after another, as tm_rt_gemv_rows does it.
+  // Elements side by side need one row of x whose product GemvRows sums in one pass (not
+  // in chunks of the pool), and enough work for the pool. Anything else: one element after
+  // another, as tm_rt_gemv_rows does it.
   const bool one_pass = m == 1 && (k * n < tinymlir::kParallelElements || k <= kRowsPerChunk);
-  if (!one_pass || batch <= 1) {
+  WorkerPool &pool = WorkerPool::Get();
+  if (!one_pass || batch <= 1 || batch * k * n < kBatchParallelElements || pool.size() == 1) {
     for (int64_t b = 0; b < batch; ++b)
       GemvRowsProduct(dtype, m, k, n, x + b * stride_x, ldx, w_at(b), ldw, y + b * stride_y,
                       ldy);
@@ -590,7 +571,8 @@ extern "C" void tm_rt_gemv_rows_batched(int32_t dtype, int64_t batch, int64_t m,
   }
   // Elements [b0, b1), rows of W in groups: each group's rows are read for every element
   // before the next group's (the elements of attention's V cache lie side by side in a
-  // row: the cache streams in order).
+  // row: the cache streams in order). Each still summed by RowsKernel in groups of eight
+  // from row 0, as in one pass.
   auto elements = [&](int64_t b0, int64_t b1) {
     WithElementType(dtype, [&](auto e) {
       using E = decltype(e);
@@ -602,13 +584,6 @@ extern "C" void tm_rt_gemv_rows_batched(int32_t dtype, int64_t batch, int64_t m,
                                   n);
     });
   };
-  WorkerPool &pool = WorkerPool::Get();
-  if (batch * k * n < kBatchParallelElements || pool.size() == 1) {
-    for (int64_t b = 0; b < batch; ++b)  // small: each element whole, fewest calls
-      GemvRowsProduct(dtype, m, k, n, x + b * stride_x, ldx, w_at(b), ldw, y + b * stride_y,
-                      ldy);
-    return;
-  }
   std::atomic<int64_t> next{0};
   const int64_t per_task = std::max<int64_t>(1, batch / (2 * pool.size()));
   pool.ParallelFor([&](int) {

@@ -21,6 +21,7 @@
 #include "core/runtime/cpu/blas_products.h"
 #include "core/runtime/cpu/half_convert.h"
 #include "core/runtime/cpu/kernel_times.h"
+#include "core/runtime/cpu/lane_tree.h"
 #include "core/runtime/cpu/row_dots.h"
 #include "core/runtime/cpu/worker_pool.h"
 #include "core/support/fork_safe_once.h"
@@ -323,15 +324,6 @@ struct QuantizedX {
 // (row[s], from block 0) and V rows of X (from row v0), out[v * S + s] = the canonical sum
 // over the blocks.
 
-// The lanes' fixed tree: l + 8, l + 4, l + 2, l + 1.
-inline float TreeScalar(const float *acc) {
-  float s[8];
-  for (int l = 0; l < 8; ++l) s[l] = acc[l] + acc[l + 8];
-  for (int l = 0; l < 4; ++l) s[l] = s[l] + s[l + 4];
-  for (int l = 0; l < 2; ++l) s[l] = s[l] + s[l + 2];
-  return s[0] + s[1];
-}
-
 // One block of one row into the lanes: t = the exact integer sum of a pair of products,
 // acc[l] = fma(float(t), d * s, acc[l]).
 inline void BlockPortable(const uint8_t *p, const int16_t *qx, float s, const float *table,
@@ -353,7 +345,7 @@ void KernelPortable(const uint8_t *const *row, const QuantizedX &x, int64_t v0,
       for (int64_t b = 0; b < x.blocks; ++b)
         BlockPortable(row[s] + b * kQ8BlockBytes, x.q + (v0 + v) * x.k + b * kQ8BlockElements,
                       x.s[(v0 + v) * x.blocks + b], table, acc);
-      out[v * S + s] = TreeScalar(acc);
+      out[v * S + s] = Tree16(acc);
     }
 }
 
@@ -371,14 +363,8 @@ void DotsUnquantized(const uint8_t *a, int64_t lda, int64_t i0, int64_t i1, int6
         const float s = QuantizeXBlock(x + v * ldx + b * kQ8BlockElements * incx, incx, qx);
         BlockPortable(a + i * lda + b * kQ8BlockBytes, qx, s, table, acc);
       }
-      y[v * ldy + i * incy] += TreeScalar(acc);
+      y[v * ldy + i * incy] += Tree16(acc);
     }
-}
-
-TM_Q8_AVX2 __attribute__((always_inline)) inline float Tree256(__m256 s8) {
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
 // Sixteen int8 values as int16.
@@ -415,7 +401,7 @@ TM_Q8_AVX2 __attribute__((always_inline)) inline void KernelAvx2(
   }
   for (int v = 0; v < V; ++v)
     for (int s = 0; s < S; ++s)
-      out[v * S + s] = Tree256(_mm256_add_ps(acc[v][s][0], acc[v][s][1]));
+      out[v * S + s] = Tree256(acc[v][s][0], acc[v][s][1]);
 }
 
 // AVX-512 (F and BW): lanes 0-15 in one zmm; a block's 32 weights widened to int16 by one
@@ -446,13 +432,7 @@ TM_Q8_AVX512 __attribute__((always_inline)) inline void KernelAvx512(
     }
   }
   for (int v = 0; v < V; ++v)
-    for (int s = 0; s < S; ++s) {
-      const __m512 a = acc[v][s];
-      const __m256 s8 = _mm256_add_ps(
-          _mm512_castps512_ps256(a),
-          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
-      out[v * S + s] = Tree256(s8);
-    }
+    for (int s = 0; s < S; ++s) out[v * S + s] = Tree512(acc[v][s]);
 }
 
 // The kernels of one variant, for DotsLoop: kStreams rows of A in lockstep (parts of the
