@@ -15,6 +15,8 @@
 // ratios).
 //
 //   q8_gemv_bandwidth [--reps 15] [--footprint-mb 256]
+// --attention: instead, attention's batched products (tm_rt_gemv_{dots,rows}_batched) on
+// 12-head caches of 32-512 rows, with the time per call.
 // Threads: TINYMLIR_NUM_THREADS (the worker pool's); variant: TINYMLIR_CPU_EXCLUDE
 // (avx512f: the AVX2 kernels; avx2: the portable ones).
 #include <algorithm>
@@ -134,16 +136,71 @@ void Product(Kind kind, const Matrices &a, const void *w, const float *x, float 
     tm_rt_gemv_dots(kind == Kind::kF32 ? 1 : 6, a.m, a.k, w, a.k, 1, x, a.k, 1, y, a.m, 1);
 }
 
+// Attention's two products in a decode step of GPT-2 124M, over 12 heads of 64 with a
+// cache of `rows` rows (768 floats each, the heads side by side): the scores (K's rows
+// against each head's query) and the values (the probabilities times V's rows). Each call
+// reads the K or V cache of the next of many layers' copies, so it comes from memory, as
+// it does in decode, where the weights push the caches out of the L3.
+void AttentionProducts(int rows, int reps, size_t footprint) {
+  const int64_t heads = 12, dh = 64, width = heads * dh;
+  const size_t bytes = static_cast<size_t>(rows * width) * 4;
+  const size_t n = std::max<size_t>(3, footprint / bytes);
+  std::vector<std::unique_ptr<HugeBuffer>> caches;
+  for (size_t c = 0; c < n; ++c) {
+    caches.push_back(std::make_unique<HugeBuffer>(bytes, 0.25f));
+    if (!caches.back()->ok()) Die("out of memory");
+  }
+  std::vector<float> q(static_cast<size_t>(width), 0.5f), p(static_cast<size_t>(heads * rows), 0.1f);
+  std::vector<float> scores(static_cast<size_t>(heads * rows)), out(static_cast<size_t>(width));
+  size_t next = 0;
+  auto cache = [&] { const void *c = caches[next]->data(); next = (next + 1) % n; return c; };
+  auto scores_product = [&] {
+    tm_rt_gemv_dots_batched(1, heads, rows, dh, cache(), width, dh, 1, q.data(), dh, 1, dh,
+                            scores.data(), rows, 1, rows);
+  };
+  auto values_product = [&] {
+    std::fill(out.begin(), out.end(), 0.0f);
+    tm_rt_gemv_rows_batched(1, heads, 1, rows, dh, p.data(), rows, rows, cache(), width, dh,
+                            out.data(), dh, dh);
+  };
+  const int calls = static_cast<int>(std::max<size_t>(8, (size_t{32} << 20) / bytes));
+  for (int kind = 0; kind < 2; ++kind) {
+    auto product = [&] { kind == 0 ? scores_product() : values_product(); };
+    for (int c = 0; c < calls; ++c) product();
+    std::vector<double> gbs, ceiling, ratio, us;
+    for (int r = 0; r < reps; ++r) {
+      double t0 = Now();
+      for (int c = 0; c < calls; ++c) ReadOnPool(cache(), bytes);
+      const double read_s = Now() - t0;
+      t0 = Now();
+      for (int c = 0; c < calls; ++c) product();
+      const double kernel_s = Now() - t0;
+      const double total = static_cast<double>(bytes) * calls;
+      gbs.push_back(total / kernel_s * 1e-9);
+      ceiling.push_back(total / read_s * 1e-9);
+      ratio.push_back(read_s / kernel_s);
+      us.push_back(kernel_s / calls * 1e6);
+    }
+    char name[32];
+    std::snprintf(name, sizeof name, "%s %d", kind == 0 ? "scores" : "values", rows);
+    std::printf("%-12s %-5s %9.2f %9.2f %9.2f %6.0f%% %7.2f us\n", name, "f32", bytes / 1048576.0,
+                Median(gbs), Median(ceiling), 100 * Median(ratio), Median(us));
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   int reps = 15;
   size_t footprint = size_t{256} << 20;
+  bool attention = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--footprint-mb" && i + 1 < argc) footprint = size_t(std::atoi(argv[++i])) << 20;
-    else Die("usage: q8_gemv_bandwidth [--reps N] [--footprint-mb MB]");
+    else if (a == "--attention") attention = true;
+    else Die("usage: q8_gemv_bandwidth [--reps N] [--footprint-mb MB] [--attention]");
   }
   const char *exclude = std::getenv("TINYMLIR_CPU_EXCLUDE");
   const char *variants[] = {"portable", "avx2", "avx512"};
@@ -152,6 +209,10 @@ int main(int argc, char **argv) {
               variants[static_cast<int>(tinymlir::q8_0_internal::DefaultVariant())],
               exclude ? exclude : "", reps, footprint >> 20);
   std::printf("%-12s %-5s %9s %9s %9s %7s\n", "m x k", "kind", "MB", "GB/s", "ceil GB/s", "ratio");
+  if (attention) {
+    for (int rows : {32, 64, 128, 512}) AttentionProducts(rows, reps, footprint);
+    return 0;
+  }
   const int64_t shapes[][2] = {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}, {50257, 768}};
   for (const auto &shape : shapes) {
     const int64_t m = shape[0], k = shape[1];

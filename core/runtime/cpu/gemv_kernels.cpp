@@ -392,6 +392,58 @@ __attribute__((target("avx2,fma,f16c"), flatten)) void DotsAvx2(
                                                      i1);
 }
 
+// Y_b[v * ldy + i * incy] += A_b row i . X_b row v for rows [i0, i1) of every element b
+// (A_b at a + b * stride_a elements, X_b and Y_b likewise): row i of every element before
+// row i + 1, so a batch lying side by side in its rows (attention's heads in a K cache)
+// is read in address order, one contiguous stream, as the prefetchers like it. Each output
+// is one DotRows sum (the bits of DotsKernel).
+template <typename E, typename D>
+inline void BatchDotsLoop(int64_t batch, const typename E::T *a, int64_t lda, int64_t stride_a,
+                          int64_t nx, const float *x, int64_t ldx, int64_t stride_x,
+                          int64_t k, float *y, int64_t ldy, int64_t incy, int64_t stride_y,
+                          int64_t i0, int64_t i1) {
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t b = 0; b < batch; ++b) {
+      const typename E::T *row = a + b * stride_a + i * lda;
+      for (int64_t v = 0; v < nx; ++v) {
+        float sum;
+        D::template Rows<E, 1>(&row, x + b * stride_x + v * ldx, k, &sum);
+        y[b * stride_y + v * ldy + i * incy] += sum;
+      }
+    }
+}
+template <typename E>
+TM_GEMV_AVX512 __attribute__((flatten)) void BatchDotsAvx512(
+    int64_t batch, const typename E::T *a, int64_t lda, int64_t stride_a, int64_t nx,
+    const float *x, int64_t ldx, int64_t stride_x, int64_t k, float *y, int64_t ldy,
+    int64_t incy, int64_t stride_y, int64_t i0, int64_t i1) {
+  BatchDotsLoop<E, Avx512Dots>(batch, a, lda, stride_a, nx, x, ldx, stride_x, k, y, ldy, incy,
+                               stride_y, i0, i1);
+}
+template <typename E>
+__attribute__((target("avx2,fma,f16c"), flatten)) void BatchDotsAvx2(
+    int64_t batch, const typename E::T *a, int64_t lda, int64_t stride_a, int64_t nx,
+    const float *x, int64_t ldx, int64_t stride_x, int64_t k, float *y, int64_t ldy,
+    int64_t incy, int64_t stride_y, int64_t i0, int64_t i1) {
+  BatchDotsLoop<E, Avx2Dots>(batch, a, lda, stride_a, nx, x, ldx, stride_x, k, y, ldy, incy,
+                             stride_y, i0, i1);
+}
+template <typename E>
+void BatchDotsKernel(int64_t batch, const typename E::T *a, int64_t lda, int64_t stride_a,
+                     int64_t nx, const float *x, int64_t ldx, int64_t stride_x, int64_t k,
+                     float *y, int64_t ldy, int64_t incy, int64_t stride_y, int64_t i0,
+                     int64_t i1) {
+  if (UseAvx512())
+    BatchDotsAvx512<E>(batch, a, lda, stride_a, nx, x, ldx, stride_x, k, y, ldy, incy, stride_y,
+                       i0, i1);
+  else if (UseAvx2())
+    BatchDotsAvx2<E>(batch, a, lda, stride_a, nx, x, ldx, stride_x, k, y, ldy, incy, stride_y,
+                     i0, i1);
+  else
+    BatchDotsLoop<E, PortableDots>(batch, a, lda, stride_a, nx, x, ldx, stride_x, k, y, ldy,
+                                   incy, stride_y, i0, i1);
+}
+
 template <typename E>
 void DotsKernel(const typename E::T *a, int64_t lda, int64_t nx, const float *x, int64_t ldx,
                 int64_t k, float *y, int64_t ldy, int64_t incy, int64_t i0, int64_t i1) {
@@ -612,9 +664,8 @@ extern "C" void tm_rt_gemv_dots_batched(int32_t dtype, int64_t batch, int64_t m,
   auto rows = [&](int64_t i0, int64_t i1) {
     WithElementType(dtype, [&](auto e) {
       using E = decltype(e);
-      for (int64_t b = 0; b < batch; ++b)
-        tinymlir::DotsKernel<E>(reinterpret_cast<const typename E::T *>(a_at(b)), lda, nx,
-                                x + b * stride_x, ldx, k, y + b * stride_y, ldy, incy, i0, i1);
+      tinymlir::BatchDotsKernel<E>(batch, static_cast<const typename E::T *>(a), lda, stride_a,
+                                   nx, x, ldx, stride_x, k, y, ldy, incy, stride_y, i0, i1);
     });
   };
   WorkerPool &pool = WorkerPool::Get();
