@@ -237,25 +237,41 @@ Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Wei
                    std::to_string(c.n_layer) + " layers");
   }
 
-  // 3. Only now the weights, each sized by a tensor the file holds.
+  // 3. Only now the weights, each sized by a tensor the file holds: those kept as read in
+  // one arena (weight_memory.h), the matrices for `finish` in F32 memory of their own, which
+  // goes as each is finished.
+  const bool half = c.matrices == TM_F16 || c.matrices == TM_BF16;
+  auto kept_bytes = [&](const Wanted &w) {
+    size_t n = 1;
+    for (int64_t d : w.shape) n *= static_cast<size_t>(d);
+    return n * (w.matrix && half ? 2 : 4);
+  };
+  HostArena arena;
+  size_t space = 0;
+  for (const Wanted &w : wanted)
+    if (!(w.matrix && finish)) space += HostArena::Space(kept_bytes(w));
+  TM_RETURN_IF_ERROR(arena.Allocate(space));
   Gpt2Weights out;
   out.layers.resize(c.n_layer);
   for (const Wanted &w : wanted) {
     Weight &dst = w.layer >= 0 ? out.layers[w.layer].*w.in_layer : out.*w.top_level;
     dst.shape = w.shape;
     const size_t n = static_cast<size_t>(dst.elements());
-    // Other matrix dtypes (q8_0) are read as F32 and handed to `finish`.
-    if (w.matrix && (c.matrices == TM_F16 || c.matrices == TM_BF16)) {
+    if (w.matrix && finish) {  // in F32, then finished (q8_0)
+      TM_RETURN_IF_ERROR(dst.host.Allocate(n * sizeof(float)));
+      TM_RETURN_IF_ERROR(file.ReadAsF32(w.key, dst.host.as<float>(), n));
+      TM_RETURN_IF_ERROR(finish(&dst, w.top_level != &Gpt2Weights::wte));
+      continue;
+    }
+    TM_RETURN_IF_ERROR(arena.Take(kept_bytes(w), &dst.host));
+    if (w.matrix && half) {
       dst.dtype = c.matrices;
-      TM_RETURN_IF_ERROR(dst.host.Allocate(n * sizeof(uint16_t)));
       TM_RETURN_IF_ERROR(file.ReadAsHalf(w.key, c.matrices == TM_F16 ? SafetensorsDtype::kF16
                                                                      : SafetensorsDtype::kBF16,
                                          dst.host.as<uint16_t>(), n));
     } else {
-      TM_RETURN_IF_ERROR(dst.host.Allocate(n * sizeof(float)));
       TM_RETURN_IF_ERROR(file.ReadAsF32(w.key, dst.host.as<float>(), n));
     }
-    if (w.matrix && finish) TM_RETURN_IF_ERROR(finish(&dst, w.top_level != &Gpt2Weights::wte));
   }
   *weights = std::move(out);
   return Status::Ok();
@@ -315,11 +331,12 @@ Status TransposeMatrix(Weight *w) {
     return Status(StatusCode::kRuntime, "TransposeMatrix: only F32, F16 and BF16 matrices move "
                                         "element by element");
   const int64_t rows = w->shape[0], cols = w->shape[1];
-  HostArray t;
-  TM_RETURN_IF_ERROR(t.Allocate(w->host.bytes()));
-  if (w->dtype == TM_F32) Transpose(w->host.as<float>(), rows, cols, t.as<float>());
-  else Transpose(w->host.as<uint16_t>(), rows, cols, t.as<uint16_t>());
-  w->host = std::move(t);
+  // Through a copy, back into the matrix's own memory (which may be part of an arena).
+  HostArray copy;
+  TM_RETURN_IF_ERROR(copy.Allocate(w->host.bytes()));
+  std::memcpy(copy.data(), w->host.data(), w->host.bytes());
+  if (w->dtype == TM_F32) Transpose(copy.as<float>(), rows, cols, w->host.as<float>());
+  else Transpose(copy.as<uint16_t>(), rows, cols, w->host.as<uint16_t>());
   w->shape = {cols, rows};
   return Status::Ok();
 }

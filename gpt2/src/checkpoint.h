@@ -107,10 +107,11 @@ struct Gpt2Weights {
 // other layer may), and every tensor's shape must match, before the first byte of weights
 // is allocated. Memory is then proportional to what the file holds, whatever the config
 // says.
-// The matrices come in config.matrices when it is F32, F16 or BF16 (an F32, F16 or BF16
-// tensor converts to any of them, to a half type rounding to nearest even); in F32 for any
-// other dtype (q8_0), each handed to `finish` as soon as it is read, to be laid out and
-// converted before the next is read (so the F32 copies never coexist).
+// Without `finish`, the matrices come in config.matrices when it is F16 or BF16 (an F32,
+// F16 or BF16 tensor converts to either, rounding to nearest even), in F32 otherwise. With
+// it, each matrix is read in F32 (memory of its own) and handed to `finish` as soon as it
+// is read, to be laid out and converted (q8_0) before the next is read (so the F32 copies
+// never coexist). Every tensor kept as read is in one arena (weight_memory.h).
 // finish(matrix, is_projection): is_projection is false for wte.
 using MatrixFinisher = std::function<Status(Weight *matrix, bool is_projection)>;
 Status LoadGpt2Weights(const std::string &safetensors_path, const Gpt2Config &config,
@@ -121,7 +122,7 @@ class SafetensorsFile;
 Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &config,
                        Gpt2Weights *weights, const MatrixFinisher &finish = nullptr);
 
-// Transposes a matrix, (rows, cols) to (cols, rows), in new memory.
+// Transposes a matrix, (rows, cols) to (cols, rows), in its own memory (through a copy).
 Status TransposeMatrix(Weight *w);
 
 // Transposes each block's four projection matrices to (out, in) (projections_out_major).

@@ -63,16 +63,29 @@ static_assert(static_cast<int>(ProgramKind::kEmbed) == TM_MODEL_PROGRAM_EMBED &&
                   static_cast<int>(ProgramKind::kHead) == TM_MODEL_PROGRAM_HEAD,
               "ProgramKind indexes tm_model_stats.decode_invoke_seconds");
 
-// A matrix read in F32, quantized to TM_Q8_0: blocks of 32 along each row, the contraction
-// axis of every product it enters (projections are laid out-major first). The F32 copy goes
-// at once: a converting load peaks at the blocks plus one F32 matrix.
-Status QuantizeMatrix(Weight *w) {
+// Bytes of a rows x k matrix in TM_Q8_0 (k a multiple of 32).
+size_t Q8Bytes(int64_t rows, int64_t k) { return static_cast<size_t>(rows * (k / 32) * 34); }
+
+// Room for a model's matrices in TM_Q8_0, in a HostArena: the token table and four per layer.
+size_t Q8MatrixSpace(const Gpt2Config &c) {
+  const int64_t d = c.n_embd, inner = c.n_inner;
+  size_t space = HostArena::Space(Q8Bytes(c.vocab_size, d));
+  for (int64_t i = 0; i < c.n_layer; ++i)
+    for (size_t bytes : {Q8Bytes(3 * d, d), Q8Bytes(d, d), Q8Bytes(inner, d), Q8Bytes(d, inner)})
+      space += HostArena::Space(bytes);
+  return space;
+}
+
+// A matrix read in F32, quantized to TM_Q8_0 into `arena`: blocks of 32 along each row, the
+// contraction axis of every product it enters (projections are laid out-major first). The
+// F32 copy goes at once: a converting load peaks at the blocks plus one F32 matrix.
+Status QuantizeMatrix(Weight *w, HostArena *arena) {
   if (w->dtype != TM_F32 || w->shape.size() != 2)
     return Status(StatusCode::kRuntime, "QuantizeMatrix: not a 2-D F32 tensor");
   const int64_t rows = w->shape[0], k = w->shape[1];
   HostArray blocks;
-  const size_t bytes = static_cast<size_t>(rows * (k / 32) * 34);
-  TM_RETURN_IF_ERROR(blocks.Allocate(bytes));
+  const size_t bytes = Q8Bytes(rows, k);
+  TM_RETURN_IF_ERROR(arena->Take(bytes, &blocks));
   const Status s = FromC(tm_quantize_q8_0(w->f32(), rows, k, blocks.data(), bytes));
   if (!s.ok()) return Status(s.code(), "quantizing the weights to q8_0: " + s.message());
   w->host = std::move(blocks);
@@ -118,11 +131,13 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
     } else {
       const bool out_major = m->config_.projections_out_major;
       if (m->config_.matrices == TM_Q8_0) {  // each matrix laid out and quantized as read
+        HostArena blocks;  // the matrices' blocks, back to back (weight_memory.h)
+        TM_RETURN_IF_ERROR(blocks.Allocate(Q8MatrixSpace(m->config_)));
         TM_RETURN_IF_ERROR(LoadGpt2Weights(*file, m->config_, &m->weights_,
                                            [&](Weight *w, bool is_projection) {
                                              if (is_projection && out_major)
                                                TM_RETURN_IF_ERROR(TransposeMatrix(w));
-                                             return QuantizeMatrix(w);
+                                             return QuantizeMatrix(w, &blocks);
                                            }));
       } else {
         TM_RETURN_IF_ERROR(LoadGpt2Weights(*file, m->config_, &m->weights_));
@@ -516,15 +531,17 @@ Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback pro
 }
 
 std::string Gpt2Model::LoadReport() const {
-  uint64_t bytes = 0, huge = 0;
+  uint64_t bytes = 0;
+  std::vector<std::pair<const void *, size_t>> ranges;
   auto count = [&](const Weight &w) {
     bytes += w.bytes();
-    if (w.host.huge_pages_asked()) huge += HugePageBytes(w.host.data(), w.bytes());
+    ranges.emplace_back(w.host.data(), w.bytes());
   };
   count(weights_.wte);
   count(weights_.wpe);
   for (const Gpt2Layer &l : weights_.layers)
     for (const Weight *w : {&l.attn_w, &l.attn_proj_w, &l.fc_w, &l.mlp_proj_w}) count(*w);
+  const uint64_t huge = std::min(bytes, HugePageBytes(ranges));
   const std::string mode = TransparentHugePageMode();
   std::string text = load_notes_;
   text += "weights: " + std::to_string(bytes >> 20) + " MB in the large tensors, " +

@@ -264,6 +264,16 @@ Status ReadPreparedWeights(const PreparedKey &key, const Gpt2Config &config,
     if (!same) return bad("is corrupt (tensor " + std::to_string(i) + " is not the config's)");
     if (e.offset > size || e.bytes > size - e.offset) return bad("is truncated");
   }
+  // All the tensors in one arena (weight_memory.h), in the file's order; a mapping that
+  // cannot be made is out of memory, not a bad file.
+  HostArena arena;
+  size_t space = 0;
+  for (const Entry &e : entries) space += HostArena::Space(e.bytes);
+  if (Status s = arena.Allocate(space); !s.ok()) {
+    *weights = Gpt2Weights();
+    return OutOfMemory("cannot allocate the model's weights: " + s.message());
+  }
+  for (size_t i = 0; i < count; ++i) TM_RETURN_IF_ERROR(arena.Take(entries[i].bytes, &all[i]->host));
   // The tensors, largest first, by as many threads as the machine has (two here: the page
   // cache copies at memory speed, a little faster with both).
   std::vector<size_t> order(count);
@@ -272,17 +282,11 @@ Status ReadPreparedWeights(const PreparedKey &key, const Gpt2Config &config,
   std::atomic<size_t> next{0};
   std::atomic<int> failed{-1};  // a tensor that could not be read (or allocated)
   std::atomic<int> corrupt{-1};  // one whose checksum differs
-  std::atomic<bool> out_of_memory{false};
   auto work = [&] {
     for (size_t k; (k = next.fetch_add(1)) < count && failed < 0 && corrupt < 0;) {
       const size_t i = order[k];
       const Entry &e = entries[i];
       Weight *w = all[i];
-      if (!w->host.Allocate(e.bytes).ok()) {
-        out_of_memory = true;
-        failed = static_cast<int>(i);
-        return;
-      }
       if (!ReadAt(fd, w->host.data(), e.bytes, e.offset)) {
         failed = static_cast<int>(i);
         return;
@@ -303,10 +307,6 @@ Status ReadPreparedWeights(const PreparedKey &key, const Gpt2Config &config,
   }
   work();
   for (std::thread &t : pool) t.join();
-  if (out_of_memory) {
-    *weights = Gpt2Weights();
-    return OutOfMemory("cannot allocate the model's weights");
-  }
   if (failed >= 0) return bad("cannot be read (tensor " + std::to_string(failed.load()) + ")");
   if (corrupt >= 0) return bad("is corrupt (tensor " + std::to_string(corrupt.load()) + "'s checksum)");
   for (size_t i = 0; i < count; ++i) {

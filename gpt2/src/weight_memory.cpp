@@ -6,7 +6,6 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
-#include <utility>
 
 namespace tinymlir::gpt2 {
 namespace {
@@ -15,39 +14,23 @@ constexpr size_t kHugePage = size_t{2} << 20;
 
 }  // namespace
 
-HostArray::~HostArray() { Release(); }
-
-HostArray::HostArray(HostArray &&other) noexcept { *this = std::move(other); }
-
-HostArray &HostArray::operator=(HostArray &&other) noexcept {
-  if (this != &other) {
-    Release();
-    mapping_ = std::exchange(other.mapping_, nullptr);
-    mapped_ = std::exchange(other.mapped_, 0);
-    data_ = std::exchange(other.data_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
-    huge_ = std::exchange(other.huge_, false);
+struct HostArray::Mapping {
+  void *start = nullptr;  // what munmap takes: [start, start + bytes)
+  size_t bytes = 0;
+  ~Mapping() {
+    if (start) munmap(start, bytes);
   }
-  return *this;
-}
-
-void HostArray::Release() {
-  if (mapping_) munmap(mapping_, mapped_);
-  mapping_ = data_ = nullptr;
-  mapped_ = bytes_ = 0;
-  huge_ = false;
-}
+};
 
 Status HostArray::Allocate(size_t bytes) {
-  Release();
+  *this = HostArray();
   if (bytes == 0) return Status::Ok();
   // A tensor smaller than a huge page (a bias, a layer norm's gain) gets ordinary pages: a
   // huge page each would cost 2 MB apiece (GPT-2 124M's 148 tensors: 250 MB more).
   const bool huge = bytes >= kHugePage;
   const size_t align = huge ? kHugePage : 4096;
   // Rounded up to whole pages, plus one huge page to align the start: the kernel can then
-  // back every 2 MB of a large tensor with one page (MAP_NORESERVE: untouched rounding costs
-  // nothing).
+  // back every 2 MB with one page (MAP_NORESERVE: untouched rounding costs nothing).
   const size_t rounded = (bytes + align - 1) / align * align;
   const size_t extra = huge ? kHugePage : 0;
   if (rounded < bytes || rounded + extra < rounded)
@@ -57,13 +40,37 @@ Status HostArray::Allocate(size_t bytes) {
   if (map == MAP_FAILED)
     return OutOfMemory("cannot map " + std::to_string(bytes) + " bytes for a weight: " +
                        std::strerror(errno));
-  mapping_ = map;
-  mapped_ = rounded + extra;
+  mapping_ = std::make_shared<Mapping>();
+  mapping_->start = map;
+  mapping_->bytes = rounded + extra;
   data_ = reinterpret_cast<void *>((reinterpret_cast<uintptr_t>(map) + align - 1) / align * align);
   bytes_ = bytes;
   // Huge pages for the whole 2 MB spans only: a huge page at the tail would make its unused
-  // part resident too (48 of GPT-2 124M's matrices end inside one: 45 MB).
+  // part resident too.
   huge_ = huge && madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE) == 0;
+  return Status::Ok();
+}
+
+size_t HostArena::Space(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+Status HostArena::Allocate(size_t bytes) {
+  used_ = 0;
+  return whole_.Allocate(bytes);
+}
+
+Status HostArena::Take(size_t bytes, HostArray *out) {
+  const size_t space = Space(bytes);
+  if (space < bytes || space > whole_.bytes() - used_)
+    return Status(StatusCode::kRuntime, "HostArena::Take: " + std::to_string(bytes) +
+                                            " bytes past the " + std::to_string(whole_.bytes()) +
+                                            " allocated");
+  HostArray part;
+  part.mapping_ = whole_.mapping_;
+  part.data_ = bytes ? static_cast<char *>(whole_.data_) + used_ : nullptr;
+  part.bytes_ = bytes;
+  part.huge_ = whole_.huge_;
+  used_ += space;
+  *out = std::move(part);
   return Status::Ok();
 }
 
@@ -82,17 +89,20 @@ const std::string &TransparentHugePageMode() {
   return *mode;
 }
 
-uint64_t HugePageBytes(const void *data, size_t bytes) {
+uint64_t HugePageBytes(const std::vector<std::pair<const void *, size_t>> &ranges) {
   std::ifstream smaps("/proc/self/smaps");
   if (!smaps) return 0;
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(data), hi = lo + bytes;
   uint64_t total = 0;
   bool inside = false;
   for (std::string line; std::getline(smaps, line);) {
     unsigned long start = 0, end = 0;
     // A mapping's first line, "start-end perms ..."; its fields ("Name: value") follow.
     if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2) {
-      inside = start < hi && end > lo;
+      inside = false;
+      for (const auto &[data, bytes] : ranges) {
+        const uintptr_t lo = reinterpret_cast<uintptr_t>(data), hi = lo + bytes;
+        inside = inside || (start < hi && end > lo);
+      }
       continue;
     }
     unsigned long kb = 0;

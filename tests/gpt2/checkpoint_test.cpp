@@ -17,6 +17,7 @@
 
 #include "gpt2/src/bounded_input.h"
 #include "gpt2/src/safetensors.h"
+#include "gpt2/src/weight_memory.h"
 #include "tests/gpt2/bounded_child.h"
 
 #if !defined(TM_TEST_DATA_DIR) || !defined(TM_MODELS_DIR)
@@ -280,6 +281,61 @@ TEST(Gpt2WeightsTest, LoadsTinyAFromAnOpenedFile) {
   EXPECT_EQ(static_cast<size_t>(w.wte.elements()), 512u * 32);
   EXPECT_EQ(w.layers[1].fc_w.shape, (std::vector<int64_t>{32, 128}));
   EXPECT_EQ(static_cast<size_t>(w.layers[1].fc_w.elements()), 32u * 128);
+}
+
+// Every tensor LoadGpt2Weights keeps lies in one arena, back to back in the order read
+// (wte, wpe, each layer's twelve, ln_f), each on a cache line, the values as in the file.
+TEST(Gpt2WeightsTest, TheTensorsLieBackToBackInOneArena) {
+  for (tm_dtype matrices : {TM_F32, TM_F16}) {
+    Gpt2Config c;
+    ASSERT_TRUE(ReadGpt2Config(std::string(kTinyA) + "/config.json", &c).ok());
+    c.matrices = matrices;
+    Gpt2Weights w;
+    Status s = LoadGpt2Weights(std::string(kTinyA) + "/model.safetensors", c, &w);
+    ASSERT_TRUE(s.ok()) << s.message();
+    std::vector<const Weight *> order = {&w.wte, &w.wpe};
+    for (const Gpt2Layer &l : w.layers)
+      for (const Weight *x : {&l.ln_1_g, &l.ln_1_b, &l.attn_w, &l.attn_b, &l.attn_proj_w,
+                              &l.attn_proj_b, &l.ln_2_g, &l.ln_2_b, &l.fc_w, &l.fc_b,
+                              &l.mlp_proj_w, &l.mlp_proj_b})
+        order.push_back(x);
+    order.push_back(&w.ln_f_g);
+    order.push_back(&w.ln_f_b);
+    const char *at = static_cast<const char *>(order[0]->host.data());
+    for (const Weight *x : order) {
+      EXPECT_EQ(static_cast<const char *>(x->host.data()), at) << matrices;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(x->host.data()) % 64, 0u);
+      at += HostArena::Space(x->bytes());
+    }
+    EXPECT_EQ(w.wte.bytes(), 512u * 32 * (matrices == TM_F16 ? 2 : 4));
+    EXPECT_EQ(w.ln_f_b.bytes(), 32u * 4);
+  }
+}
+
+// An arena hands out its mapping in order, 64-byte aligned and zeroed, refuses to go past
+// its end (naming the sizes), and its parts keep the mapping alive after it is gone.
+TEST(HostArenaTest, TakesInOrderAndItsPartsOutliveIt) {
+  HostArray kept;
+  {
+    HostArena arena;
+    ASSERT_TRUE(arena.Allocate(HostArena::Space(100) + HostArena::Space(3 << 20)).ok());
+    HostArray a, b, c;
+    ASSERT_TRUE(arena.Take(100, &a).ok());
+    ASSERT_TRUE(arena.Take(3 << 20, &b).ok());
+    EXPECT_EQ(static_cast<char *>(b.data()) - static_cast<char *>(a.data()), 128);
+    EXPECT_EQ(a.bytes(), 100u);
+    EXPECT_EQ(b.bytes(), size_t{3} << 20);
+    for (size_t i = 0; i < b.bytes(); i += 4096) EXPECT_EQ(b.as<char>()[i], 0);
+    const Status past = arena.Take(1, &c);
+    EXPECT_EQ(past.code(), StatusCode::kRuntime);
+    EXPECT_TRUE(HasSubstr(past.message(), "past the"));
+    EXPECT_EQ(c.data(), nullptr);
+    b.as<float>()[(3 << 18) - 1] = 2.5f;
+    kept = std::move(b);
+    EXPECT_EQ(b.data(), nullptr);
+  }
+  ASSERT_NE(kept.data(), nullptr);
+  EXPECT_EQ(kept.as<float>()[(3 << 18) - 1], 2.5f);  // still mapped
 }
 
 // Layer names are canonical decimal: "h.01." is not layer 1.
