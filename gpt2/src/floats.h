@@ -5,6 +5,8 @@
 // attended KV cache included, and the device would fault every one of those pages in.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +31,7 @@ class Floats {
       size_ = std::exchange(other.size_, 0);
       capacity_ = std::exchange(other.capacity_, 0);
       managed_ = other.managed_;
+      mapped_ = std::exchange(other.mapped_, false);
     }
     return *this;
   }
@@ -41,8 +44,9 @@ class Floats {
   }
 
   // n floats, zero when newly allocated (a block already large enough is kept with its
-  // contents). Host memory comes from calloc, whose pages the kernel maps as they are first
-  // written: a KV cache occupies memory only as positions fill.
+  // contents). Host memory of kMappedBytes or more is a fresh anonymous mapping, whose pages
+  // the kernel maps as they are first touched (a KV cache occupies memory only as the rows
+  // read grow), whatever the allocator did before; smaller blocks come from calloc.
   Status Resize(size_t n) {
     if (n > capacity_) {
       Release();
@@ -52,6 +56,12 @@ class Floats {
       if (managed_) {
         if (tm_status s = tm_process_managed_alloc(n * sizeof(float), &block); s != TM_OK) return FromC(s);
         std::memset(block, 0, n * sizeof(float));
+      } else if (n * sizeof(float) >= kMappedBytes) {
+        block = mmap(nullptr, n * sizeof(float), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (block == MAP_FAILED)
+          return OutOfMemory("cannot map " + std::to_string(n * sizeof(float)) + " bytes");
+        mapped_ = true;
       } else if (!(block = std::calloc(n, sizeof(float)))) {
         return OutOfMemory("cannot allocate " + std::to_string(n * sizeof(float)) + " bytes");
       }
@@ -62,6 +72,7 @@ class Floats {
     return Status::Ok();
   }
 
+  bool managed() const { return managed_; }
   float *data() const { return data_; }
   size_t size() const { return size_; }
   float &operator[](size_t i) const { return data_[i]; }
@@ -70,16 +81,22 @@ class Floats {
   void Release() {
     if (managed_) {
       tm_process_managed_free(data_);
+    } else if (mapped_) {
+      munmap(data_, capacity_ * sizeof(float));
     } else {
       std::free(data_);
     }
     data_ = nullptr;
     size_ = capacity_ = 0;
+    mapped_ = false;
   }
+
+  static constexpr size_t kMappedBytes = size_t{128} << 10;
 
   float *data_ = nullptr;
   size_t size_ = 0, capacity_ = 0;
   bool managed_ = false;
+  bool mapped_ = false;  // host memory from mmap (else calloc)
 };
 
 }  // namespace tinymlir::gpt2

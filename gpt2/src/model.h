@@ -119,6 +119,9 @@ class Gpt2Model {
   Status UploadWeights(bool *uploaded);
   // The KV cache, zero, in managed memory when `managed`.
   Status AllocateCaches(bool managed);
+  // Makes rows [0, rows) of every host cache memory of the process's own (writes zeros to
+  // those never written), before programs read them.
+  void TouchCacheRows(int64_t rows);
 
   std::unique_ptr<ProgramSource> source_;
   std::vector<float *> device_blocks_;  // tm_process_managed_alloc'ed, freed with the model
@@ -130,6 +133,7 @@ class Gpt2Model {
   // the GPU (Floats).
   std::vector<Floats> k_cache_, v_cache_;  // per layer, (n_ctx, d) floats
   int64_t cache_dirty_end_ = 0;  // rows at and above are zero in every layer's cache
+  int64_t cache_written_rows_ = 0;  // rows below were written by the host (TouchCacheRows)
   Floats x_, x_next_, q_, k_, v_, mask_;  // scratch
   // The last Forward's time inside tm_invoke, per ProgramKind, and its number of calls.
   double forward_invoke_seconds_[TM_MODEL_NUM_PROGRAM_KINDS] = {};
