@@ -73,14 +73,22 @@ TEST_F(ModelApi, InfoReportsTheConfig) {
 // A decode step reads its KV cache's rows up to the bucket, most never written. The model
 // writes those rows itself before the programs read them (Gpt2Model::TouchCacheRows): each
 // page of the cache is then faulted in once, by that write. Were a page read first, it
-// would be the kernel's zero page, and the step that later writes a K or V row into it
+// would be the kernel's zero page, and the step that later wrote a K or V row into it
 // would fault again, copying it, with a TLB flush interrupting every CPU of the process.
-// So a generation takes at most about one fault per page of cache it reads (plus a few for
-// everything else), where the read-then-write pattern took two.
+// Measured as the minor faults of a fresh model's first generation less those of the same
+// generation again (the cache's pages are its own by then; everything else, the programs'
+// temporaries, a sanitizer's shadow and quarantine, happens in both): at most about one
+// fault per page of cache read, where the read-then-write pattern took two.
 TEST_F(ModelApi, TheKvCacheIsFaultedInOncePerPage) {
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's shadow of every touched byte and its intercepted memset fault pages
+  // of their own on the first generation (about 600 more than the second here, against 256
+  // pages of cache); the default build's run of this test is the check.
+  GTEST_SKIP() << "page faults are AddressSanitizer's too under it";
+#endif
   // kjv-tiny: 4 layers, n_embd 128, n_ctx 256: 16 + 200 positions read 256 rows of each of
   // 8 caches, 1 MB, 256 pages.
-  tm_model *warm = Load(kKjv);  // compiles every program once (the disk cache keeps them)
+  tm_model *warm = Load(kKjv);  // compiles every program once
   ASSERT_NE(warm, nullptr);
   std::vector<int32_t> prompt(16);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(100 + 7 * i);
@@ -93,16 +101,21 @@ TEST_F(ModelApi, TheKvCacheIsFaultedInOncePerPage) {
                         ids.size(), &n), TM_OK) << tm_last_error();
   tm_model *fresh = Load(kKjv);
   ASSERT_NE(fresh, nullptr);
-  struct rusage before, after;
-  getrusage(RUSAGE_SELF, &before);
-  ASSERT_EQ(tm_generate(fresh, prompt.data(), prompt.size(), &g, nullptr, nullptr, again.data(),
-                        again.size(), &n), TM_OK) << tm_last_error();
-  getrusage(RUSAGE_SELF, &after);
-  EXPECT_EQ(again, ids);
-  const long faults = after.ru_minflt - before.ru_minflt;
+  auto faults_of_a_generation = [&] {
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    EXPECT_EQ(tm_generate(fresh, prompt.data(), prompt.size(), &g, nullptr, nullptr,
+                          again.data(), again.size(), &n), TM_OK) << tm_last_error();
+    getrusage(RUSAGE_SELF, &after);
+    EXPECT_EQ(again, ids);
+    return after.ru_minflt - before.ru_minflt;
+  };
+  const long first = faults_of_a_generation(), second = faults_of_a_generation();
   const long pages = 8 * 256 * 128 * 4 / 4096;
-  EXPECT_LE(faults, pages + pages / 2) << "minor page faults in a 200-token generation, for "
-                                       << pages << " pages of KV cache read";
+  EXPECT_LE(first - second, pages + pages / 2)
+      << "minor page faults of a fresh model's 200-token generation (" << first
+      << ") less those of the same generation again (" << second << "), for " << pages
+      << " pages of KV cache read";
 }
 
 TEST_F(ModelApi, BadPromptsAreErrorsWithMessages) {
