@@ -46,8 +46,8 @@ Status HostArray::Allocate(size_t bytes) {
   data_ = reinterpret_cast<void *>((reinterpret_cast<uintptr_t>(map) + align - 1) / align * align);
   bytes_ = bytes;
   // Huge pages for the whole 2 MB spans only: a huge page at the tail would make its unused
-  // part resident too.
-  huge_ = huge && madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE) == 0;
+  // part resident too. Where the kernel refuses, 4 KB pages (the load report counts them).
+  if (huge) (void)madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
   return Status::Ok();
 }
 
@@ -68,7 +68,6 @@ Status HostArena::Take(size_t bytes, HostArray *out) {
   part.mapping_ = whole_.mapping_;
   part.data_ = bytes ? static_cast<char *>(whole_.data_) + used_ : nullptr;
   part.bytes_ = bytes;
-  part.huge_ = whole_.huge_;
   used_ += space;
   *out = std::move(part);
   return Status::Ok();

@@ -30,7 +30,6 @@ class HostArray {
     mapping_ = std::move(other.mapping_);
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
-    huge_ = std::exchange(other.huge_, false);
     return *this;
   }
   HostArray(const HostArray &) = delete;
@@ -51,8 +50,6 @@ class HostArray {
     return static_cast<const T *>(data_);
   }
   size_t bytes() const { return bytes_; }
-  // Whether the kernel accepted MADV_HUGEPAGE for the mapping this array is in.
-  bool huge_pages_asked() const { return huge_; }
 
  private:
   friend class HostArena;
@@ -60,7 +57,6 @@ class HostArray {
   std::shared_ptr<Mapping> mapping_;  // unmapped with the last array that uses it
   void *data_ = nullptr;
   size_t bytes_ = 0;
-  bool huge_ = false;
 };
 
 // One mapping carved into HostArrays in order: the tensors of a model back to back, so that
