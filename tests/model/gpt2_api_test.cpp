@@ -994,6 +994,36 @@ class PreparedWeights : public ModelApiFolder {
     else unsetenv("TINYMLIR_CACHE_DIR");
     ModelApiFolder::TearDown();
   }
+  // Whether the machine's THP mode gives no huge pages ("never", or no THP at all).
+  static bool ThpIsOff() {
+    std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string mode((std::istreambuf_iterator<char>(mode_file)), {});
+    return mode.empty() || mode.find("[never]") != std::string::npos;
+  }
+  // Loads `dir` with `weights` as the matrices' dtype into *out and checks its report: the
+  // weights came as `load` says ("converted from", "read from"), at least `min_large` MB of
+  // large tensors, all in huge pages but two partial 2 MB pages at most (one per mapping)
+  // and the report's rounding down to whole MB.
+  void LoadInHugePages(const std::string &dir, tm_dtype weights, const char *load,
+                       long min_large, tm_model **out) {
+    tm_model_options o;
+    tm_model_options_init(&o);
+    o.weights = weights;
+    ASSERT_EQ(tm_model_load(ctx_, dir.c_str(), &o, out), TM_OK) << tm_last_error();
+    models_.push_back(*out);
+    size_t n = 0;
+    ASSERT_EQ(tm_model_load_report(*out, nullptr, 0, &n), TM_OK);
+    std::string report(n + 1, '\0');
+    ASSERT_EQ(tm_model_load_report(*out, &report[0], report.size(), &n), TM_OK);
+    report.resize(n);
+    ASSERT_NE(report.find(load), std::string::npos) << report;
+    const size_t at = report.find("MB in the large tensors, ");
+    ASSERT_NE(at, std::string::npos) << report;
+    const long large = std::stol(report.substr(report.rfind(' ', at - 2) + 1));
+    const long huge = std::stol(report.substr(at + std::strlen("MB in the large tensors, ")));
+    EXPECT_GE(large, min_large) << report;
+    EXPECT_GE(huge, large - 5) << "weights " << weights << ", " << load << ": " << report;
+  }
   // Loads the copy (with `weights` as the matrices' dtype), returns its report and the
   // logits of a fixed prompt.
   std::string LoadAndRun(std::vector<float> *logits, tm_dtype weights = static_cast<tm_dtype>(0)) {
@@ -1106,34 +1136,14 @@ TEST_F(PreparedWeights, ACorruptFileIsNeverUsedAndIsRebuiltWithAMessage) {
 // (With a mapping per tensor, the matrices under 2 MB and every tail were in 4 KB pages.)
 // Skipped, saying so, where THP is off.
 TEST_F(PreparedWeights, LargeTensorsAreInHugePages) {
-  std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string mode((std::istreambuf_iterator<char>(mode_file)), {});
-  if (mode.find("[never]") != std::string::npos || mode.empty())
-    GTEST_SKIP() << "transparent huge pages are off here: '" << mode << "'";
+  if (ThpIsOff()) GTEST_SKIP() << "transparent huge pages are off here";
   const std::string kjv = std::string(TM_MODELS_DIR) + "/kjv-tiny";
-  for (tm_dtype weights : {static_cast<tm_dtype>(0), TM_F32, TM_BF16, TM_Q8_0}) {
+  for (tm_dtype weights : {static_cast<tm_dtype>(0), TM_F32, TM_BF16, TM_Q8_0})
     for (const char *load : {"converted from", "read from"}) {
-      tm_model_options o;
-      tm_model_options_init(&o);
-      o.weights = weights;
       tm_model *m = nullptr;
-      ASSERT_EQ(tm_model_load(ctx_, kjv.c_str(), &o, &m), TM_OK) << tm_last_error();
-      models_.push_back(m);
-      size_t n = 0;
-      ASSERT_EQ(tm_model_load_report(m, nullptr, 0, &n), TM_OK);
-      std::string report(n + 1, '\0');
-      ASSERT_EQ(tm_model_load_report(m, &report[0], report.size(), &n), TM_OK);
-      report.resize(n);
-      ASSERT_NE(report.find(load), std::string::npos) << report;
-      const size_t at = report.find("MB in the large tensors, ");
-      ASSERT_NE(at, std::string::npos) << report;
-      const long large = std::stol(report.substr(report.rfind(' ', at - 2) + 1));
-      const long huge = std::stol(report.substr(at + std::strlen("MB in the large tensors, ")));
-      EXPECT_GE(large, 4) << report;
-      // Two partial huge pages at most, and the report's rounding down to whole MB.
-      EXPECT_GE(huge, large - 5) << "weights " << weights << ", " << load << ": " << report;
+      LoadInHugePages(kjv, weights, load, 4, &m);
+      if (HasFatalFailure()) return;
     }
-  }
 }
 
 // Writes a GPT-2 checkpoint of these dimensions into `dir` (config.json and an F32
@@ -1182,33 +1192,14 @@ void WriteGpt2Checkpoint(const std::string &dir, int vocab, int n_ctx, int d, in
 // largest, 384 x 1152 in F32, is 1.7 MB). With a mapping per tensor none of them was in a
 // huge page; in one mapping (two for q8_0) all but a mapping's last partial 2 MB are.
 TEST_F(PreparedWeights, MatricesUnderAHugePageShareHugePages) {
-  std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string mode((std::istreambuf_iterator<char>(mode_file)), {});
-  if (mode.find("[never]") != std::string::npos || mode.empty())
-    GTEST_SKIP() << "transparent huge pages are off here: '" << mode << "'";
+  if (ThpIsOff()) GTEST_SKIP() << "transparent huge pages are off here";
   WriteGpt2Checkpoint(dir_, 1024, 64, 384, 4, 6, 1024);
   for (tm_dtype weights : {TM_F32, TM_F16, TM_Q8_0}) {
     std::vector<int32_t> first_ids;
     for (const char *load : {"converted from", "read from"}) {
-      tm_model_options o;
-      tm_model_options_init(&o);
-      o.weights = weights;
       tm_model *m = nullptr;
-      ASSERT_EQ(tm_model_load(ctx_, dir_.c_str(), &o, &m), TM_OK) << tm_last_error();
-      models_.push_back(m);
-      size_t n = 0;
-      ASSERT_EQ(tm_model_load_report(m, nullptr, 0, &n), TM_OK);
-      std::string report(n + 1, '\0');
-      ASSERT_EQ(tm_model_load_report(m, &report[0], report.size(), &n), TM_OK);
-      report.resize(n);
-      ASSERT_NE(report.find(load), std::string::npos) << report;
-      const size_t at = report.find("MB in the large tensors, ");
-      ASSERT_NE(at, std::string::npos) << report;
-      const long large = std::stol(report.substr(report.rfind(' ', at - 2) + 1));
-      const long huge = std::stol(report.substr(at + std::strlen("MB in the large tensors, ")));
-      EXPECT_GE(large, 6) << report;
-      // Two partial huge pages at most, and the report's rounding down to whole MB.
-      EXPECT_GE(huge, large - 5) << "weights " << weights << ", " << load << ": " << report;
+      LoadInHugePages(dir_, weights, load, 6, &m);
+      if (HasFatalFailure()) return;
       // The same greedy ids from the converted weights and the prepared ones.
       const int32_t prompt[] = {3, 1, 4, 1, 5};
       tm_generate_options g;

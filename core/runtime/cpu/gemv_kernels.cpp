@@ -658,9 +658,9 @@ extern "C" void tm_rt_gemv_dots_batched(int32_t dtype, int64_t batch, int64_t m,
                       y + b * stride_y, ldy, incy);
     return;
   }
-  // Rows [i0, i1) of every element, in groups: a group's rows are read for every element
-  // before the next group's (attention's K cache streams in order). Each output is one
-  // DotsKernel sum, whatever the grouping.
+  // Rows [i0, i1) of every element, each row for every element before the next
+  // (BatchDotsKernel: attention's K cache streams in order); the pool takes groups of
+  // kBatchRowGroup rows. Each output is one DotsKernel sum, whatever the grouping.
   auto rows = [&](int64_t i0, int64_t i1) {
     WithElementType(dtype, [&](auto e) {
       using E = decltype(e);
@@ -670,7 +670,7 @@ extern "C" void tm_rt_gemv_dots_batched(int32_t dtype, int64_t batch, int64_t m,
   };
   WorkerPool &pool = WorkerPool::Get();
   if (batch * m * k < kBatchParallelElements || pool.size() == 1) {
-    rows(0, m);  // small: each element whole, fewest calls
+    rows(0, m);  // small: on this thread
     return;
   }
   std::atomic<int64_t> next{0};

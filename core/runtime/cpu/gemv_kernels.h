@@ -33,9 +33,10 @@ void tm_rt_gemv_dots(int32_t dtype, int64_t m, int64_t k, const void *a, int64_t
 // `batch` products of the two kinds above, element b's operands at x + b * stride_x, w (or
 // a) + b * stride_w (stride_a) elements and y + b * stride_y: attention's per-head products
 // in decode, where each head's is too small for the pool. Every output is summed exactly as
-// the single call sums it (the bits of a loop over the batch); the kernels read a group of
-// rows for every element before the next group, so a batch lying side by side in its rows
-// (the heads of a K or V cache) streams in order, and split the work over the pool.
+// the single call sums it (the bits of a loop over the batch); the kernels read a row (the
+// dot products) or a group of rows (the rows kernel) for every element before the next, so
+// a batch lying side by side in its rows (the heads of a K or V cache) streams in order,
+// and split the work over the pool.
 void tm_rt_gemv_rows_batched(int32_t dtype, int64_t batch, int64_t m, int64_t k, int64_t n,
                              const float *x, int64_t ldx, int64_t stride_x, const void *w,
                              int64_t ldw, int64_t stride_w, float *y, int64_t ldy,
