@@ -146,10 +146,12 @@ Status ParseGpt2Config(const std::string &path, std::string_view text, Gpt2Confi
   return Status::Ok();
 }
 
-Status ReadGpt2Config(const std::string &path, Gpt2Config *config) {
-  std::string text;
-  TM_RETURN_IF_ERROR(ReadRegularFile(path + ": ", path, kMaxConfigBytes, &text));
-  return ParseGpt2Config(path, text, config);
+Status ReadGpt2Config(const std::string &path, Gpt2Config *config, std::string *text) {
+  std::string read;
+  TM_RETURN_IF_ERROR(ReadRegularFile(path + ": ", path, kMaxConfigBytes, &read));
+  TM_RETURN_IF_ERROR(ParseGpt2Config(path, read, config));
+  if (text != nullptr) *text = std::move(read);
+  return Status::Ok();
 }
 
 Status LoadGpt2Weights(const std::string &path, const Gpt2Config &c, Gpt2Weights *weights,

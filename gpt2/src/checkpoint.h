@@ -54,8 +54,10 @@ inline constexpr int64_t kMaxInner = int64_t{1} << 18;      // n_inner; 4 * kMax
 // kConfigJsonLimits (gpt2/src/bounded_input.h), dimensions within the limits
 // above, eos_token_id (when an integer) inside the vocabulary. Configurations the model
 // cannot run faithfully (other activations, attention variants, n_embd not divisible by
-// n_head) are TM_ERROR_UNSUPPORTED.
-Status ReadGpt2Config(const std::string &path, Gpt2Config *config);
+// n_head) are TM_ERROR_UNSUPPORTED. `text`, when not null, receives the bytes parsed (what a
+// prepared-weights key hashes: prepared_weights.h; read once, so the key names the
+// configuration the model was built from even if the file changes meanwhile).
+Status ReadGpt2Config(const std::string &path, Gpt2Config *config, std::string *text = nullptr);
 
 // The same on the text of a config; `name` stands for the file in messages.
 Status ParseGpt2Config(const std::string &name, std::string_view text, Gpt2Config *config);

@@ -104,7 +104,8 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
                        std::unique_ptr<Gpt2Model> *out) {
   auto start = Clock::now();
   std::unique_ptr<Gpt2Model> m(new Gpt2Model());
-  TM_RETURN_IF_ERROR(ReadGpt2Config(dir + "/config.json", &m->config_));
+  std::string config_text;  // hashed into the prepared weights' key
+  TM_RETURN_IF_ERROR(ReadGpt2Config(dir + "/config.json", &m->config_, &config_text));
   {
     std::unique_ptr<SafetensorsFile> file;
     TM_RETURN_IF_ERROR(SafetensorsFile::Open(dir + "/model.safetensors", &file));
@@ -123,7 +124,7 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
     // converted from the checkpoint (then prepared for the next one).
     const auto weights_start = Clock::now();
     std::string why_none, why;
-    const PreparedKey key = KeyFor(dir, *file, m->config_, &why_none);
+    const PreparedKey key = KeyFor(dir, *file, m->config_, config_text, &why_none);
     bool prepared = false;
     TM_RETURN_IF_ERROR(ReadPreparedWeights(key, m->config_, &m->weights_, &prepared, &why));
     if (prepared) {

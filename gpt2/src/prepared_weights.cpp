@@ -161,27 +161,20 @@ void MakeRoom(const std::string &folder, uint64_t incoming) {
 }  // namespace
 
 PreparedKey KeyFor(const std::string &dir, const SafetensorsFile &file, const Gpt2Config &config,
-                   std::string *why_none) {
+                   std::string_view config_text, std::string *why_none) {
   PreparedKey key;
   const std::string checkpoint = dir + "/model.safetensors";
   char real[PATH_MAX];
-  struct stat st;
-  std::string config_text;
-  if (FILE *f = std::fopen((dir + "/config.json").c_str(), "rb")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) config_text.append(buf, n);
-    std::fclose(f);
-  }
-  if (!realpath(checkpoint.c_str(), real) || stat(real, &st) != 0) {
+  if (!realpath(checkpoint.c_str(), real)) {
     *why_none = checkpoint + ": cannot resolve its path";
     return key;
   }
   key.text = "tinymlir prepared weights, format " + std::to_string(kFormat) + "\ncheckpoint " +
-             real + "\nsize " + std::to_string(st.st_size) + " mtime " +
-             std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) +
+             real + "\nsize " + std::to_string(file.file_size()) + " mtime " +
+             std::to_string(file.modified().tv_sec) + "." +
+             std::to_string(file.modified().tv_nsec) +
              "\nheader " + Hex64(Fnv1a64(std::string(file.header()))) + "\nconfig " +
-             Hex64(Fnv1a64(config_text)) + "\nmatrices " + DtypeName(config.matrices) +
+             Hex64(Fnv1a64(config_text.data(), config_text.size())) + "\nmatrices " + DtypeName(config.matrices) +
              "\nlayout " + (config.projections_out_major ? "projections out-major" : "as stored") +
              "\n";
   const std::string root = CacheFolderFromEnvironment();

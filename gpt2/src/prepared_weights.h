@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "gpt2/src/checkpoint.h"
 #include "gpt2/src/status.h"
@@ -29,10 +30,13 @@ struct PreparedKey {
   std::string path;  // the file, in <cache folder>/weights; "" when there is no cache folder
 };
 
-// The key of the model in `dir` (model.safetensors already open as `file`) as `config`
-// holds it. `why_none` says why there is no path (no cache folder, a folder refused).
+// The key of the model in `dir` as `config` holds it: model.safetensors as it was opened
+// (`file`: its size, modification time and header) and config.json's text as it was parsed
+// (`config_text`). Both come from the reads the weights and the config were built from, so
+// a checkpoint replaced during a load cannot lend its key to the weights of the one read.
+// `why_none` says why there is no path (no cache folder, a folder refused).
 PreparedKey KeyFor(const std::string &dir, const SafetensorsFile &file, const Gpt2Config &config,
-                   std::string *why_none);
+                   std::string_view config_text, std::string *why_none);
 
 // Reads the prepared weights of `key` into *weights, checked against `config`. Returns
 // false, with *why, when there is none to use (none yet, stale, corrupt: a corrupt or stale

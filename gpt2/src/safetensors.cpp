@@ -200,6 +200,12 @@ Status SafetensorsFile::Open(const std::string &path, std::unique_ptr<Safetensor
     ::close(fd);
     return IoError(prefix + "is too large to map");
   }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const std::string error = ErrnoText();
+    ::close(fd);
+    return IoError(prefix + "cannot stat: " + error);
+  }
   void *map = mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
   const std::string mmap_error = map == MAP_FAILED ? ErrnoText() : std::string();
   ::close(fd);  // the mapping keeps the file alive
@@ -211,6 +217,7 @@ Status SafetensorsFile::Open(const std::string &path, std::unique_ptr<Safetensor
   file->map_size_ = file_size;
   file->base_ = static_cast<const uint8_t *>(map);
   file->size_ = file_size;
+  file->modified_ = st.st_mtim;
   TM_RETURN_IF_ERROR(file->Parse());
   *out = std::move(file);
   return Status::Ok();

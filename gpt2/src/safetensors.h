@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <string>
@@ -80,6 +81,11 @@ class SafetensorsFile {
   // The length field and the JSON header: what names every tensor, its dtype, shape and
   // place (prepared_weights.h keys on it).
   std::string_view header() const;
+  // The size and modification time of the file as it was opened (fstat on the descriptor
+  // that was mapped: what was read, even if the path names another file by now); 0 for a
+  // checkpoint made from bytes.
+  uint64_t file_size() const { return size_; }
+  const struct timespec &modified() const { return modified_; }
 
   // Copies tensor `name` into `*out` as F32 (resized to num_elements), then releases the
   // tensor's mapped pages (reading it again faults them back in). TM_ERROR_INVALID_ARGUMENT
@@ -106,6 +112,7 @@ class SafetensorsFile {
   std::vector<uint8_t> owned_;  // the copy, when made from bytes
   const uint8_t *base_ = nullptr;
   size_t size_ = 0;
+  struct timespec modified_ = {};
   std::vector<std::string> names_;
   std::map<std::string, TensorInfo> tensors_;
 };

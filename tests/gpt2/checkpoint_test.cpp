@@ -5,17 +5,20 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "gpt2/src/bounded_input.h"
+#include "gpt2/src/prepared_weights.h"
 #include "gpt2/src/safetensors.h"
 #include "gpt2/src/weight_memory.h"
 #include "tests/gpt2/bounded_child.h"
@@ -340,6 +343,54 @@ TEST(HostArenaTest, TakesInOrderAndItsPartsOutliveIt) {
 }
 
 // Layer names are canonical decimal: "h.01." is not layer 1.
+// The prepared weights' key names what the load read: the checkpoint as it was opened and
+// the config text as it was parsed, not what the paths hold when the key is made. (A
+// checkpoint replaced by another of the same shapes during a load would otherwise lend its
+// size and time to a prepared file of the weights read before, and the next load of the new
+// checkpoint would map the old weights.)
+TEST_F(Gpt2CheckpointFilesTest, ThePreparedKeyNamesTheCheckpointAsOpenedAndTheConfigAsParsed) {
+  std::ifstream in(std::string(kTinyA) + "/model.safetensors", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const std::string checkpoint = Write("model.safetensors", bytes);
+  std::string text;
+  Gpt2Config config;
+  ASSERT_TRUE(ReadGpt2Config(Write("config.json", config_.dump()), &config, &text).ok());
+  EXPECT_EQ(text, config_.dump()) << "the text handed back is the one parsed";
+  std::unique_ptr<SafetensorsFile> opened;
+  ASSERT_TRUE(SafetensorsFile::Open(checkpoint, &opened).ok());
+  // Only the key's text is compared: no cache folder is made for its path.
+  const char *cache = std::getenv("TINYMLIR_CACHE_DIR");
+  const std::string saved = cache ? cache : "";
+  setenv("TINYMLIR_CACHE_DIR", "off", 1);
+  struct Restore {
+    bool had;
+    std::string value;
+    ~Restore() { had ? setenv("TINYMLIR_CACHE_DIR", value.c_str(), 1) : unsetenv("TINYMLIR_CACHE_DIR"); }
+  } restore{cache != nullptr, saved};
+  std::string why;
+  const PreparedKey before = KeyFor(dir_, *opened, config, text, &why);
+  ASSERT_FALSE(before.text.empty()) << why;
+
+  // Another checkpoint of the same size and header takes the path, ten seconds newer.
+  std::string other = bytes;
+  other.back() = static_cast<char>(other.back() ^ 0x5a);
+  const std::string replacement = Write("replacement", other);
+  struct stat st;
+  ASSERT_EQ(stat(checkpoint.c_str(), &st), 0);
+  const struct timespec times[2] = {st.st_atim, {st.st_mtim.tv_sec + 10, st.st_mtim.tv_nsec}};
+  ASSERT_EQ(utimensat(AT_FDCWD, replacement.c_str(), times, 0), 0);
+  ASSERT_EQ(rename(replacement.c_str(), checkpoint.c_str()), 0);
+
+  EXPECT_EQ(KeyFor(dir_, *opened, config, text, &why).text, before.text)
+      << "the key followed the path to the new file, not the file that was read";
+  std::unique_ptr<SafetensorsFile> reopened;
+  ASSERT_TRUE(SafetensorsFile::Open(checkpoint, &reopened).ok());
+  EXPECT_NE(KeyFor(dir_, *reopened, config, text, &why).text, before.text)
+      << "the new checkpoint (a new time) must have a key of its own";
+  EXPECT_NE(KeyFor(dir_, *opened, config, text + " ", &why).text, before.text)
+      << "another config text must make another key";
+}
+
 TEST(Gpt2WeightsTest, NonCanonicalLayerNamesAreUnexpected) {
   Gpt2Config c;
   c.vocab_size = 4;
