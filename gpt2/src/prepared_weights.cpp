@@ -174,8 +174,8 @@ PreparedKey KeyFor(const std::string &dir, const SafetensorsFile &file, const Gp
              std::to_string(file.modified().tv_sec) + "." +
              std::to_string(file.modified().tv_nsec) +
              "\nheader " + Hex64(Fnv1a64(std::string(file.header()))) + "\nconfig " +
-             Hex64(Fnv1a64(config_text.data(), config_text.size())) + "\nmatrices " + DtypeName(config.matrices) +
-             "\nlayout " + (config.projections_out_major ? "projections out-major" : "as stored") +
+             Hex64(Fnv1a64(config_text.data(), config_text.size())) + "\nmatrices " +
+             DtypeName(config.matrices) + "\nlayout " + (config.projections_out_major ? "projections out-major" : "as stored") +
              "\n";
   const std::string root = CacheFolderFromEnvironment();
   if (root.empty()) {

@@ -82,8 +82,8 @@ class SafetensorsFile {
   // place (prepared_weights.h keys on it).
   std::string_view header() const;
   // The size and modification time of the file as it was opened (fstat on the descriptor
-  // that was mapped: what was read, even if the path names another file by now); 0 for a
-  // checkpoint made from bytes.
+  // that was mapped: what was read, even if the path names another file by now). A
+  // checkpoint made from bytes has their size and a time of zero.
   uint64_t file_size() const { return size_; }
   const struct timespec &modified() const { return modified_; }
 
