@@ -285,6 +285,49 @@ TEST(HalfPrecision, MatmulWithAHalfWeight) {
   }
 }
 
+// Prefill products whose half weight is widened in several panels (2 MB of f32 each: 1744
+// rows or columns at k = 300, so n = 3600 takes three, the last one partial), in the three
+// forms: panels of B's stored columns (x @ W), of B's stored rows (x @ W^T) and of A's
+// stored rows (W @ x^T). Against the double-precision sum of the widened values.
+TEST(HalfPrecision, PrefillProductsSpanningSeveralPanels) {
+  const int64_t m = 20, k = 300, n = 3600;
+  const int32_t swap[] = {1, 0};
+  for (tm_dtype dtype : {TM_F16, TM_BF16})
+    for (int form = 0; form < 3; ++form) {
+      const bool transposed = form == 1, weight_left = form == 2, stored_nk = form != 0;
+      SCOPED_TRACE(std::string(Name(dtype)) + " form " + std::to_string(form));
+      HalfHost w = RandomHalf(dtype, stored_nk ? std::vector<int64_t>{n, k}
+                                               : std::vector<int64_t>{k, n}, 51 + form);
+      Host<float> x({m, k}, Cast<float>(Pseudo(static_cast<size_t>(m * k), -1, 1, 61 + form)));
+      Context ctx = NewContext();
+      Trace t = NewTrace(ctx);
+      tm_value xv = Input(t, TM_F32, {m, k}), wv = Input(t, dtype, w.shape);
+      tm_value y = weight_left
+                       ? Op(tm_op_matmul, t, wv, Op(tm_op_transpose, t, xv, swap, 2))
+                       : Op(tm_op_matmul, t, xv, transposed ? Op(tm_op_transpose, t, wv, swap, 2) : wv);
+      End(t, {y});
+      const std::vector<int64_t> out_shape =
+          weight_left ? std::vector<int64_t>{n, m} : std::vector<int64_t>{m, n};
+      Host<float> got(out_shape, -7.0f);
+      tm_compile_options o = Options();
+      Program p;
+      ASSERT_EQ(CompileInvoke(ctx, t, {x.view(), w.view()}, {got.view()}, &o, &p), TM_OK)
+          << tm_last_error();
+      EXPECT_GE(CountSubstr(StageText(p, TM_STAGE_LOWERED), "llvm.call @tm_rt_sgemm_half"), 1);
+      std::vector<double> want;
+      for (int64_t r = 0; r < out_shape[0]; ++r)
+        for (int64_t col = 0; col < out_shape[1]; ++col) {
+          const int64_t i = weight_left ? col : r, j = weight_left ? r : col;
+          double acc = 0;
+          for (int64_t q = 0; q < k; ++q)
+            acc += double(x[i * k + q]) * w.at(stored_nk ? j * k + q : q * n + j);
+          want.push_back(acc);
+        }
+      // Sums of 300 products of values in [-1, 1) in f32: |error| < 300 * 2^-24 * sum|.|.
+      EXPECT_TRUE(AllClose(got.data, want, 1e-5, 2e-5));
+    }
+}
+
 // The decode kernels read a half matrix through the f32 arithmetic: a product with an f16
 // or bf16 weight is bit for bit the product with its f32 widening (an F16 checkpoint keeps
 // its tokens exactly), in both GEMV forms, at sizes with a parallel split and odd tails.

@@ -178,6 +178,10 @@ TEST(Q8_0, ProductsWithATransposedWeightMatchDoublePrecision) {
     for (auto [n, k] : {std::pair<int64_t, int64_t>{48, 64}, {96, 768}}) CheckTransposedProduct(m, n, k);
 }
 
+// A prefill product whose weight is dequantized in two panels (16 MB of f32 each: 1360 rows
+// at k = 3072, so 1400 rows take two, the second partial).
+TEST(Q8_0, PrefillProductsSpanningSeveralPanels) { CheckTransposedProduct(17, 1400, 3072); }
+
 // y = W @ x, W stored (m, k) as q8_0, x (k, n) as stored or as a transposed view of (n, k):
 // the tied LM head (n = 1) and wider right operands.
 TEST(Q8_0, ProductsWithALeftWeightMatchDoublePrecision) {

@@ -22,6 +22,7 @@
 #include "core/runtime/cpu/half_convert.h"
 #include "core/runtime/cpu/kernel_times.h"
 #include "core/runtime/cpu/lane_tree.h"
+#include "core/runtime/cpu/panel_products.h"
 #include "core/runtime/cpu/row_dots.h"
 #include "core/runtime/cpu/worker_pool.h"
 #include "core/support/fork_safe_once.h"
@@ -605,25 +606,6 @@ int64_t PanelWidth(int64_t k) {
   return std::max<int64_t>(16, (kPanelFloats / std::max<int64_t>(k, 1)) / 16 * 16);
 }
 
-// dst (rows x k, contiguous) = stored rows [r0, r0 + rows) of src, dequantized, on every
-// thread of the pool (the panel streams the weight from memory: the part of a prefill
-// product OpenBLAS's threads do not share).
-void DequantizeBlock(const uint8_t *src, int64_t ld, int64_t r0, int64_t rows, int64_t k,
-                     float *dst) {
-  constexpr int64_t kRowsPerTask = 16;
-  WorkerPool &pool = WorkerPool::Get();
-  if (rows * k < (int64_t{1} << 16) || pool.size() == 1) {
-    DequantizeRowsAny(src + r0 * ld, ld, rows, k, dst, k);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  pool.ParallelFor([&](int) {
-    for (int64_t r; (r = next.fetch_add(kRowsPerTask, std::memory_order_relaxed)) < rows;)
-      DequantizeRowsAny(src + (r0 + r) * ld, ld, std::min(kRowsPerTask, rows - r), k,
-                        dst + r * k, k);
-  });
-}
-
 }  // namespace
 
 int64_t FindUnquantizableQ8_0(const float *x, int64_t n) {
@@ -754,34 +736,15 @@ extern "C" void tm_rt_sgemm_q8_0(int32_t q8_operand, int32_t trans_a, int32_t tr
   const int64_t f32_ld = q8_operand == 0 ? ldb : lda;
   if ((q8_rows > 1 && q8_ld < Q8RowBytes(k)) || f32_ld < f32_cols || ldc < n)
     Refuse(kName, "a leading dimension below its rows' length");
-  if (m == 0 || n == 0 || k == 0) return;  // C keeps its value
-  // No wider than the q8_0 operand's rows: a small product takes a small panel.
-  const int64_t width = std::min(PanelWidth(k), (q8_rows + 15) / 16 * 16);
-  // Through the guarded allocator: when memory runs out, the invoke fails with
-  // TM_ERROR_OUT_OF_MEMORY instead of this kernel returning a wrong product.
-  float *panel = static_cast<float *>(tm_rt_malloc(static_cast<size_t>(width * k) * sizeof(float)));
-  if (!panel) return;  // only outside a guarded call, where nothing can be reported
-  // The widest panel's product uses the most threads.
-  const int reserved = ReserveBlasBuffers(
-      q8_operand == 1 ? BlasProductThreads(1, m, std::min(width, n), k)
-                      : BlasProductThreads(1, std::min(width, m), n, k));
-  ScopedKernelTimer timer(KernelClass::kBlas);
-  if (q8_operand == 1) {  // panels of C's columns: w stored rows of B^T, given transposed
-    const auto *qb = static_cast<const uint8_t *>(b);
-    for (int64_t j0 = 0; j0 < n; j0 += width) {
-      const int64_t w = std::min(width, n - j0);
-      DequantizeBlock(qb, ldb, j0, w, k, panel);
-      RunBlasProducts(1, 1, trans_a, CblasTrans, m, w, k, a, lda, 0, panel, k, 0, c + j0, ldc, 0);
-    }
-  } else {  // panels of C's rows: w stored rows of A
-    const auto *qa = static_cast<const uint8_t *>(a);
-    for (int64_t i0 = 0; i0 < m; i0 += width) {
-      const int64_t w = std::min(width, m - i0);
-      DequantizeBlock(qa, lda, i0, w, k, panel);
-      RunBlasProducts(1, 1, CblasNoTrans, trans_b, w, n, k, panel, k, 0, b, ldb, 0,
-                      c + i0 * ldc, ldc, 0);
-    }
-  }
-  ReleaseBlasBuffers(reserved);
-  tm_rt_free(panel);
+  // Panels of C's columns from B^T's stored rows (q8_operand 1), or of C's rows from A's:
+  // either way `count` stored rows of k, dequantized. No wider than the q8_0 operand's
+  // rows: a small product takes a small panel.
+  const auto *q8 = static_cast<const uint8_t *>(q8_operand == 0 ? a : b);
+  ProductByPanels(q8_operand, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+                  std::min(PanelWidth(k), (q8_rows + 15) / 16 * 16),
+                  [&](int64_t first, int64_t count, float *panel) {
+                    ConvertRowsOnPool(count, k, [&](int64_t r, int64_t rows) {
+                      DequantizeRowsAny(q8 + (first + r) * q8_ld, q8_ld, rows, k, panel + r * k, k);
+                    });
+                  });
 }
