@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/support/q8_0_format.h"
 #include "gpt2/src/bounded_input.h"
 #include "gpt2/src/safetensors.h"
 
@@ -146,6 +147,29 @@ Status ParseGpt2Config(const std::string &path, std::string_view text, Gpt2Confi
   return Status::Ok();
 }
 
+std::vector<TensorShape> HeldTensorShapes(const Gpt2Config &c) {
+  const int64_t d = c.n_embd, inner = c.n_inner;
+  const tm_dtype m = c.matrices;
+  auto matrix = [&](int64_t in, int64_t out) {
+    return TensorShape(c.projections_out_major ? std::vector<int64_t>{out, in}
+                                               : std::vector<int64_t>{in, out},
+                       m);
+  };
+  auto vec = [](int64_t n) { return TensorShape(std::vector<int64_t>{n}, TM_F32); };
+  std::vector<TensorShape> e = {{{c.vocab_size, d}, m}, {{c.n_ctx, d}, TM_F32}, vec(d), vec(d)};
+  for (int32_t i = 0; i < c.n_layer; ++i) {
+    for (auto x : {vec(d), vec(d), matrix(d, 3 * d), vec(3 * d), matrix(d, d), vec(d), vec(d),
+                   vec(d), matrix(d, inner), vec(inner), matrix(inner, d), vec(d)})
+      e.push_back(x);
+  }
+  return e;
+}
+
+size_t TensorBytes(tm_dtype d, size_t n) {
+  if (d == TM_Q8_0) return n / kQ8BlockElements * kQ8BlockBytes;
+  return n * (d == TM_F32 ? 4 : 2);
+}
+
 Status ReadGpt2Config(const std::string &path, Gpt2Config *config, std::string *text) {
   std::string read;
   TM_RETURN_IF_ERROR(ReadRegularFile(path + ": ", path, kMaxConfigBytes, &read));
@@ -246,7 +270,7 @@ Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Wei
   auto kept_bytes = [&](const Wanted &w) {
     size_t n = 1;
     for (int64_t d : w.shape) n *= static_cast<size_t>(d);
-    return n * (w.matrix && half ? 2 : 4);
+    return TensorBytes(w.matrix && half ? c.matrices : TM_F32, n);
   };
   HostArena arena;
   size_t space = 0;

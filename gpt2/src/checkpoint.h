@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpt2/src/status.h"
@@ -99,6 +100,15 @@ struct Gpt2Weights {
   std::vector<Gpt2Layer> layers;
   Weight ln_f_g, ln_f_b;
 };
+
+// Every tensor a model holds for `config` (config.matrices, projections_out_major), as
+// (shape, dtype): wte, wpe, ln_f g and b, then each layer's twelve in checkpoint order
+// (ln_1 g/b, c_attn w/b, attn c_proj w/b, ln_2 g/b, c_fc w/b, mlp c_proj w/b).
+using TensorShape = std::pair<std::vector<int64_t>, tm_dtype>;
+std::vector<TensorShape> HeldTensorShapes(const Gpt2Config &config);
+
+// Bytes of a tensor of n elements of dtype d (q8_0: 34-byte blocks of 32 along the rows).
+size_t TensorBytes(tm_dtype d, size_t n);
 
 // Loads every tensor the config calls for, with or without the "transformer." prefix,
 // skipping attention-mask buffers (h.N.attn.bias / masked_bias) and a tied lm_head.weight.

@@ -63,16 +63,13 @@ static_assert(static_cast<int>(ProgramKind::kEmbed) == TM_MODEL_PROGRAM_EMBED &&
                   static_cast<int>(ProgramKind::kHead) == TM_MODEL_PROGRAM_HEAD,
               "ProgramKind indexes tm_model_stats.decode_invoke_seconds");
 
-// Bytes of a rows x k matrix in TM_Q8_0 (k a multiple of 32).
-size_t Q8Bytes(int64_t rows, int64_t k) { return static_cast<size_t>(rows * (k / 32) * 34); }
-
-// Room for a model's matrices in TM_Q8_0, in a HostArena: the token table and four per layer.
+// Room for a model's matrices in TM_Q8_0 (config.matrices), in a HostArena: the token
+// table and four per layer.
 size_t Q8MatrixSpace(const Gpt2Config &c) {
-  const int64_t d = c.n_embd, inner = c.n_inner;
-  size_t space = HostArena::Space(Q8Bytes(c.vocab_size, d));
-  for (int64_t i = 0; i < c.n_layer; ++i)
-    for (size_t bytes : {Q8Bytes(3 * d, d), Q8Bytes(d, d), Q8Bytes(inner, d), Q8Bytes(d, inner)})
-      space += HostArena::Space(bytes);
+  size_t space = 0;
+  for (const auto &[shape, dtype] : HeldTensorShapes(c))
+    if (dtype == TM_Q8_0)
+      space += HostArena::Space(TensorBytes(dtype, static_cast<size_t>(shape[0] * shape[1])));
   return space;
 }
 
@@ -84,7 +81,7 @@ Status QuantizeMatrix(Weight *w, HostArena *arena) {
     return Status(StatusCode::kRuntime, "QuantizeMatrix: not a 2-D F32 tensor");
   const int64_t rows = w->shape[0], k = w->shape[1];
   HostArray blocks;
-  const size_t bytes = Q8Bytes(rows, k);
+  const size_t bytes = TensorBytes(TM_Q8_0, static_cast<size_t>(rows * k));
   TM_RETURN_IF_ERROR(arena->Take(bytes, &blocks));
   const Status s = FromC(tm_quantize_q8_0(w->f32(), rows, k, blocks.data(), bytes));
   if (!s.ok()) return Status(s.code(), "quantizing the weights to q8_0: " + s.message());

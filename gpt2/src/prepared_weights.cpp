@@ -52,31 +52,6 @@ auto AllWeights(W *w) {
   return all;
 }
 
-// The shape and dtype each tensor must have for `config`, in AllWeights' order.
-std::vector<std::pair<std::vector<int64_t>, tm_dtype>> Expected(const Gpt2Config &c) {
-  const int64_t d = c.n_embd, inner = c.n_inner;
-  const tm_dtype m = c.matrices;
-  auto matrix = [&](int64_t in, int64_t out) {
-    return std::make_pair(c.projections_out_major ? std::vector<int64_t>{out, in}
-                                                  : std::vector<int64_t>{in, out},
-                          m);
-  };
-  auto vec = [](int64_t n) { return std::make_pair(std::vector<int64_t>{n}, TM_F32); };
-  std::vector<std::pair<std::vector<int64_t>, tm_dtype>> e = {
-      {{c.vocab_size, d}, m}, {{c.n_ctx, d}, TM_F32}, vec(d), vec(d)};
-  for (int32_t i = 0; i < c.n_layer; ++i) {
-    for (auto x : {vec(d), vec(d), matrix(d, 3 * d), vec(3 * d), matrix(d, d), vec(d), vec(d),
-                   vec(d), matrix(d, inner), vec(inner), matrix(inner, d), vec(d)})
-      e.push_back(x);
-  }
-  return e;
-}
-
-// Bytes of a tensor of n elements (q8_0: 34-byte blocks of 32 along the rows).
-size_t TensorBytes(tm_dtype d, size_t n) {
-  return d == TM_Q8_0 ? n / 32 * 34 : n * (d == TM_F32 ? 4 : 2);
-}
-
 // A checksum of a tensor's bytes, at memory speed: four independent multiply-xor lanes over
 // 8-byte words (catches truncation, zeroed pages and flipped bits; not tampering).
 uint64_t Checksum(const void *data, size_t bytes) {
@@ -235,7 +210,7 @@ Status ReadPreparedWeights(const PreparedKey &key, const Gpt2Config &config,
   if (file_key != key.text) return bad("is stale (its checkpoint or the model's choices changed)");
   weights->layers.resize(static_cast<size_t>(config.n_layer));
   const std::vector<Weight *> all = AllWeights(weights);
-  const auto expected = Expected(config);
+  const auto expected = HeldTensorShapes(config);  // in AllWeights' order
   if (!u64(&count) || count != all.size()) return bad("does not hold this model's tensors");
   std::vector<Entry> entries(count);
   for (Entry &e : entries)
