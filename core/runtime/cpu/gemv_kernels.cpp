@@ -576,9 +576,10 @@ void GemvDotsProduct(int32_t dtype, int64_t m, int64_t k, const void *a, int64_t
       unpacked);
 }
 
-// Rows of the batched kernels handled per call of a row kernel: a multiple of eight (the
-// rows kernels' groups); 16 of a 12-head attention's cache rows are 48 KB, and a decode
-// step's smallest cache (32 rows) two groups, one for each thread.
+// Rows of the batched kernels handled per call of a row kernel, and the fewest the pool's
+// ranges of tm_rt_gemv_dots_batched take: a multiple of eight (the rows kernels' groups);
+// 16 of a 12-head attention's cache rows are 48 KB, and a decode step's smallest cache (32
+// rows) two groups, one for each thread.
 constexpr int64_t kBatchRowGroup = 16;
 
 // From this many matrix elements in all (32 KB of f32) the batched kernels use the pool: a
@@ -641,8 +642,12 @@ extern "C" void tm_rt_gemv_rows_batched(int32_t dtype, int64_t batch, int64_t m,
     elements(0, batch);  // small: on this thread
     return;
   }
+  // One task per thread: the elements side by side in a row are read in longer pieces
+  // (six of attention's twelve heads: 1.5 KB of each 3 KB cache row) than by half as many
+  // (q8_gemv_bandwidth --attention, 2026-12-05: 32 rows 3.6-5.7 -> 3.5 us, 128 rows
+  // 13.4-15.8 -> 12.5-13.2 us, 512 rows 48-55 -> 44-49 us; a quarter as many, slower still).
   std::atomic<int64_t> next{0};
-  const int64_t per_task = std::max<int64_t>(1, batch / (2 * pool.size()));
+  const int64_t per_task = std::max<int64_t>(1, batch / pool.size());
   pool.ParallelFor([&](int) {
     for (int64_t b0; (b0 = next.fetch_add(per_task, std::memory_order_relaxed)) < batch;)
       elements(b0, std::min(batch, b0 + per_task));
@@ -664,8 +669,9 @@ extern "C" void tm_rt_gemv_dots_batched(int32_t dtype, int64_t batch, int64_t m,
     return;
   }
   // Rows [i0, i1) of every element, each row for every element before the next
-  // (BatchDotsKernel: attention's K cache streams in order); the pool takes groups of
-  // kBatchRowGroup rows. Each output is one DotsKernel sum, whatever the grouping.
+  // (BatchDotsKernel: attention's K cache streams in order); the pool takes guided ranges
+  // of at least kBatchRowGroup rows. Each output is one DotsKernel sum, whatever the
+  // grouping.
   auto rows = [&](int64_t i0, int64_t i1) {
     WithElementType(dtype, [&](auto e) {
       using E = decltype(e);
@@ -678,9 +684,9 @@ extern "C" void tm_rt_gemv_dots_batched(int32_t dtype, int64_t batch, int64_t m,
     rows(0, m);  // small: on this thread
     return;
   }
-  std::atomic<int64_t> next{0};
-  pool.ParallelFor([&](int) {
-    for (int64_t i0; (i0 = next.fetch_add(kBatchRowGroup, std::memory_order_relaxed)) < m;)
-      rows(i0, std::min(m, i0 + kBatchRowGroup));
-  });
+  // Guided: each thread's first rows one stream. Groups of kBatchRowGroup rows taken in
+  // turn cut each thread's rows into 48 KB pieces 48 KB apart; q8_gemv_bandwidth
+  // --attention (2026-12-05), 12 heads, fraction of the read ceiling: 128 rows 44-84% ->
+  // 95-107%, 512 rows 57-81% -> 93-102%, 32 and 64 rows within the noise.
+  GuidedRangesOnPool(pool, m, kBatchRowGroup, rows);
 }

@@ -29,17 +29,42 @@ inline int64_t RowsPerBlock(int64_t row_bytes) {
   return std::max<int64_t>(8, kBytesPerBlock / std::max<int64_t>(1, row_bytes) / 8 * 8);
 }
 
+// Runs rows(i0, i1) over [0, m) on every participant of `pool`, each taking ranges from a
+// shared counter, so that a thread the machine slows down (a vCPU shared with a neighbour)
+// takes fewer: guided (OpenMP's schedule of that name), each range a 1 / threads share of
+// the rows still left, rounded down to eight, and at least `least` rows. Each participant's
+// first range is long, one stream the hardware prefetcher can run well ahead in; the short
+// ones at the end let the participants finish together.
+template <typename Rows>
+void GuidedRangesOnPool(WorkerPool &pool, int64_t m, int64_t least, const Rows &rows) {
+  const int64_t share = pool.size();
+  std::atomic<int64_t> next_row{0};
+  pool.ParallelFor([&](int) {
+    int64_t i0 = next_row.load(std::memory_order_relaxed), take;
+    for (;;) {
+      do {
+        if (i0 >= m) return;
+        take = std::min(m - i0, std::max(least, (m - i0) / share / 8 * 8));
+      } while (!next_row.compare_exchange_weak(i0, i0 + take, std::memory_order_relaxed));
+      rows(i0, i0 + take);
+      i0 = next_row.load(std::memory_order_relaxed);
+    }
+  });
+}
+
 // Runs rows(i0, i1) over [0, m) of a matrix of m rows of k elements (row_bytes each), on the
-// calling thread when the matrix is small, else on the pool. Participants take ranges from
-// a shared counter, so a thread the machine slows down (a vCPU shared with a neighbour)
-// takes fewer: guided, each range a 1 / (2 * threads) share of the rows still left, rounded
-// down to eight, and at least one block of RowsPerBlock rows. Long ranges keep each of a
-// kernel's row streams long enough for the hardware prefetcher to run well ahead (fixed
-// 128 KB blocks cut GPT-2's LM head into 3900 ranges, each eight streams of 16 KB); the
-// short ones at the end let the participants finish together. Interleaved runs of
-// q8_gemv_bandwidth (2-vCPU Zen 5 VM, 2026-12-05), f32, fraction of the read ceiling next
-// to it: 90-95% with fixed blocks, 95-100% guided; GPT-2 124M's F32 decode 81-90% against
-// 84-108% of its sample.
+// calling thread when the matrix is small, else on the pool in guided ranges of at least
+// one block of RowsPerBlock rows. Measured on a 2-vCPU Zen 5 VM whose read bandwidth moves
+// between about 45 and 89 GB/s:
+// - fixed 128 KB blocks cut GPT-2's LM head into 3900 ranges, each eight streams of 16 KB:
+//   f32 at 90-95% of the read ceiling next to it (q8_gemv_bandwidth), guided 95-100%;
+// - guided with a 1 / (2 * threads) share (until 2026-12-05) left the small matrices of
+//   8-bit and half weights short streams (GPT-2's 2304 x 768 in Q8_0 is 1.8 MB, 28 KB a
+//   stream in its last ranges): in rounds above 55 GB/s they read at 75-90% of the ceiling
+//   where 1 / threads gives 87-106%, and f16 73-92% against 91-99%. GPT-2 124M's Q8_0
+//   decode / F32 decode side by side, alternating the two (2026-12-05), in the rounds above
+//   55 GB/s: 2.91x against 3.08x (21 and 25 rounds), 2.99x against 3.12x (28 and 27); F32
+//   at 93-95% of its sample either way.
 template <typename Rows>
 void RowRangesOverPool(int64_t m, int64_t k, int64_t row_bytes, const Rows &rows) {
   WorkerPool &pool = WorkerPool::Get();
@@ -47,19 +72,7 @@ void RowRangesOverPool(int64_t m, int64_t k, int64_t row_bytes, const Rows &rows
     rows(int64_t{0}, m);
     return;
   }
-  const int64_t block = RowsPerBlock(row_bytes), share = 2 * pool.size();
-  std::atomic<int64_t> next_row{0};
-  pool.ParallelFor([&](int) {
-    int64_t i0 = next_row.load(std::memory_order_relaxed), take;
-    for (;;) {
-      do {
-        if (i0 >= m) return;
-        take = std::min(m - i0, std::max(block, (m - i0) / share / 8 * 8));
-      } while (!next_row.compare_exchange_weak(i0, i0 + take, std::memory_order_relaxed));
-      rows(i0, i0 + take);
-      i0 = next_row.load(std::memory_order_relaxed);
-    }
-  });
+  GuidedRangesOnPool(pool, m, RowsPerBlock(row_bytes), rows);
 }
 
 // Y[v * ldy + i * incy] += A row i . X row v for A's m rows (of k elements, row_bytes each)
