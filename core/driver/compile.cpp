@@ -52,7 +52,7 @@ Status Compile(const Trace &trace, const CompileOptions &options,
   // The engine's linker runs the object's constructors (a GPU program's device module
   // loading), and is what links the same object from a program file or the disk cache.
   const auto link_start = std::chrono::steady_clock::now();
-  TM_RETURN_IF_ERROR(LinkProgramObject(compiled.get()));
+  TM_RETURN_IF_ERROR(LinkProgramObject(compiled.get(), trace.name()));
   compiled->seconds(CompilePhase::kLink) += SecondsSince(link_start);
   *program = std::move(compiled);
   return Status::Ok();
@@ -65,10 +65,10 @@ Status AssemblyOfLlvmIr(const std::string &llvm_ir, int opt_level, std::string *
   return compiler->assembly(llvm_ir, opt_level, out);
 }
 
-Status LinkCompiled(const CompileOptions &options, Program *program) {
+Status LinkCompiled(const CompileOptions &options, const std::string &name, Program *program) {
   if (program->device_kind != RunsOn(options))
     return IoError("the disk cache entry is for another target");
-  return LinkProgramObject(program);
+  return LinkProgramObject(program, name);
 }
 
 }  // namespace tinymlir

@@ -20,7 +20,7 @@ Status Compile(const Trace &trace, const CompileOptions &options,
                std::unique_ptr<Program> *program);
 
 // Links a program read back from the disk cache (its data and object filled in) for
-// options.target, setting its entry and code.
-Status LinkCompiled(const CompileOptions &options, Program *program);
+// options.target, setting its entry and code; `name` is its trace's.
+Status LinkCompiled(const CompileOptions &options, const std::string &name, Program *program);
 
 }  // namespace tinymlir

@@ -132,7 +132,7 @@ Status ProgramCache::LoadOrCompile(const Trace &trace, const std::string &finger
     const auto link_start = Clock::now();
     if (status.ok() && (program->inputs != inputs || program->outputs != outputs))
       status = IoError("its signature differs from the trace's");
-    if (status.ok()) status = LinkCompiled(options, program.get());
+    if (status.ok()) status = LinkCompiled(options, trace.name(), program.get());
     program->seconds(CompilePhase::kLink) = SecondsSince(link_start);
     if (status.ok()) {
       disk_.Accept();

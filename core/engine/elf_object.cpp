@@ -149,6 +149,9 @@ Status LoadElfObject(const std::string &object,
       address[k] = reinterpret_cast<uint64_t>(address_of_section(sym.st_shndx)) + sym.st_value;
       if (ELF64_ST_BIND(sym.st_info) != STB_LOCAL && !name.empty())
         image->symbols_[name] = reinterpret_cast<void *>(address[k]);
+      if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_size > 0 && !name.empty())
+        image->functions_.push_back(
+            {name, reinterpret_cast<const void *>(address[k]), static_cast<size_t>(sym.st_size)});
     }
   }
 

@@ -34,6 +34,15 @@ class ElfImage {
   void *Symbol(const std::string &name) const;
   size_t mapped_bytes() const { return size_; }
 
+  // Every function the object defines, local ones included, where it was placed (what a
+  // profiler needs to name the code: perf_map.h).
+  struct Function {
+    std::string name;
+    const void *address;
+    size_t bytes;
+  };
+  const std::vector<Function> &functions() const { return functions_; }
+
  private:
   friend Status LoadElfObject(const std::string &, const std::function<void *(const std::string &)> &,
                               std::unique_ptr<ElfImage> *);
@@ -42,6 +51,7 @@ class ElfImage {
   void *base_ = nullptr;
   size_t size_ = 0;
   std::unordered_map<std::string, void *> symbols_;
+  std::vector<Function> functions_;
 };
 
 // Links `object` into this process. `resolve` gives the address of an external symbol, or

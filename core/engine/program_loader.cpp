@@ -11,6 +11,7 @@
 
 #include "core/engine/program_file.h"
 #include "core/engine/elf_object.h"
+#include "core/engine/perf_map.h"
 #include "core/support/environment.h"
 #include "core/support/file_io.h"
 #include "core/support/host_cpu.h"
@@ -77,7 +78,7 @@ Status CheckHost(const std::string &manifest) {
 
 }  // namespace
 
-Status LinkProgramObject(Program *program) {
+Status LinkProgramObject(Program *program, const std::string &name) {
   const Device &device = DeviceOf(program->device_kind);
   const Device::SymbolTable &symbols = device.symbols();
   std::unique_ptr<ElfImage> image;
@@ -91,6 +92,7 @@ Status LinkProgramObject(Program *program) {
   program->entry = reinterpret_cast<Program::Entry>(image->Symbol(kPackedEntryName));
   if (!program->entry)
     return IoError(std::string("the native object has no ") + kPackedEntryName);
+  AddToPerfMap(name, *image);
   program->code = std::make_unique<ElfCode>(std::move(image));
   program->device = &device;
   return Status::Ok();
@@ -132,7 +134,7 @@ Status ReadProgramFile(const std::string &path, std::unique_ptr<Program> *out) {
   auto program = std::make_unique<Program>();
   status = DeserializeProgram(payload, program.get());
   if (!status.ok()) return IoError(path + ": " + status.message());
-  status = LinkProgramObject(program.get());
+  status = LinkProgramObject(program.get(), ManifestLine(manifest, "trace "));
   if (!status.ok()) return {status.code(), path + ": " + status.message()};
   program->cache_key = std::move(key);
   program->manifest = std::move(manifest);

@@ -13,8 +13,9 @@ namespace tinymlir {
 
 // Links program->object_code into this process with the ELF linker, resolving its external
 // symbols from the runtime's table (the GPU table for a GPU program), running its
-// constructors, and sets program->entry and program->code.
-Status LinkProgramObject(Program *program);
+// constructors, and sets program->entry and program->code. `name` (the trace's) names its
+// functions for profilers (perf_map.h).
+Status LinkProgramObject(Program *program, const std::string &name);
 
 // Writes `program` to `path` (atomically: a temporary file renamed into place).
 Status WriteProgramFile(const Program &program, const std::string &path);

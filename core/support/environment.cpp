@@ -14,6 +14,7 @@ namespace {
 struct Settings {
   int threads = 0;
   bool compile_in_process = false;
+  bool perf_map = false;
   GpuEmulation gpu_emulate = GpuEmulation::kOff;
   std::string error;
 };
@@ -44,6 +45,14 @@ const Settings &Read() {
                   "': it takes 1 (compile in this process) or 0 (in a compiler process, the "
                   "default)";
     }
+    if (const char *value = std::getenv("TINYMLIR_PERF_MAP")) {
+      if (std::strcmp(value, "1") == 0)
+        s.perf_map = true;
+      else if (std::strcmp(value, "0") != 0 && *value != '\0' && s.error.empty())
+        s.error = "TINYMLIR_PERF_MAP is '" + std::string(value) +
+                  "': it takes 1 (name the programs' functions in /tmp/perf-PID.map for "
+                  "perf) or 0 (do not, the default)";
+    }
     if (const char *value = std::getenv("TINYMLIR_GPU_EMULATE")) {
       if (std::strcmp(value, "1") == 0)
         s.gpu_emulate = GpuEmulation::kCheckRaces;
@@ -64,6 +73,7 @@ constexpr EnvironmentVariable kVariables[] = {
     {"TINYMLIR_CPU_EXCLUDE", EnvironmentVariable::kChangesCode, "avx2,fma,f16c"},
     {"TINYMLIR_GPU_EMULATE", EnvironmentVariable::kChangesCode, "1"},
     {"TINYMLIR_EXPLAIN_CACHE", EnvironmentVariable::kSameCode, "1"},
+    {"TINYMLIR_PERF_MAP", EnvironmentVariable::kSameCode, "1"},
     {"TINYMLIR_CACHE_DIR", EnvironmentVariable::kCacheFolder, "off"},
 };
 
@@ -81,6 +91,8 @@ const std::string &EnvironmentError() {
 int ThreadCountSetting() { return Read().threads; }
 
 bool CompileInProcessSetting() { return Read().compile_in_process; }
+
+bool PerfMapSetting() { return Read().perf_map; }
 
 GpuEmulation GpuEmulateSetting() { return Read().gpu_emulate; }
 

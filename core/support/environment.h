@@ -9,6 +9,8 @@
 //   TINYMLIR_GPU_EMULATE         0, 1 or fast: GPU programs run their kernels on the CPU,
 //                                with (1) or without (fast) the race check
 //                                (core/compiler/passes/gpu_emulation.h)
+//   TINYMLIR_PERF_MAP            0 or 1: name every loaded program's functions for Linux
+//                                perf in /tmp/perf-PID.map (core/engine/perf_map.h)
 //
 // TINYMLIR_CACHE_DIR takes any path or "off"; a folder the disk cache cannot use turns it
 // off, and tm_cache_disk_message says why. Each variable is read once per process.
@@ -48,6 +50,9 @@ int ThreadCountSetting();
 
 // TINYMLIR_COMPILE_IN_PROCESS is 1.
 bool CompileInProcessSetting();
+
+// TINYMLIR_PERF_MAP is 1.
+bool PerfMapSetting();
 
 // TINYMLIR_GPU_EMULATE: whether GPU programs run their kernels on the CPU instead, and
 // whether the emulated kernels are checked for races.

@@ -8,12 +8,18 @@
  *   refused NAME VALUE   (NAME=VALUE, a value the library cannot take) tm_compile and
  *                        tm_program_load fail with TM_ERROR_INVALID_ARGUMENT naming the
  *                        variable and the value, and nothing is compiled or read.
+ *   perf_map DIR         (TINYMLIR_PERF_MAP=1) a compiled program and the same program
+ *                        loaded from a file in DIR each list their functions in
+ *                        /tmp/perf-PID.map, as tinymlir:widen:NAME with a start and a size
+ *                        perf can read, and still compute; the map is removed afterwards.
+ *   no_perf_map          (TINYMLIR_PERF_MAP unset) a compile writes no such map.
  * Prints "N passed, N failed". */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tinymlir/tinymlir.h"
 #include "c_expect.h"
@@ -119,11 +125,93 @@ static void check_refused(tm_context *ctx, const char *name, const char *value) 
          "the load's message names neither %s nor '%s': %s", name, value, message);
 }
 
+/* This process's perf map, by perf's convention. */
+static void perf_map_path(char *path, size_t size) {
+  snprintf(path, size, "/tmp/perf-%ld.map", (long)getpid());
+}
+
+/* Widens {1, -2, 0.5, 65504} as f16 and checks the result. */
+static void check_widens(tm_program *p, const char *which) {
+  const uint16_t bits[4] = {0x3c00, 0xc000, 0x3800, 0x7bff};
+  float wide[4] = {0};
+  const int64_t n = 4;
+  tm_tensor in = {(void *)bits, TM_F16, 1, &n, NULL}, out = {wide, TM_F32, 1, &n, NULL};
+  EXPECT(tm_invoke(p, &in, 1, &out, 1) == TM_OK, "invoke %s: %s", which, tm_last_error());
+  EXPECT(wide[0] == 1.0f && wide[1] == -2.0f && wide[2] == 0.5f && wide[3] == 65504.0f,
+         "%s widened to %g %g %g %g", which, wide[0], wide[1], wide[2], wide[3]);
+}
+
+/* Lines of the map naming function `name` of trace "widen"; every line of the map must
+ * read "START SIZE NAME" with hexadecimal START and SIZE > 0 (what perf parses). */
+static int perf_map_lines(const char *map, const char *name, int *malformed) {
+  char want[128];
+  snprintf(want, sizeof want, "tinymlir:widen:%s", name);
+  FILE *f = fopen(map, "r");
+  if (!f) return -1;
+  int count = 0;
+  char line[512];
+  *malformed = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long start = 0, size = 0;
+    char symbol[400] = {0};
+    if (sscanf(line, "%llx %llx %399s", &start, &size, symbol) != 3 || start == 0 ||
+        size == 0 || strncmp(symbol, "tinymlir:", 9) != 0)
+      ++*malformed;
+    else if (!strcmp(symbol, want))
+      ++count;
+  }
+  fclose(f);
+  return count;
+}
+
+static void check_perf_map(tm_context *ctx, const char *dir) {
+  char map[64], file[4096];
+  perf_map_path(map, sizeof map);
+  unlink(map);
+  tm_status s;
+  tm_program *compiled = compile_cast(ctx, 1, 4, &s);
+  EXPECT(s == TM_OK && compiled, "compile: %s", tm_last_error());
+  if (!compiled) return;
+  check_widens(compiled, "the compiled program");
+  int malformed = 0;
+  EXPECT(perf_map_lines(map, "tm_packed_entry", &malformed) == 1,
+         "%s does not name the compiled program's entry once", map);
+  EXPECT(malformed == 0, "%d lines of %s are not START SIZE tinymlir:...", malformed, map);
+
+  snprintf(file, sizeof file, "%s/widen.tmprog", dir);
+  EXPECT(tm_program_export(compiled, file) == TM_OK, "export: %s", tm_last_error());
+  tm_program *loaded = NULL;
+  EXPECT(tm_program_load(file, &loaded) == TM_OK, "load: %s", tm_last_error());
+  if (loaded) check_widens(loaded, "the loaded program");
+  EXPECT(perf_map_lines(map, "tm_packed_entry", &malformed) == 2,
+         "%s does not name the loaded program's entry too", map);
+  EXPECT(malformed == 0, "%d lines of %s are malformed after the load", malformed, map);
+  tm_program_release(loaded);
+  tm_program_release(compiled);
+  unlink(file);
+  unlink(map);
+}
+
+static void check_no_perf_map(tm_context *ctx) {
+  char map[64];
+  perf_map_path(map, sizeof map);
+  unlink(map);
+  tm_status s;
+  tm_program *p = compile_cast(ctx, 1, 4, &s);
+  EXPECT(s == TM_OK && p, "compile: %s", tm_last_error());
+  if (p) check_widens(p, "the compiled program");
+  EXPECT(access(map, F_OK) != 0, "%s was written without TINYMLIR_PERF_MAP", map);
+  tm_program_release(p);
+}
+
 int main(int argc, char **argv) {
   const int portable = argc == 2 && !strcmp(argv[1], "portable");
   const int refused = argc == 4 && !strcmp(argv[1], "refused");
-  if (!portable && !refused) {
-    fprintf(stderr, "usage: %s portable | refused NAME VALUE\n", argv[0]);
+  const int perf_map = argc == 3 && !strcmp(argv[1], "perf_map");
+  const int no_perf_map = argc == 2 && !strcmp(argv[1], "no_perf_map");
+  if (!portable && !refused && !perf_map && !no_perf_map) {
+    fprintf(stderr, "usage: %s portable | refused NAME VALUE | perf_map DIR | no_perf_map\n",
+            argv[0]);
     return 2;
   }
   tm_context *ctx = NULL;
@@ -132,7 +220,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (portable) check_portable(ctx);
-  else check_refused(ctx, argv[2], argv[3]);
+  else if (refused) check_refused(ctx, argv[2], argv[3]);
+  else if (perf_map) check_perf_map(ctx, argv[2]);
+  else check_no_perf_map(ctx);
   tm_context_release(ctx);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

@@ -166,6 +166,8 @@ bool ChildReadFromDisk(const std::string &dir, const char *target, const char *v
   posix_spawn_file_actions_destroy(&actions);
   int status = 0;
   waitpid(pid, &status, 0);
+  // With TINYMLIR_PERF_MAP=1 the child named its programs for perf (perf_map.h).
+  unlink(("/tmp/perf-" + std::to_string(pid) + ".map").c_str());
   char text[256] = {};
   const ssize_t n = pread(out, text, sizeof text - 1, 0);
   close(out);
