@@ -22,6 +22,17 @@ struct Settings {
 ForkSafeOnce<Settings> settings;
 ForkSafeOnce<std::string> environment_error;
 
+// A 0/1 switch: 1 turns it on; 0 or empty leaves it off; anything else is refused, with what
+// the two values mean (the first bad variable's message is the one kept).
+void ReadSwitch(const char *name, const char *meaning, bool *on, std::string *error) {
+  const char *value = std::getenv(name);
+  if (!value) return;
+  if (std::strcmp(value, "1") == 0)
+    *on = true;
+  else if (std::strcmp(value, "0") != 0 && *value != '\0' && error->empty())
+    *error = std::string(name) + " is '" + value + "': it takes " + meaning;
+}
+
 const Settings &Read() {
   return settings.Get([] {
     Settings s;
@@ -37,22 +48,13 @@ const Settings &Read() {
                   "': it takes a whole number of threads, 1 or more (unset it for one per CPU "
                   "this process may run on)";
     }
-    if (const char *value = std::getenv("TINYMLIR_COMPILE_IN_PROCESS")) {
-      if (std::strcmp(value, "1") == 0)
-        s.compile_in_process = true;
-      else if (std::strcmp(value, "0") != 0 && *value != '\0' && s.error.empty())
-        s.error = "TINYMLIR_COMPILE_IN_PROCESS is '" + std::string(value) +
-                  "': it takes 1 (compile in this process) or 0 (in a compiler process, the "
-                  "default)";
-    }
-    if (const char *value = std::getenv("TINYMLIR_PERF_MAP")) {
-      if (std::strcmp(value, "1") == 0)
-        s.perf_map = true;
-      else if (std::strcmp(value, "0") != 0 && *value != '\0' && s.error.empty())
-        s.error = "TINYMLIR_PERF_MAP is '" + std::string(value) +
-                  "': it takes 1 (name the programs' functions in /tmp/perf-PID.map for "
-                  "perf) or 0 (do not, the default)";
-    }
+    ReadSwitch("TINYMLIR_COMPILE_IN_PROCESS",
+               "1 (compile in this process) or 0 (in a compiler process, the default)",
+               &s.compile_in_process, &s.error);
+    ReadSwitch("TINYMLIR_PERF_MAP",
+               "1 (name the programs' functions in /tmp/perf-PID.map for perf) or 0 (do not, "
+               "the default)",
+               &s.perf_map, &s.error);
     if (const char *value = std::getenv("TINYMLIR_GPU_EMULATE")) {
       if (std::strcmp(value, "1") == 0)
         s.gpu_emulate = GpuEmulation::kCheckRaces;
