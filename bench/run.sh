@@ -22,6 +22,11 @@ case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 CACHE="${TINYMLIR_BENCH_CACHE:-/tmp/tinymlir-bench}"
 PY=/usr/bin/python3
 
+# What the build and the references need (PyTorch unless --no-torch), from Debian.
+case " $* " in
+  *" --no-torch "*) "$ROOT/scripts/install-deps.sh" ;;
+  *) "$ROOT/scripts/install-deps.sh" --bench ;;
+esac
 "$PY" -c "import numpy" || { echo "run.sh: $PY has no numpy (apt-get install python3-numpy)" >&2; exit 1; }
 
 # 1. The library (and CLI): configure if there is no build tree, else an incremental build.
@@ -48,9 +53,10 @@ else
 fi
 
 # 3. The benchmark.
-if ! "$PY" -c "import torch" 2>/dev/null; then
-  echo "[run.sh] no torch for $PY: skipping PyTorch (apt-get install python3-torch)" >&2
-  set -- --no-torch "$@"
+if [[ " $* " != *" --no-torch "* ]] && ! "$PY" -c "import torch" 2>/dev/null; then
+  echo "run.sh: $PY cannot import torch although python3-torch is installed; pass --no-torch" \
+       "to run without PyTorch" >&2
+  exit 1
 fi
 exec "$PY" "$ROOT/bench/bench.py" --driver "$DRIVER" --library "$LIB" --cache "$CACHE" \
   --build "$BUILD" "$@"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tinymlir needs, only those missing. Idempotent; needs root
 # (or sudo) when something is missing.
+#   scripts/install-deps.sh           what building and testing need
+#   scripts/install-deps.sh --bench   and the benchmark's references too (PyTorch; bench/run.sh)
 set -euo pipefail
 
 packages=(
@@ -18,6 +20,13 @@ packages=(
   # bindings: Python (SWIG, Debian's python3 with numpy/pytest), Rust (bindgen), Go
   swig python3-dev python3-numpy python3-pytest bindgen golang-go
 )
+
+case "${1:-}" in
+  "") ;;
+  # Debian's PyTorch (1.13, CPU), the benchmark's second reference beside NumPy
+  --bench) packages+=(python3-torch) ;;
+  *) echo "install-deps.sh: unknown option '$1' (it takes --bench or nothing)" >&2; exit 2 ;;
+esac
 
 missing=()
 # Rust's cargo may come from rustup rather than Debian; only install Debian's if none.
