@@ -10,8 +10,12 @@
 #include "core/support/environment.h"
 
 namespace tinymlir {
+namespace {
 
+// perf's convention for this process: /tmp/perf-<pid>.map.
 std::string PerfMapPath() { return "/tmp/perf-" + std::to_string(getpid()) + ".map"; }
+
+}  // namespace
 
 void AddToPerfMap(const std::string &program_name, const ElfImage &image) {
   if (!PerfMapSetting() || image.functions().empty()) return;

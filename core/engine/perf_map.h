@@ -24,7 +24,4 @@ class ElfImage;
 // TINYMLIR_PERF_MAP is 1; otherwise does nothing.
 void AddToPerfMap(const std::string &program_name, const ElfImage &image);
 
-// The map's path for this process: /tmp/perf-<pid>.map.
-std::string PerfMapPath();
-
 }  // namespace tinymlir
