@@ -100,7 +100,7 @@ Status Trace::CheckSize(const char *op, const Shape &shape) {
   for (int64_t d : shape)
     if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > INT64_MAX / 8)
       return ShapeError(std::string(op) + ": shape " + ShapeToString(shape) +
-                        " has too many elements");
+                        " has too many elements (more than 2^60: its bytes would pass 2^63)");
   return Status::Ok();
 }
 
@@ -650,7 +650,9 @@ Status Trace::Concat(const char *op, const std::vector<ValueId> &xs, int32_t axi
       return ShapeError(std::string(op) + ": shapes " + ShapeToString(first.shape) + " and " +
                         ShapeToString(t.shape) + " differ outside axis " +
                         std::to_string(ax));
-    shape[ax] += t.shape[ax];
+    if (__builtin_add_overflow(shape[ax], t.shape[ax], &shape[ax]))
+      return ShapeError(std::string(op) + ": the result would have more than 2^63 elements "
+                        "along axis " + std::to_string(ax));
     dtype = PromoteTypes(dtype, t.dtype);
   }
   TM_RETURN_IF_ERROR(CheckSize(op, shape));

@@ -376,6 +376,23 @@ TEST_F(Reliability, OutputWhoseElementsOverlapIsRefused) {
   EXPECT_TRUE(AllClose(y, {-1, -3, -2, -4}, 0.0));
 }
 
+// A concatenation whose length along its axis passes int64 says so, in words, rather than
+// wrapping to a negative size (nine inputs of 2^60 - 1 elements, the most one may declare).
+TEST_F(Reliability, AConcatenationBeyondTwoToTheSixtyThreeElementsSaysSo) {
+  std::vector<tm_value> parts;
+  for (int i = 0; i < 9; ++i) parts.push_back(Input(t, TM_BOOL, {(int64_t{1} << 60) - 1}));
+  tm_value joined;
+  TM_EXPECT_STATUS(tm_op_concat(t, parts.data(), 9, 0, &joined), TM_ERROR_SHAPE);
+  const std::string message = tm_last_error();
+  EXPECT_NE(message.find("more than 2^63 elements along axis 0"), std::string::npos) << message;
+  EXPECT_EQ(message.find('-'), std::string::npos) << message;
+  // Seven fit int64 but not memory: the size check names the shape as it is.
+  TM_EXPECT_STATUS(tm_op_concat(t, parts.data(), 7, 0, &joined), TM_ERROR_SHAPE);
+  EXPECT_NE(std::string(tm_last_error()).find("(8070450532247928825,) has too many elements"),
+            std::string::npos)
+      << tm_last_error();
+}
+
 TEST_F(Reliability, CausalMaskOffsetsDoNotOverflow) {
   tm_value all = Op(tm_op_causal_mask, t, int64_t{2}, int64_t{3}, INT64_MAX, TM_F32);
   tm_value none = Op(tm_op_causal_mask, t, int64_t{2}, int64_t{3}, INT64_MIN, TM_F32);
