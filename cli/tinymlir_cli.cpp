@@ -4,29 +4,33 @@
 // `tinymlir-run` (TINYMLIR_CLI_RUNTIME_ONLY), linked only to libtinymlir_runtime.so: no LLVM
 // in the process, so it runs where there is none, from a bundle `tinymlir compile` wrote.
 //
-//   tinymlir generate [--model DIR] [--bundle DIR] [--weights f32|f16|bf16|q8_0] [--tokens N]
-//                     [--greedy | --temperature T
-//                     --top-k K --top-p P --seed S] [--no-kv-cache] [--stop-at-eos] [--ids]
-//                     [--verbose] [--] "prompt"
+//   tinymlir generate [options] [--] "prompt"     (or -p TEXT, or -f FILE, -f - for stdin)
 //   tinymlir compile [--model DIR] [--target cpu|gpu] [--weights f32|f16|bf16|q8_0] --out DIR
 //                    [--emit-ir IRDIR]
 //                                                every program of the model, as a bundle;
 //                                                --emit-ir writes each one's stages as text
 //
-// The prompt and its continuation stream to stdout as tokens are produced; a short report
-// (load, compile, prefill, decode speed) goes to stderr. Arguments are checked strictly
-// (whole numbers in digits, no empty values, no option of the other subcommand, no
-// conflicting options), and a failed write to stdout is an error (exit status 1). Without --model the embedded default model
+// Options follow getopt_long's conventions: --opt value or --opt=value, the short forms of
+// Usage() (-m DIR, -n4), options before or after the prompt, -- before a prompt that starts
+// with -. The prompt and its continuation stream to stdout as tokens are produced; a short
+// report (load, compile, prefill, decode speed) goes to stderr. Arguments are checked
+// strictly (whole numbers in digits, no empty values, options written in full, no option of
+// the other subcommand, no conflicting options), and a failed write to stdout is an error
+// (exit status 1). Messages are the command's own: the library's function names are left
+// out of what it reports (CliMessage). Without --model the embedded default model
 // (share/tinymlir/models/kjv-tiny next to the binary, in the build tree or an install) runs.
+// An empty prompt starts the text from <|endoftext|>, as Hugging Face and llama.cpp do.
 //
 // The command samples by default (temperature 0.8, top-k 40, top-p 0.95, seed 42: a small
 // model decoded greedily repeats itself), as llama.cpp does, but with a fixed seed so a run
 // can be repeated; --greedy is the exact mode the golden tests use. The library's own
 // default (tm_generate_options_init) stays greedy.
+#include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -34,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -57,37 +62,49 @@ constexpr float kDefaultTopP = 0.95f;
 constexpr uint64_t kDefaultSeed = 42;
 
 // The usage text; %d is the library's default token count (tm_generate_options_init).
-const char kUsageGenerate[] = "usage: %s generate [options] [--] \"prompt\"\n";
+const char kUsageGenerate[] =
+    "usage: %s generate [options] [--] \"prompt\"\n"
+    "       %s generate [options] -f FILE       (the prompt from FILE; - for standard input)\n";
 const char kUsageCompile[] =
     "       tinymlir compile [--model DIR] [--target T] [--weights W] --out DIR\n"
     "                        [--emit-ir IRDIR]\n";
 const char kUsageOptions[] =
     "       %s --help | --version\n"
-    "  --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
-    "  --bundle DIR       (generate) run the programs of a bundle (tinymlir compile) instead\n"
-    "                     of compiling; it runs on the target it was compiled for\n"
-    "  --target cpu|gpu   where the programs run (default cpu; gpu: NVIDIA, CUDA driver)\n"
-    "  --weights f32|f16|bf16|q8_0  the dtype the weight matrices are held in (default:\n"
-    "                     as the checkpoint stores them, or as the --bundle was compiled;\n"
-    "                     f16/bf16 halve memory and decode traffic; q8_0, 8-bit blocks\n"
-    "                     quantized at load, CPU only, cut them to 27%%)\n";
+    "Options take their value as --opt VALUE or --opt=VALUE (-n 4 or -n4 for short ones).\n"
+    "  -m, --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
+    "      --bundle DIR       (generate) run the programs of a bundle (tinymlir compile)\n"
+    "                         instead of compiling; it runs on the target it was compiled for\n"
+    "      --target cpu|gpu   where the programs run (default cpu; gpu: NVIDIA, CUDA driver)\n"
+    "      --weights f32|f16|bf16|q8_0  the dtype the weight matrices are held in (default:\n"
+    "                         as the checkpoint stores them, or as the --bundle was compiled;\n"
+    "                         f16/bf16 halve memory and decode traffic; q8_0, 8-bit blocks\n"
+    "                         quantized at load, CPU only, cut them to 27%%)\n"
+    "  -t, --threads N        threads for the CPU kernels (default: one per CPU this process\n"
+    "                         may run on; TINYMLIR_NUM_THREADS, which this sets)\n"
+    "      --verbose          where the compile time went, the disk cache's state, where the\n"
+    "                         weights came from (and their huge pages), and the process's\n"
+    "                         peak resident memory\n";
 const char kUsageCompileOptions[] =
-    "  --out DIR          (compile) where to write the bundle\n"
-    "  --emit-ir IRDIR    (compile) also write every stage of every program, as text\n";
+    "      --out DIR          (compile) where to write the bundle\n"
+    "      --emit-ir IRDIR    (compile) also write every stage of every program, as text\n";
 const char kUsageGenerateOptions[] =
-    "  --tokens N         (generate) tokens to generate (default %d)\n"
-    "  --greedy           always the most likely token (exact; what the golden tests use)\n"
-    "  --temperature T    sampling temperature (default 0.8; 0 = greedy)\n"
-    "  --top-k K          sample among the K most likely tokens (default 40; 0 = all)\n"
-    "  --top-p P          sample among the smallest set with probability >= P (default 0.95)\n"
-    "  --seed S           random seed for sampling, 0 to 2^64-1 (default 42)\n"
-    "  --no-kv-cache      recompute the whole prefix for every token\n"
-    "  --stop-at-eos      stop after the end-of-text token\n"
-    "  --ids              the prompt is token ids (\"1 2 3\"); print ids, not text\n"
-    "  --                 the next argument is the prompt, even if it starts with --\n"
-    "  --verbose          where the compile time went, the disk cache's state, where the\n"
-    "                     weights came from (and their huge pages), and the process's peak\n"
-    "                     resident memory\n";
+    "  -p, --prompt TEXT      (generate) the prompt (instead of the last argument)\n"
+    "  -f, --file FILE        (generate) the prompt is FILE's text (- reads standard input),\n"
+    "                         less one final newline\n"
+    "                         An empty prompt starts the text from <|endoftext|>.\n"
+    "  -n, --tokens N         (generate) tokens to generate (default %d)\n"
+    "      --greedy           always the most likely token (exact; what the golden tests use)\n"
+    "      --temperature T    sampling temperature (default 0.8; 0 = greedy)\n"
+    "      --top-k K          sample among the K most likely tokens (default 40; 0 = all)\n"
+    "      --top-p P          sample among the smallest set with probability >= P\n"
+    "                         (default 0.95)\n"
+    "  -s, --seed S           random seed for sampling, 0 to 2^64-1 (default 42)\n"
+    "      --no-kv-cache      recompute the whole prefix for every token\n"
+    "      --stop-at-eos      stop after the end-of-text token\n"
+    "      --ids              the prompt is token ids (\"1 2 3\"); print ids, not text\n"
+    "      --                 the next argument is the prompt, even if it starts with -\n"
+    "  -h, --help             this text\n"
+    "  -V, --version          the version\n";
 
 // The model's load report (tm_model_load_report), a "[tinymlir] " line each.
 void PrintLoadReport(const tm_model *model) {
@@ -115,8 +132,9 @@ struct Args {
   tm_target target = TM_TARGET_CPU;
   bool target_given = false;
   tm_dtype weights = static_cast<tm_dtype>(0);  // as stored
+  int threads = 0;                               // 0: the library's choice
   std::string prompt;
-  bool have_prompt = false;
+  std::string prompt_from;  // how the prompt was given ("the prompt argument", "-p", "-f")
   tm_generate_options options;
   bool greedy = false;
   std::string sampling_flag;  // the last of --temperature, --top-k, --top-p, --seed given
@@ -129,8 +147,35 @@ struct Args {
   std::exit(1);
 }
 
+// The library's message in the command's words. The library names the C function that
+// failed ("tm_invoke: ...") and, in hints, C functions to call; a user of the command calls
+// none of them. Function prefixes are dropped, the hints the command can act on become its
+// own options, and any other name is left out.
+std::string CliMessage(std::string message) {
+  static const std::regex kPrefix("\\btm_[a-z0-9_]+: ");
+  static const std::regex kAside(" ?\\((see )?tm_[a-z0-9_.]+\\)");
+  static const std::regex kName("\\btm_([a-z0-9_]+)");
+  static const struct {
+    const char *api;
+    const char *cli;
+  } kWords[] = {
+      {"tm_model_compile_bundle", "`tinymlir compile --out DIR`"},
+      {"tm_generate callback", "generation's output"},
+      {"sizeof(tm_model_stats)", "the statistics' size"},
+      {"options.bundle_dir", "--bundle"},
+      {"options.weights", "--weights"},
+      {"options.target", "--target"},
+  };
+  message = std::regex_replace(message, kPrefix, "");
+  for (const auto &w : kWords)
+    for (size_t at; (at = message.find(w.api)) != std::string::npos;)
+      message.replace(at, std::strlen(w.api), w.cli);
+  message = std::regex_replace(message, kAside, "");
+  return std::regex_replace(message, kName, "$1");
+}
+
 void Check(tm_status s, const char *what) {
-  if (s != TM_OK) Die(std::string(what) + ": " + tm_last_error());
+  if (s != TM_OK) Die(std::string(what) + ": " + CliMessage(tm_last_error()));
 }
 
 // A whole number in [lo, hi] written in decimal digits only: no sign, fraction, exponent,
@@ -170,7 +215,7 @@ std::string Usage() {
   tm_generate_options_init(&defaults);
   std::string text;
   char line[2048];
-  std::snprintf(line, sizeof line, kUsageGenerate, kCommand);
+  std::snprintf(line, sizeof line, kUsageGenerate, kCommand, kCommand);
   text += line;
   if (kHasCompiler) text += kUsageCompile;
   std::snprintf(line, sizeof line, kUsageOptions, kCommand);
@@ -188,10 +233,82 @@ std::string Usage() {
   std::exit(std::fflush(stdout) == 0 ? 0 : 1);
 }
 
+// The options, as getopt_long takes them. Values above 255 are long options without a
+// short form.
+enum OptionId {
+  kOptModel = 'm', kOptPrompt = 'p', kOptFile = 'f', kOptTokens = 'n', kOptThreads = 't',
+  kOptSeed = 's', kOptHelp = 'h', kOptVersion = 'V',
+  kOptBundle = 256, kOptOut, kOptEmitIr, kOptTarget, kOptWeights, kOptGreedy, kOptTemperature,
+  kOptTopK, kOptTopP, kOptNoKvCache, kOptStopAtEos, kOptIds, kOptVerbose,
+};
+const char kShortOptions[] = ":m:p:f:n:t:s:hV";  // ':' first: a missing value returns ':'
+const option kLongOptions[] = {
+    {"model", required_argument, nullptr, kOptModel},
+    {"prompt", required_argument, nullptr, kOptPrompt},
+    {"file", required_argument, nullptr, kOptFile},
+    {"tokens", required_argument, nullptr, kOptTokens},
+    {"threads", required_argument, nullptr, kOptThreads},
+    {"seed", required_argument, nullptr, kOptSeed},
+    {"help", no_argument, nullptr, kOptHelp},
+    {"version", no_argument, nullptr, kOptVersion},
+    {"bundle", required_argument, nullptr, kOptBundle},
+    {"out", required_argument, nullptr, kOptOut},
+    {"emit-ir", required_argument, nullptr, kOptEmitIr},
+    {"target", required_argument, nullptr, kOptTarget},
+    {"weights", required_argument, nullptr, kOptWeights},
+    {"greedy", no_argument, nullptr, kOptGreedy},
+    {"temperature", required_argument, nullptr, kOptTemperature},
+    {"top-k", required_argument, nullptr, kOptTopK},
+    {"top-p", required_argument, nullptr, kOptTopP},
+    {"no-kv-cache", no_argument, nullptr, kOptNoKvCache},
+    {"stop-at-eos", no_argument, nullptr, kOptStopAtEos},
+    {"ids", no_argument, nullptr, kOptIds},
+    {"verbose", no_argument, nullptr, kOptVerbose},
+    {nullptr, 0, nullptr, 0},
+};
+
+// Which subcommand an option goes with.
+For OptionFor(int id) {
+  switch (id) {
+    case kOptOut: case kOptEmitIr: return For::kCompile;
+    case kOptModel: case kOptTarget: case kOptWeights: case kOptThreads: case kOptVerbose:
+    case kOptHelp: case kOptVersion: return For::kBoth;
+    default: return For::kGenerate;
+  }
+}
+
+// The long name of option `id`, as "--name".
+std::string LongName(int id) {
+  for (const option *o = kLongOptions; o->name; ++o)
+    if (o->val == id) return std::string("--") + o->name;
+  return std::string("-") + static_cast<char>(id);
+}
+
+// The whole of `path` (standard input for "-"), less one final newline ("\n" or "\r\n"):
+// a file written by an editor or `echo` ends with one that is no part of the prompt.
+std::string ReadPromptFile(const std::string &path) {
+  std::FILE *f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!f) Die("-f: cannot open " + path + ": " + std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  const int error = errno;
+  if (f != stdin) std::fclose(f);
+  if (failed)
+    Die("-f: cannot read " + (path == "-" ? std::string("standard input") : path) + ": " +
+        std::strerror(error));
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  if (!text.empty() && text.back() == '\r') text.pop_back();
+  return text;
+}
+
 Args ParseArgs(int argc, char **argv) {
   const std::string command = argc >= 2 ? argv[1] : "";
   if (command == "--help" || command == "-h") Exit0(Usage());
-  if (command == "--version") Exit0(std::string(kCommand) + " " + tm_version() + "\n");
+  if (command == "--version" || command == "-V")
+    Exit0(std::string(kCommand) + " " + tm_version() + "\n");
   if (command != "generate" && command != "compile")
     Die((command.empty() ? "no command given" : "unknown command '" + command + "'") +
         " (generate" + (kHasCompiler ? " or compile" : "") + ")\n" + Usage());
@@ -204,92 +321,113 @@ Args ParseArgs(int argc, char **argv) {
   a.options.top_k = kDefaultTopK;
   a.options.top_p = kDefaultTopP;
   a.options.seed = kDefaultSeed;
-  bool options_end = false;
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (options_end || arg.empty() || arg[0] != '-' || arg == "-") {
-      if (a.have_prompt) Die("more than one prompt given (quote the prompt)");
-      a.prompt = arg;
-      a.have_prompt = true;
-      continue;
+
+  // The prompt, from one place only.
+  const auto set_prompt = [&](const std::string &from, const std::string &text) {
+    if (!a.prompt_from.empty())
+      Die(a.prompt_from == from
+              ? "more than one prompt given (quote the prompt)"
+              : "more than one prompt given: " + a.prompt_from + " and " + from);
+    a.prompt_from = from;
+    a.prompt = text;
+  };
+
+  // getopt_long sees the subcommand as its program name. It takes options before and after
+  // the prompt, and stops at "--".
+  int sub_argc = argc - 1;
+  char **sub_argv = argv + 1;
+  opterr = 0;
+  optind = 1;
+  for (;;) {
+    int index = -1;
+    const int id = getopt_long(sub_argc, sub_argv, kShortOptions, kLongOptions, &index);
+    if (id == -1) break;
+    // The argument as typed: the option, or the option and its value when they came apart.
+    const char *typed = optarg && optind >= 2 && optarg == sub_argv[optind - 1]
+                            ? sub_argv[optind - 2]
+                            : sub_argv[optind - 1];
+    const std::string name = std::string(typed).substr(0, std::string(typed).find('='));
+    if (id == '?') {
+      if (optopt == 0 || (optopt < 256 && !std::strchr(kShortOptions, optopt)))
+        Die("unknown option " + (optopt == 0 ? name : std::string("-") +
+                                                           static_cast<char>(optopt)) +
+            "\n" + Usage());
+      Die(LongName(optopt) + " takes no value, got '" + typed + "'");
     }
-    if (arg == "--") {
-      options_end = true;
-      continue;
-    }
-    if (arg == "--help" || arg == "-h") Exit0(Usage());
+    if (id == ':') Die(std::string(sub_argv[optind - 1]) + " needs a value");
+    // An abbreviation (--tok for --tokens) is refused: it would change meaning when an
+    // option that starts the same way is added.
+    if (index >= 0 && name != std::string("--") + kLongOptions[index].name)
+      Die(name + ": write the option in full (" + LongName(id) + ")");
+    const std::string option = LongName(id);
     // An option of the other subcommand is an error, not silently ignored.
-    const auto only = [&](For which) {
-      if (which == For::kCompile && !a.compile) Die(arg + " goes with compile, not generate");
-      if (which == For::kGenerate && a.compile) Die(arg + " goes with generate, not compile");
-    };
-    // The option's value: present and not empty (an unset shell variable must not quietly
-    // mean the default).
-    const auto value = [&]() -> const char * {
-      if (i + 1 >= argc) Die(arg + " needs a value");
-      if (argv[i + 1][0] == '\0') Die(arg + " needs a value, got an empty string");
-      return argv[++i];
-    };
-    if (arg == "--model") {
-      a.model = value();
-    } else if (arg == "--bundle") {
-      only(For::kGenerate);
-      a.bundle = value();
-    } else if (arg == "--out") {
-      only(For::kCompile);
-      a.out = value();
-    } else if (arg == "--emit-ir") {
-      only(For::kCompile);
-      a.emit_ir = value();
-    } else if (arg == "--target") {
-      const std::string t = value();
-      if (t != "cpu" && t != "gpu") Die("--target expects cpu or gpu, got '" + t + "'");
-      a.target = t == "gpu" ? TM_TARGET_GPU : TM_TARGET_CPU;
-      a.target_given = true;
-    } else if (arg == "--weights") {
-      const std::string w = value();
-      if (w != "f32" && w != "f16" && w != "bf16" && w != "q8_0")
-        Die("--weights expects f32, f16, bf16 or q8_0, got '" + w + "'");
-      a.weights = w == "f16" ? TM_F16 : w == "bf16" ? TM_BF16 : w == "q8_0" ? TM_Q8_0 : TM_F32;
-    } else if (arg == "--tokens") {
-      only(For::kGenerate);
-      a.options.max_new_tokens =
-          static_cast<int32_t>(ParseInteger("--tokens", value(), 0, INT32_MAX));
-    } else if (arg == "--temperature") {
-      only(For::kGenerate);
-      a.options.temperature = static_cast<float>(ParseReal("--temperature", value(), 0, 1e6));
-      a.sampling_flag = arg;
-    } else if (arg == "--top-k") {
-      only(For::kGenerate);
-      a.options.top_k = static_cast<int32_t>(ParseInteger("--top-k", value(), 0, INT32_MAX));
-      a.sampling_flag = arg;
-    } else if (arg == "--top-p") {
-      only(For::kGenerate);
-      // At least the smallest normal float: a smaller value would round to 0 in the option.
-      a.options.top_p = static_cast<float>(ParseReal("--top-p", value(), 1.1754944e-38, 1));
-      a.sampling_flag = arg;
-    } else if (arg == "--seed") {
-      only(For::kGenerate);
-      a.options.seed = ParseInteger("--seed", value(), 0, UINT64_MAX);
-      a.sampling_flag = arg;
-    } else if (arg == "--no-kv-cache") {
-      only(For::kGenerate);
-      a.options.use_kv_cache = 0;
-    } else if (arg == "--stop-at-eos") {
-      only(For::kGenerate);
-      a.options.stop_at_eos = 1;
-    } else if (arg == "--ids") {
-      only(For::kGenerate);
-      a.ids = true;
-    } else if (arg == "--greedy") {
-      only(For::kGenerate);
-      a.greedy = true;
-    } else if (arg == "--verbose") {
-      a.verbose = true;
-    } else {
-      Die("unknown option " + arg + "\n" + Usage());
+    if (OptionFor(id) == For::kCompile && !a.compile)
+      Die(option + " goes with compile, not generate");
+    if (OptionFor(id) == For::kGenerate && a.compile)
+      Die(option + " goes with generate, not compile");
+    // A value is not empty (an unset shell variable must not quietly mean the default),
+    // except a prompt's: an empty prompt starts from <|endoftext|>.
+    if (optarg && *optarg == '\0' && id != kOptPrompt)
+      Die(option + " needs a value, got an empty string");
+    switch (id) {
+      case kOptHelp: Exit0(Usage());
+      case kOptVersion: Exit0(std::string(kCommand) + " " + tm_version() + "\n");
+      case kOptModel: a.model = optarg; break;
+      case kOptBundle: a.bundle = optarg; break;
+      case kOptOut: a.out = optarg; break;
+      case kOptEmitIr: a.emit_ir = optarg; break;
+      case kOptPrompt: set_prompt("-p", optarg); break;
+      case kOptFile: set_prompt("-f", ReadPromptFile(optarg)); break;
+      case kOptTarget: {
+        const std::string t = optarg;
+        if (t != "cpu" && t != "gpu") Die("--target expects cpu or gpu, got '" + t + "'");
+        a.target = t == "gpu" ? TM_TARGET_GPU : TM_TARGET_CPU;
+        a.target_given = true;
+        break;
+      }
+      case kOptWeights: {
+        const std::string w = optarg;
+        if (w != "f32" && w != "f16" && w != "bf16" && w != "q8_0")
+          Die("--weights expects f32, f16, bf16 or q8_0, got '" + w + "'");
+        a.weights = w == "f16"    ? TM_F16
+                    : w == "bf16" ? TM_BF16
+                    : w == "q8_0" ? TM_Q8_0
+                                  : TM_F32;
+        break;
+      }
+      case kOptThreads:
+        a.threads = static_cast<int>(ParseInteger("--threads", optarg, 1, 4096));
+        break;
+      case kOptTokens:
+        a.options.max_new_tokens =
+            static_cast<int32_t>(ParseInteger("--tokens", optarg, 0, INT32_MAX));
+        break;
+      case kOptTemperature:
+        a.options.temperature = static_cast<float>(ParseReal("--temperature", optarg, 0, 1e6));
+        a.sampling_flag = "--temperature";
+        break;
+      case kOptTopK:
+        a.options.top_k = static_cast<int32_t>(ParseInteger("--top-k", optarg, 0, INT32_MAX));
+        a.sampling_flag = "--top-k";
+        break;
+      case kOptTopP:
+        // At least the smallest normal float: a smaller value would round to 0 in the option.
+        a.options.top_p = static_cast<float>(ParseReal("--top-p", optarg, 1.1754944e-38, 1));
+        a.sampling_flag = "--top-p";
+        break;
+      case kOptSeed:
+        a.options.seed = ParseInteger("--seed", optarg, 0, UINT64_MAX);
+        a.sampling_flag = "--seed";
+        break;
+      case kOptNoKvCache: a.options.use_kv_cache = 0; break;
+      case kOptStopAtEos: a.options.stop_at_eos = 1; break;
+      case kOptIds: a.ids = true; break;
+      case kOptGreedy: a.greedy = true; break;
+      case kOptVerbose: a.verbose = true; break;
+      default: Die("unknown option " + name + "\n" + Usage());
     }
   }
+  for (int i = optind; i < sub_argc; ++i) set_prompt("the prompt argument", sub_argv[i]);
   if (a.greedy && !a.sampling_flag.empty())
     Die("--greedy does not sample: it cannot go with " + a.sampling_flag);
   if (a.greedy) a.options.temperature = 0.0f;
@@ -300,10 +438,11 @@ Args ParseArgs(int argc, char **argv) {
         "`tinymlir compile --out DIR`)");
   if (a.compile) {
     if (a.out.empty()) Die("compile needs --out DIR\n" + Usage());
-    if (a.have_prompt) Die("compile takes no prompt");
+    if (!a.prompt_from.empty()) Die("compile takes no prompt");
     return a;
   }
-  if (!a.have_prompt) Die("no prompt given\n" + Usage());
+  if (a.prompt_from.empty())
+    Die("no prompt given (\"\" starts the text from <|endoftext|>)\n" + Usage());
   return a;
 }
 
@@ -320,6 +459,27 @@ std::string DefaultModelDir() {
   if (access((model + "/config.json").c_str(), R_OK) != 0)
     Die("the default model is not at " + model + "; pass --model DIR");
   return model;
+}
+
+// <|endoftext|>, GPT-2's one special token (id 50256): where a text without a prompt
+// starts, as in Hugging Face's and llama.cpp's generation. The library generates after a
+// prompt of one token at least, and has no call that names the token: the command checks
+// that the model's vocabulary has it at that id.
+constexpr int32_t kEndOfText = 50256;
+
+std::vector<int32_t> EndOfTextPrompt(tm_model *model) {
+  const std::string expected = "<|endoftext|>";
+  char text[32];
+  size_t len = 0;
+  const tm_status s = tm_detokenize(model, &kEndOfText, 1, text, sizeof text, &len);
+  if (s == TM_ERROR_UNSUPPORTED)
+    Die("the prompt is empty, and this model has no tokenizer to name <|endoftext|> (the "
+        "token to start from): give token ids");
+  Check(s, "the prompt is empty: reading <|endoftext|>, the token to start from");
+  if (std::string(text, std::min(len, sizeof text)) != expected)
+    Die("the prompt is empty, and this model's vocabulary has no <|endoftext|> at id " +
+        std::to_string(kEndOfText) + " to start from; give a prompt");
+  return {kEndOfText};
 }
 
 // Token ids: decimal digits separated by spaces, tabs, newlines or commas.
@@ -544,6 +704,11 @@ int main(int argc, char **argv) {
   // A file size limit (ulimit -f) makes a write fail with a message, not end the command.
   signal(SIGXFSZ, SIG_IGN);
   Args args = ParseArgs(argc, argv);
+  // The library reads its thread count from the environment once, when it first needs it:
+  // set here, before any call that could.
+  if (args.threads > 0 &&
+      setenv("TINYMLIR_NUM_THREADS", std::to_string(args.threads).c_str(), 1) != 0)
+    Die(std::string("--threads: cannot set TINYMLIR_NUM_THREADS: ") + std::strerror(errno));
   std::vector<int32_t> prompt;  // token ids are checked before anything is loaded
   if (args.ids) prompt = ParseIds(args.prompt);
   std::string dir = args.model.empty() ? DefaultModelDir() : args.model;
@@ -589,12 +754,13 @@ int main(int argc, char **argv) {
   if (!args.ids) {
     size_t n = 0;  // first ask for the size, then fill
     tm_status s = tm_tokenize(model, args.prompt.data(), args.prompt.size(), nullptr, 0, &n);
-    if (s == TM_ERROR_UNSUPPORTED) Die(std::string(tm_last_error()) + " (pass --ids)");
+    if (s == TM_ERROR_UNSUPPORTED) Die(CliMessage(tm_last_error()) + " (pass --ids)");
     Check(s, "tokenizing the prompt");
     prompt.resize(n);
     Check(tm_tokenize(model, args.prompt.data(), args.prompt.size(), prompt.data(), n, &n),
           "tokenizing the prompt");
   }
+  if (prompt.empty()) prompt = EndOfTextPrompt(model);
   int32_t n_ctx = 0;
   Check(tm_model_info(model, nullptr, &n_ctx, nullptr, nullptr), "reading the model");
   if (prompt.size() + static_cast<size_t>(args.options.max_new_tokens) > static_cast<size_t>(n_ctx))

@@ -61,6 +61,32 @@ refused "'--x' is not a token id" generate --model "$model" --ids -- --x
 refused "id 512" generate --model "$model" --ids --tokens 2 "1 2 512"
 refused "unknown command 'frobnicate'" frobnicate
 refused "unknown option --frobnicate" generate --frobnicate x
+refused "unknown option --frobnicate" generate --frobnicate=3 x
+refused "unknown option -x" generate -x y
+# The conventional spellings are checked as strictly: --opt=value, short options (-n 4,
+# -n4), the prompt from -p or -f. An abbreviation is not an option.
+for bad in 1.5 "" -1; do
+  refused "--tokens" generate --tokens="$bad" x
+  refused "--tokens" generate -n "$bad" x
+done
+refused "--tokens expects a whole number from 0 to 2147483647, got '1.5'" generate -n1.5 x
+refused "--tok: write the option in full (--tokens)" generate --tok 4 x
+refused "--greedy takes no value, got '--greedy=1'" generate --greedy=1 x
+refused "-n needs a value" generate x -n
+refused "--model needs a value, got an empty string" generate --model= x
+refused "--model needs a value, got an empty string" generate -m "" x
+refused "--out goes with compile, not generate" generate --out="$work/b" x
+refused "--seed expects a whole number" generate -s 1.5 x
+refused "--threads expects a whole number from 1 to 4096, got '0'" generate -t 0 x
+refused "--threads expects a whole number" generate --threads=two x
+refused "more than one prompt given (quote the prompt)" generate a b
+refused "more than one prompt given: -p and the prompt argument" generate -p a b
+refused "more than one prompt given: -p and -f" generate -p a -f /dev/null
+refused "-f: cannot open $work/none: No such file or directory" generate -f "$work/none"
+refused "--file needs a value, got an empty string" generate -f ""
+refused "no prompt given (\"\" starts the text from <|endoftext|>)" generate -n 3
+refused "--prompt goes with generate, not compile" compile --out "$work/b" -p x
+refused "compile takes no prompt" compile --out "$work/b" x
 # A folder for --out or --emit-ir that cannot be written fails before anything compiles.
 touch "$work/a-file"
 refused "a-file: cannot use as the bundle folder: not a folder" compile --model "$model" --out "$work/a-file"
@@ -84,6 +110,9 @@ shown "^usage: tinymlir generate" "$cli" --help
 shown "^usage: tinymlir generate" "$cli" -h
 shown "^usage: tinymlir generate" "$cli" generate --help
 shown "^tinymlir [0-9]+\.[0-9]+\.[0-9]+$" "$cli" --version
+shown "^tinymlir [0-9]+\.[0-9]+\.[0-9]+$" "$cli" -V
+shown "^tinymlir [0-9]+\.[0-9]+\.[0-9]+$" "$cli" generate -V
+shown "^usage: tinymlir generate" "$cli" generate -n 4 -h
 shown "^usage: tinymlir-run generate" "$run_cli" --help
 if grep -E -- "--out|--emit-ir|tinymlir compile \[" "$work/out"; then
   echo "tinymlir-run's usage lists what only tinymlir compile takes" >&2

@@ -72,7 +72,7 @@ else
     >/dev/null 2>"$work/gpu-run.err"; then
     echo "note: a GPU is present; the GPU bundle ran" >&2
   else
-    grep -q "tm_invoke: no CUDA driver" "$work/gpu-run.err" || { cat "$work/gpu-run.err" >&2; exit 1; }
+    grep -q "generating: no CUDA driver" "$work/gpu-run.err" || { cat "$work/gpu-run.err" >&2; exit 1; }
   fi
 fi
 echo "ok: $(grep -o 'wrote .*' "$work/compile.err")"
