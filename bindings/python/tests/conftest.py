@@ -52,3 +52,34 @@ def report(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+# NumPy as the oracle of promotion: what it computes eagerly for the same operands.
+def numpy_or_error(fn, *args):
+    with np.errstate(all="ignore"):
+        try:
+            return fn(*args), None
+        except Exception as e:   # what NumPy raises, the jitted function must raise too
+            return None, e
+
+
+def check_like_numpy(jitted, eager, *args):
+    want, error = numpy_or_error(eager, *args)
+    if error is not None:
+        with pytest.raises(type(error)):
+            jitted(*args)
+        return
+    want = np.asarray(want)
+    if want.dtype == object:
+        # NumPy 1.x computes with an int beyond int64 as a Python object. Integer arithmetic
+        # cannot be traced (OverflowError); with floats the values are float64's.
+        try:
+            got = jitted(*args)
+        except OverflowError:
+            return
+        np.testing.assert_array_equal(got, want.astype(np.float64))
+        return
+    with np.errstate(all="ignore"):
+        got = jitted(*args)
+    assert got.dtype == want.dtype, (args, got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want)

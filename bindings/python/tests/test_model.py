@@ -34,8 +34,10 @@ def test_generate_matches_golden_greedy(kjv, case, report):
     check_greedy(got, case, report)
     recomputed = kjv.generate(case["prompt_ids"], max_new_tokens=n, use_kv_cache=False)
     check_greedy(recomputed, case, report)
-    streamed = list(kjv.generate(case["prompt"], max_new_tokens=n, stream=True))
-    assert streamed == got
+    streamed = list(kjv.generate(case["prompt"], max_new_tokens=n, stream="tokens"))
+    assert [piece.id for piece in streamed] == got
+    text = "".join(kjv.generate(case["prompt"], max_new_tokens=n, stream=True))
+    assert text == kjv.detokenize(got)
     if "text" in case and got == case["greedy_ids"]:
         assert kjv.detokenize(got) == case["text"]
 
@@ -106,7 +108,7 @@ def test_stream_yields_tokens_as_they_come(kjv):
     stream = kjv.generate("In the beginning", max_new_tokens=12, stream=True,
                           callback=seen.append)
     first = next(stream)
-    assert first == 286
+    assert first == " of"
     stream.close()                       # stops the generation early
     assert 1 <= len(seen) < 12
 
@@ -122,9 +124,9 @@ def test_callback_true_stops_after_that_token(kjv):
     assert len(got) == 5 and got == seen
     assert len(kjv.generate("In the beginning", max_new_tokens=5,
                             callback=lambda t: False)) == 5
-    streamed = list(kjv.generate("In the beginning", max_new_tokens=10, stream=True,
+    streamed = list(kjv.generate("In the beginning", max_new_tokens=10, stream="tokens",
                                  callback=lambda t: t == 262))
-    assert streamed == [286, 262]
+    assert streamed == [(286, " of"), (262, " the")]
 
 
 def test_callback_exception_stops_and_is_reraised(kjv):
@@ -233,12 +235,15 @@ def test_busy_model_from_inside_the_callback(kjv):
 
 
 def test_open_stream_keeps_the_model_busy(kjv):
-    stream = kjv.generate("In the beginning", max_new_tokens=5, stream=True)
-    assert next(stream) == 286
-    with pytest.raises(tm.BusyError):
+    stream = kjv.generate("In the beginning", max_new_tokens=5, stream="tokens")
+    assert next(stream).id == 286
+    # The BusyError says why: a stream of this model is open.
+    with pytest.raises(tm.BusyError, match=r"open stream \(generate\(\.\.\., stream=True\)\)"):
         kjv.logits([1])
-    with pytest.raises(tm.BusyError):
+    with pytest.raises(tm.BusyError, match="close it"):
         kjv.generate([1], max_new_tokens=1)
+    with pytest.raises(tm.BusyError, match="open stream"):
+        kjv.stats
     assert kjv.detokenize([286]) == " of"            # the tokenizer is always available
     assert len(list(stream)) == 4
     kjv.logits([1])

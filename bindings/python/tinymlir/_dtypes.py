@@ -20,6 +20,7 @@ _TO_TM = {
     np.dtype(np.bool_): capi.TM_BOOL,
 }
 _FROM_TM = {v: k for k, v in _TO_TM.items()}
+SUPPORTED_DTYPES = tuple(_TO_TM)
 
 SUPPORTED = "float16, float32, float64, int32, int64 and bool"
 

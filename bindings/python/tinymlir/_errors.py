@@ -6,6 +6,7 @@ for the checks it makes itself. Each class also derives from the closest built-i
 so that `except ValueError` or `except OSError` code written for NumPy or files keeps working.
 """
 import enum
+from typing import Optional
 
 from . import capi
 
@@ -29,16 +30,16 @@ class Status(enum.IntEnum):
 class Error(Exception):
     """A failed tinymlir call. `status` is the tm_status; str(error) is the message."""
 
-    status = None
+    status: Optional["Status"] = None
 
-    def __init__(self, message, status=None):
+    def __init__(self, message: str, status: Optional[int] = None):
         # Only the message goes to the built-in base: OSError would read a second argument
         # as a strerror.
         super().__init__(message)
         if status is not None:
             self.status = Status(status)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.args[0] if self.args else ""
 
 
@@ -95,7 +96,7 @@ _BY_STATUS = {cls.status: cls for cls in (
     ExecutionError, UnsupportedError, LoadError, OutOfMemoryError, BusyError)}
 
 
-def error_from_status(status, message):
+def error_from_status(status: int, message: str) -> Error:
     """The exception for a failed tm_status (called from the SWIG module)."""
     try:
         status = Status(status)

@@ -1,15 +1,16 @@
 """@tinymlir.jit: trace a Python function once per specialisation, then run it compiled.
 
-Calling a jitted function with NumPy arrays:
+Calling a jitted function with arrays:
 1. flattens the positional arguments as a tree (tuples, named tuples, lists, dicts,
-   dataclasses) down to arrays;
-2. looks the specialisation up by (tree structure with every leaf's shape and dtype,
-   static keyword arguments, compile options such as the target);
+   dataclasses) down to leaves, and makes each leaf an array (tinymlir._arrays: NumPy
+   arrays, Python and NumPy scalars, DLPack producers, objects with __array__, buffers);
+2. looks the specialisation up by (tree structure with every leaf's shape and dtype, how
+   each 0-d leaf promotes, static keyword arguments, compile options such as the target);
 3. on a miss, calls the function with tracers in place of the arrays (keyword arguments
    are passed through as Python values), records the ops into a tm_trace, and compiles it
    (tm_compile, which has its own cache in the context);
-4. invokes the program on the arrays with newly allocated outputs of the inferred types,
-   and returns them in the tree structure the function returned.
+4. invokes the program on the arrays with newly allocated outputs of the inferred types
+   (or the arrays of `out=`), and returns them in the tree structure the function returned.
 
 The arrays are runtime inputs, never constants: a function called with different weights of
 the same shapes reuses one compiled program.
@@ -23,18 +24,30 @@ import collections
 import functools
 import sys
 import threading
+from typing import Any, Callable, NamedTuple, Optional, Union, overload
 
 import numpy as np
 
 from . import _tree
-from ._dtypes import from_tm, to_tm
-from ._handles import Program, Stage, Target, Trace, compile_options, default_context
+from ._arrays import Argument, as_argument, check_out
+from ._dtypes import SUPPORTED_DTYPES, from_tm, to_tm
+from ._promotion import scalar_class
+from ._handles import (CacheStats, Context, Program, Stage, Target, Trace, compile_options,
+                       default_context)
 from . import capi
 from .tracer import TraceState, Tracer, lift, tracing
 
-CacheInfo = collections.namedtuple("CacheInfo", "hits misses entries context")
-CacheInfo.__doc__ = """hits/misses/entries of one jitted function's specialisations;
-context: the context's tm_cache_get_info counts (CacheStats), shared by everything compiled in it."""
+
+
+class CacheInfo(NamedTuple):
+    """hits/misses/entries of one jitted function's specialisations; context: the context's
+    tm_cache_get_info counts (CacheStats), shared by everything compiled in it."""
+
+    hits: int
+    misses: int
+    entries: int
+    context: CacheStats
+
 
 
 DEFAULT_MAX_SPECIALIZATIONS = 128   # as functools.lru_cache
@@ -55,36 +68,55 @@ class Lowered:
     """Every IR stage of one specialisation (fn.lower(*args)). Holds its own reference to
     the program, so it stays valid after the jit cache is cleared."""
 
-    def __init__(self, program, in_treedef, out_treedef):
+    def __init__(self, program: Program, in_treedef: Any, out_treedef: Any):
         self.program = program
         self.in_treedef = in_treedef
         self.out_treedef = out_treedef
 
     @property
-    def cache_hit(self):
+    def cache_hit(self) -> bool:
         """True if compiling this specialisation found the program in the context's cache
         (compiled earlier for an equal trace, by this function or another), False if it
         was compiled then."""
         return self.program.cache_hit
 
-    def ir(self, stage):
+    def ir(self, stage: Union[Stage, str, int]) -> str:
         """The text of a stage: a tinymlir.Stage or its name ("traced", "optimized",
         "bufferized", "lowered", "llvm_ir", "assembly")."""
         return self.program.ir(stage)
 
-    traced = property(lambda self: self.ir(Stage.TRACED))
-    optimized = property(lambda self: self.ir(Stage.OPTIMIZED))
-    bufferized = property(lambda self: self.ir(Stage.BUFFERIZED))
-    lowered = property(lambda self: self.ir(Stage.LOWERED))
-    llvm_ir = property(lambda self: self.ir(Stage.LLVM_IR))
-    assembly = property(lambda self: self.ir(Stage.ASSEMBLY))
+    @property
+    def traced(self) -> str:
+        return self.ir(Stage.TRACED)
+
+    @property
+    def optimized(self) -> str:
+        return self.ir(Stage.OPTIMIZED)
+
+    @property
+    def bufferized(self) -> str:
+        return self.ir(Stage.BUFFERIZED)
+
+    @property
+    def lowered(self) -> str:
+        return self.ir(Stage.LOWERED)
+
+    @property
+    def llvm_ir(self) -> str:
+        return self.ir(Stage.LLVM_IR)
+
+    @property
+    def assembly(self) -> str:
+        return self.ir(Stage.ASSEMBLY)
 
 
 class JittedFunction:
     """A function traced and compiled per specialisation; see the module docstring."""
 
-    def __init__(self, fn, target="cpu", context=None, optimize=None, use_blas=None,
-                 opt_level=None, max_specializations=DEFAULT_MAX_SPECIALIZATIONS):
+    def __init__(self, fn: Callable[..., Any], target: Union[str, int] = "cpu",
+                 context: Optional[Context] = None, optimize: Optional[bool] = None,
+                 use_blas: Optional[bool] = None, opt_level: Optional[int] = None,
+                 max_specializations: Optional[int] = DEFAULT_MAX_SPECIALIZATIONS):
         functools.update_wrapper(self, fn)
         self._max_specializations = _check_max_specializations(max_specializations)
         self._fn = fn
@@ -100,7 +132,7 @@ class JittedFunction:
         self._misses = 0
         self._lock = threading.Lock()
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         """Pickles as the function and its options (multiprocessing's spawn, for one); the
         copy compiles its own programs. A jitted function defined at module level (the
         decorator's name is then this object) pickles by name, like a function; one with a
@@ -117,50 +149,68 @@ class JittedFunction:
                 (self._fn, self._context, dict(self._options), self._max_specializations))
 
     @property
-    def target(self):
+    def target(self) -> Target:
         return self._options["target"]
 
     @property
-    def context(self):
+    def context(self) -> Context:
         return self._context if self._context is not None else default_context()
 
-    def __get__(self, instance, owner=None):
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
         """obj.f for a jitted f defined in obj's class, as for a function."""
         if instance is None:
             return self
         return BoundJittedFunction(self, instance)
 
-    def __call__(self, *args, **static):
+    def __call__(self, *args: Any, **static: Any) -> Any:
+        """Runs the function compiled: positional arguments are arrays (or trees of them;
+        see tinymlir._arrays for what is taken), keyword arguments static values, except
+        `out`: arrays (in the tree structure of the results) to write the results into."""
         return self._call(_UNBOUND, args, static)
 
-    def lower(self, *args, **static):
+    def lower(self, *args: Any, **static: Any) -> Lowered:
         """Specialises (through the cache) and returns the Lowered program with every IR
         stage."""
         return self._lower(_UNBOUND, args, static)
 
     def _call(self, bound, args, static):
         """Runs the function on `args`; `bound` is a static instance passed first (see
-        BoundJittedFunction), or _UNBOUND."""
+        BoundJittedFunction), or _UNBOUND. `out` in `static` is where the results go."""
         leaves, treedef = _tree.flatten(args)
         if any(isinstance(x, Tracer) for x in leaves):
             # Called from inside another jitted function: becomes part of that trace.
             return self._fn(*_prepend(bound, args), **static)
+        out = static.pop("out", None)
         spec, arrays = self._specialize(leaves, treedef, static, bound)
-        outputs = [np.empty(shape, dtype) for dtype, shape in spec.out_types]
+        if out is None:
+            outputs = [np.empty(shape, dtype) for dtype, shape in spec.out_types]
+        else:
+            outputs = self._check_out(out, spec)
         spec.program.invoke(arrays, outputs)
         return _tree.unflatten(spec.out_treedef, outputs)
+
+    def _check_out(self, out, spec):
+        """The arrays of `out=`: a tree of the results' structure (one array for one result)
+        whose leaves are writable NumPy arrays of the results' dtypes and shapes."""
+        leaves, treedef = _tree.flatten(out)
+        if treedef != spec.out_treedef:
+            raise ValueError(f"{self.__qualname__}: out= has the structure {treedef!r}; the "
+                             f"results have {spec.out_treedef!r}")
+        paths = _tree.leaf_paths(treedef)
+        return [check_out(x, f"{self.__qualname__}: out{paths[i]}", dtype, shape)
+                for i, (x, (dtype, shape)) in enumerate(zip(leaves, spec.out_types))]
 
     def _lower(self, bound, args, static):
         leaves, treedef = _tree.flatten(args)
         spec, _ = self._specialize(leaves, treedef, static, bound)
         return Lowered(spec.program.retain(), treedef, spec.out_treedef)
 
-    def cache_info(self):
+    def cache_info(self) -> CacheInfo:
         with self._lock:
             hits, misses, entries = self._hits, self._misses, len(self._cache)
         return CacheInfo(hits, misses, entries, self.context.cache_stats())
 
-    def cache_clear(self):
+    def cache_clear(self) -> None:
         """Drops this function's specialisations. Their programs are released when the
         last reference goes (not closed here: another thread may be running one)."""
         with self._lock:
@@ -168,15 +218,17 @@ class JittedFunction:
             self._hits = self._misses = 0
         del dropped   # finalizers run outside the lock (they may call this function)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<tinymlir.jit {self.__qualname__} target={self.target.name.lower()}>"
 
     # ---- Specialisation ----------------------------------------------------------------------
 
     def _specialize(self, leaves, treedef, static, bound):
-        arrays = self._check_leaves(leaves, treedef)
+        arguments = self._check_leaves(leaves, treedef)
+        arrays = [a.array for a in arguments]
         bound_key = () if bound is _UNBOUND else self._static_key({"self": bound})
         key = (treedef, tuple((a.shape, a.dtype.str) for a in arrays),
+               tuple(None if a.scalar is None else scalar_class(a.scalar) for a in arguments),
                self._static_key(static), bound_key, self._options_key)
         with self._lock:
             spec = self._cache.get(key)
@@ -187,7 +239,7 @@ class JittedFunction:
             self._misses += 1
         # Traced and compiled outside the lock; two threads racing on one key both trace,
         # and the context's cache makes the second compile a lookup.
-        spec = self._trace_and_compile(treedef, arrays, static, bound)
+        spec = self._trace_and_compile(treedef, arguments, static, bound)
         dropped = []
         with self._lock:
             spec = self._cache.setdefault(key, spec)
@@ -200,25 +252,18 @@ class JittedFunction:
         return spec, arrays
 
     def _check_leaves(self, leaves, treedef):
-        arrays = []
+        """Each leaf as an Argument (tinymlir._arrays), named by its path in messages."""
         paths = None
+        arguments = []
         for i, x in enumerate(leaves):
-            if isinstance(x, np.generic):
-                x = np.asarray(x)
-            if not isinstance(x, np.ndarray):
-                paths = paths or _tree.leaf_paths(treedef)
-                raise TypeError(
-                    f"{self.__qualname__}: argument {_arg_path(paths[i])} is a "
-                    f"{type(x).__name__}, not a NumPy array; pass arrays positionally "
-                    "(np.asarray(x)) and other values as static keyword arguments")
-            try:
-                to_tm(x.dtype)
-            except Exception as e:
-                paths = paths or _tree.leaf_paths(treedef)
-                raise type(e)(f"{self.__qualname__}: argument {_arg_path(paths[i])}: {e}") \
-                    from None
-            arrays.append(x)
-        return arrays
+            if (type(x) is np.ndarray and x.ndim > 0 and x.dtype in SUPPORTED_DTYPES
+                    and x.flags.aligned):   # the usual leaf, taken as it is
+                arguments.append(Argument(x, None))
+                continue
+            paths = paths or _tree.leaf_paths(treedef)
+            arguments.append(as_argument(x, f"{self.__qualname__}: argument "
+                                            f"{_arg_path(paths[i])}"))
+        return arguments
 
     def _static_key(self, static):
         items = tuple(sorted(static.items()))
@@ -236,14 +281,15 @@ class JittedFunction:
         # trace again.
         return tuple((name, _tree.canonical_key(value)) for name, value in items)
 
-    def _trace_and_compile(self, treedef, arrays, static, bound=_UNBOUND):
+    def _trace_and_compile(self, treedef, arguments, static, bound=_UNBOUND):
         context = self.context
         name = getattr(self._fn, "__qualname__", "kernel")
         with Trace(context, name) as trace:
             state = TraceState(trace, name)
             with tracing(state):
-                inputs = [Tracer(state, capi.tm_op_input(trace.ptr, to_tm(a.dtype), a.shape))
-                          for a in arrays]
+                inputs = [Tracer(state, capi.tm_op_input(trace.ptr, to_tm(a.array.dtype),
+                                                         a.array.shape), scalar=a.scalar)
+                          for a in arguments]
                 args = _tree.unflatten(treedef, inputs)
                 result = self._fn(*_prepend(bound, args), **static)
                 out_leaves, out_treedef = _tree.flatten(result)
@@ -269,24 +315,24 @@ class BoundJittedFunction:
     the function as its first argument: traced with the others if it is a tree of arrays,
     else as a static value (hashable; part of the cache key). The cache is the function's."""
 
-    def __init__(self, jitted, instance):
+    def __init__(self, jitted: JittedFunction, instance: Any):
         self.__func__ = jitted
         self.__self__ = instance
 
-    def __call__(self, *args, **static):
+    def __call__(self, *args: Any, **static: Any) -> Any:
         if _is_array_tree(self.__self__):
             return self.__func__(self.__self__, *args, **static)
         return self.__func__._call(self.__self__, args, static)
 
-    def lower(self, *args, **static):
+    def lower(self, *args: Any, **static: Any) -> Lowered:
         if _is_array_tree(self.__self__):
             return self.__func__.lower(self.__self__, *args, **static)
         return self.__func__._lower(self.__self__, args, static)
 
-    def __getattr__(self, name):   # cache_info, cache_clear, target, __doc__, ...
+    def __getattr__(self, name: str) -> Any:   # cache_info, cache_clear, target, __doc__, ...
         return getattr(self.__func__, name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<bound {self.__func__!r} of {self.__self__!r}>"
 
 
@@ -317,8 +363,26 @@ def _check_max_specializations(n):
     return n
 
 
-def jit(fn=None, *, target="cpu", context=None, optimize=None, use_blas=None, opt_level=None,
-        max_specializations=DEFAULT_MAX_SPECIALIZATIONS):
+@overload
+def jit(fn: Callable[..., Any], *, target: Union[str, int] = ...,
+        context: Optional[Context] = ..., optimize: Optional[bool] = ...,
+        use_blas: Optional[bool] = ..., opt_level: Optional[int] = ...,
+        max_specializations: Optional[int] = ...) -> JittedFunction: ...
+
+
+@overload
+def jit(fn: None = ..., *, target: Union[str, int] = ...,
+        context: Optional[Context] = ..., optimize: Optional[bool] = ...,
+        use_blas: Optional[bool] = ..., opt_level: Optional[int] = ...,
+        max_specializations: Optional[int] = ...
+        ) -> Callable[[Callable[..., Any]], JittedFunction]: ...
+
+
+def jit(fn: Optional[Callable[..., Any]] = None, *, target: Union[str, int] = "cpu",
+        context: Optional[Context] = None, optimize: Optional[bool] = None,
+        use_blas: Optional[bool] = None, opt_level: Optional[int] = None,
+        max_specializations: Optional[int] = DEFAULT_MAX_SPECIALIZATIONS
+        ) -> Union[JittedFunction, Callable[[Callable[..., Any]], JittedFunction]]:
     """Decorator (or function) that traces and compiles `fn` per specialisation.
 
     target: "cpu" or "gpu" (or a tinymlir.Target), passed through to tm_compile; the

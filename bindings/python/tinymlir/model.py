@@ -3,27 +3,46 @@
     model = tinymlir.Model.load("models/kjv-tiny")
     ids = model.generate("In the beginning", max_new_tokens=20)
     print(model.detokenize(ids))
-    for token in model.generate("And God said", stream=True):
-        print(model.detokenize([token]), end="", flush=True)
+    for piece in model.generate("And God said", stream=True):
+        print(piece, end="", flush=True)
 
 A model runs one computation at a time (it owns one KV cache). The library refuses, with
 BusyError, a logits(), generate() or stats while another runs on the same model: on another
 thread, from a generate() callback, or while a stream is open (a stream keeps its
-generation running until it is exhausted or closed). Tokenizing and detokenizing are always
-allowed. Use one model per thread; models may share a context.
+generation running until it is exhausted or closed; the BusyError then says so).
+Tokenizing and detokenizing are always allowed. Use one model per thread; models may share
+a context.
 """
-import collections
-import queue
+import contextlib
+import os
 import threading
+import weakref
+from typing import (Any, Callable, Dict, Iterator, List, Literal, NamedTuple, Optional,
+                    Sequence, Union, overload)
 
 import numpy as np
 
 from . import capi
 from ._args import flag_arg, index_arg, real_arg
-from ._handles import Target, _Handle, c_path, default_context
+from ._errors import BusyError
+from ._handles import Context, Target, _Handle, c_path, default_context
 from ._interrupt import call_interruptibly
+from ._stream import Stream, busy_message
 
-ModelInfo = collections.namedtuple("ModelInfo", "vocab_size n_ctx n_layer n_embd")
+
+
+class ModelInfo(NamedTuple):
+    """A model's dimensions (tm_model_info)."""
+
+    vocab_size: int
+    n_ctx: int
+    n_layer: int
+    n_embd: int
+
+
+# A prompt: text (str or bytes-like), or token ids (a sequence or 1-D array of ints).
+Prompt = Union[str, bytes, bytearray, memoryview, Sequence[int], np.ndarray]
+TokenIds = Union[Sequence[int], np.ndarray]
 
 # How each generate() option is checked: integers by operator.index (never a truncated
 # float or a parsed str), real numbers for the float options, flags as bool (or 0/1).
@@ -40,8 +59,16 @@ class Model(_Handle):
     _kind = "model"
     _elsewhere = "Model.load() its directory again there"
 
+    def __init__(self, ptr: Any):
+        super().__init__(ptr)
+        # Streams of this model that have started and not ended (for BusyError's message);
+        # weak, so that an abandoned stream is still collected, and closed.
+        self._open_streams: "weakref.WeakSet[Stream]" = weakref.WeakSet()
+
     @classmethod
-    def load(cls, directory, target="cpu", context=None, weights=None):
+    def load(cls, directory: Union[str, bytes, "os.PathLike[Any]"],
+             target: Union[str, int] = "cpu", context: Optional[Context] = None,
+             weights: Optional[str] = None) -> "Model":
         """Loads config.json, model.safetensors and (if present) vocab.json + merges.txt
         from `directory` (str, bytes or os.PathLike). Raises LoadError for missing or
         malformed files. The model keeps its own reference to the context (default: the
@@ -64,53 +91,81 @@ class Model(_Handle):
         return call_interruptibly(call)
 
     @property
-    def info(self):
+    def info(self) -> ModelInfo:
         return ModelInfo(*capi.tm_model_info(self._live_ptr()))
 
     @property
-    def stats(self):
+    def stats(self) -> Dict[str, Union[int, float]]:
         """tm_model_get_stats as a dict (programs compiled/cached/read from disk, seconds,
         tokens)."""
-        with self._using() as ptr:
+        with self._calling() as ptr:
             s = capi.tm_model_get_stats(ptr)
         return {name: getattr(s, name) for name in (
             "programs_compiled", "programs_cached", "compile_seconds", "load_seconds",
             "prefill_seconds", "decode_seconds", "decode_tokens", "programs_from_disk")}
 
-    def tokenize(self, text):
+    def tokenize(self, text: Union[str, bytes, bytearray, memoryview]) -> List[int]:
         """Token ids of a str (UTF-8) or bytes-like object (bytes, bytearray, memoryview)."""
         return capi.tm_tokenize(self._live_ptr(), _text(text))
 
-    def detokenize(self, ids, errors="replace"):
+    def detokenize(self, ids: TokenIds, errors: str = "replace") -> str:
         """The text of token ids. A piece may end inside a UTF-8 character; such bytes are
-        decoded with `errors` (see detokenize_bytes for the raw bytes)."""
+        decoded with `errors` (see detokenize_bytes for the raw bytes, and
+        generate(..., stream=True) for text that is never split)."""
         return self.detokenize_bytes(ids).decode("utf-8", errors)
 
-    def detokenize_bytes(self, ids):
+    def detokenize_bytes(self, ids: TokenIds) -> bytes:
+        """The bytes of token ids (GPT-2's tokens are bytes: one may end inside a UTF-8
+        character)."""
         return capi.tm_detokenize(self._live_ptr(), _ids(ids))
 
-    def logits(self, ids):
+    def logits(self, ids: TokenIds) -> np.ndarray:
         """The vocab_size logits (float32) of the last position, recomputing all of ids."""
         out = np.empty(self.info.vocab_size, np.float32)
         ids = _ids(ids)
 
         def call():
-            with self._using() as ptr:
+            with self._calling() as ptr:
                 capi.tm_model_logits(ptr, ids, out)
         call_interruptibly(call)
         return out
 
-    def generate(self, prompt, max_new_tokens=None, temperature=None, top_k=None, top_p=None,
-                 seed=None, use_kv_cache=None, stop_at_eos=None, stream=False, callback=None):
+    @overload
+    def generate(self, prompt: Prompt, max_new_tokens: Optional[int] = ...,
+                 temperature: Optional[float] = ..., top_k: Optional[int] = ...,
+                 top_p: Optional[float] = ..., seed: Optional[int] = ...,
+                 use_kv_cache: Optional[bool] = ..., stop_at_eos: Optional[bool] = ...,
+                 stream: Literal[False] = ...,
+                 callback: Optional[Callable[[int], Any]] = ...) -> List[int]: ...
+
+    @overload
+    def generate(self, prompt: Prompt, max_new_tokens: Optional[int] = ...,
+                 temperature: Optional[float] = ..., top_k: Optional[int] = ...,
+                 top_p: Optional[float] = ..., seed: Optional[int] = ...,
+                 use_kv_cache: Optional[bool] = ..., stop_at_eos: Optional[bool] = ...,
+                 stream: Literal[True, 'tokens'] = ...,
+                 callback: Optional[Callable[[int], Any]] = ...) -> Stream: ...
+
+    def generate(self, prompt: Prompt, max_new_tokens: Optional[int] = None,
+                 temperature: Optional[float] = None, top_k: Optional[int] = None,
+                 top_p: Optional[float] = None, seed: Optional[int] = None,
+                 use_kv_cache: Optional[bool] = None, stop_at_eos: Optional[bool] = None,
+                 stream: Union[bool, str] = False,
+                 callback: Optional[Callable[[int], Any]] = None) -> Union[List[int], Stream]:
         """Generates tokens after `prompt`: text (a str or bytes-like object, tokenized) or
         token ids (a sequence or 1-D array of ints).
 
         Options left as None take the library's defaults (32 tokens, greedy, KV cache on,
-        no stop at EOS). Returns the list of generated ids; with stream=True, returns an
-        iterator that yields each id as soon as it is chosen. callback(token), if given, is
-        called for each token; a true result stops the generation after that token (None or
-        False goes on), and an exception it raises stops the generation and is re-raised
-        here."""
+        no stop at EOS). Returns the list of generated ids. With stream=True, returns a
+        Stream that yields the generated text as it comes, in pieces of whole characters (a
+        character split across tokens is held back until complete); with stream="tokens",
+        one StreamedToken(id, text) per token instead. A stream keeps the model busy until
+        it is exhausted or closed (close(), a `with` block, or dropping it).
+        callback(token), if given, is called for each token; a true result stops the
+        generation after that token (None or False goes on), and an exception it raises
+        stops the generation and is re-raised here."""
+        if stream not in (False, True, "tokens"):
+            raise ValueError(f"stream must be False, True (text) or 'tokens', not {stream!r}")
         ids = self.tokenize(prompt) if _is_text(prompt) else _ids(prompt)
         options = capi.tm_generate_options()
         capi.tm_generate_options_init(options)
@@ -125,9 +180,12 @@ class Model(_Handle):
                     raise OverflowError(f"{name}={value!r} is outside the range of "
                                         "tm_generate_options." + name) from None
         if stream:
-            return self._stream(ids, options, callback)
+            def run(on_token):
+                with self._calling() as ptr:
+                    return capi.tm_generate(ptr, ids, options, on_token)
+            return Stream(self, run, callback, tokens=stream == "tokens")
         if threading.current_thread() is not threading.main_thread():
-            with self._using() as ptr:
+            with self._calling() as ptr:
                 return capi.tm_generate(ptr, ids, options, callback)
         # From the main thread: interruptible (see _interrupt); an interrupted generation
         # stops after its current token.
@@ -138,64 +196,35 @@ class Model(_Handle):
             return bool(stop) or interrupted.is_set()
 
         def call():
-            with self._using() as ptr:
+            with self._calling() as ptr:
                 return capi.tm_generate(ptr, ids, options, on_token)
         return call_interruptibly(call, stop=interrupted.set)
 
-    def _stream(self, ids, options, callback):
-        """A generator over tm_generate's callback. The C call runs in a worker thread (with
-        the GIL released); its callback hands each token over and waits until the consumer
-        asks for the next one, so the generation advances with the loop and the model stays
-        busy (BusyError for other calls) until the stream is exhausted or closed. Closing it
-        early makes the callback ask the library to stop."""
-        tokens = queue.Queue()
-        resume = threading.Semaphore(0)
-        closing = threading.Event()
-        done = object()
-
-        def on_token(token):
-            stop = callback is not None and callback(token)
-            tokens.put(token)
-            resume.acquire()
-            return bool(stop) or closing.is_set()
-
-        def work():
-            try:
-                with self._using() as ptr:
-                    capi.tm_generate(ptr, ids, options, on_token)
-                tokens.put((done, None))
-            except BaseException as e:  # re-raised in the consumer's thread
-                tokens.put((done, e))
-
-        worker = threading.Thread(target=work, name="tinymlir-generate", daemon=True)
-        worker.start()
+    @contextlib.contextmanager
+    def _calling(self) -> Iterator[Any]:
+        """_using() for a call the library may refuse as busy: a BusyError while a stream
+        of this model is open says so."""
         try:
-            while True:
-                item = tokens.get()
-                if isinstance(item, tuple) and item[0] is done:
-                    if item[1] is not None:
-                        raise item[1]
-                    return
-                yield item
-                resume.release()
-        finally:
-            closing.set()
-            resume.release()   # wakes a callback waiting for the consumer
-            worker.join()
+            with self._using() as ptr:
+                yield ptr
+        except BusyError as e:
+            if len(self._open_streams) == 0:
+                raise
+            raise BusyError(busy_message(str(e))) from None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.closed:
             return "<tinymlir.Model closed>"
         return "<tinymlir.Model vocab_size={} n_ctx={} n_layer={} n_embd={}>".format(*self.info)
 
 
-def _is_text(prompt):
+def _is_text(prompt: Any) -> bool:
     """Whether a prompt is text: a str or a bytes-like object. A NumPy array exposes a
     buffer too, but it holds ids, as does any other sequence."""
     return isinstance(prompt, (str, bytes, bytearray, memoryview))
 
 
-def _text(text):
+def _text(text: Any) -> Union[str, bytes]:
     """Text for tm_tokenize, which takes str or bytes: bytearray and byte memoryviews are
     copied to bytes."""
     if isinstance(text, (str, bytes)):
@@ -209,7 +238,7 @@ def _text(text):
                     + (f" of format {text.format!r}" if isinstance(text, memoryview) else ""))
 
 
-def _ids(ids):
+def _ids(ids: Any) -> np.ndarray:
     """Token ids as a 1-D int32 array; values outside int32 raise OverflowError rather than
     wrap around."""
     arr = np.asarray(ids)

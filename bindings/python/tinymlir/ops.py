@@ -6,17 +6,19 @@ library into primitives that fusion sees). They work on tracers, Python scalars 
 arrays, inside a function being traced by @tinymlir.jit. There is no NumPy fallback outside
 a trace: calling them there raises a TypeError.
 """
+from typing import Any, Iterable, Optional, Sequence, Union
+
 import numpy as np
 
 from . import capi
 from ._args import index_arg, real_arg
 from ._dtypes import to_tm
-from .tracer import Tracer, constant_rows, lift, lift_all, record, state_of
+from .tracer import Axis, Operand, Tracer, constant_rows, lift, lift_all, record, state_of
 
 
 def _unary_function(op, name):
     """tinymlir.<name>(x): records the library's unary op `op` (tm_op_unary)."""
-    def unary(x):
+    def unary(x: Operand) -> Tracer:
         return record(lambda trace, value: capi.tm_op_unary(trace, op, value), x,
                       what=f"tinymlir.{name}")
     unary.__name__ = unary.__qualname__ = name
@@ -38,42 +40,42 @@ __all__ = list(UNARY_OPS) + [
     "gather", "causal_mask", "reshape", "transpose", "sum", "max", "mean", "var"]
 
 
-def maximum(a, b):
+def maximum(a: Operand, b: Operand) -> Tracer:
     """Elementwise maximum; NaN propagates, as in NumPy."""
     return record(capi.tm_op_maximum, a, b, what="tinymlir.maximum")
 
 
-def minimum(a, b):
+def minimum(a: Operand, b: Operand) -> Tracer:
     return record(capi.tm_op_minimum, a, b, what="tinymlir.minimum")
 
 
-def where(cond, a, b):
+def where(cond: Operand, a: Operand, b: Operand) -> Tracer:
     """a where cond (a bool tensor) is true, else b; all three broadcast together."""
     return record(capi.tm_op_where, cond, a, b, what="tinymlir.where")
 
 
-def matmul(a, b):
+def matmul(a: Operand, b: Operand) -> Tracer:
     return record(capi.tm_op_matmul, a, b, what="tinymlir.matmul")
 
 
-def softmax(x, axis=-1):
+def softmax(x: Operand, axis: int = -1) -> Tracer:
     """Numerically stable softmax along one axis."""
     return record(capi.tm_op_softmax, x, args=(index_arg(axis, "axis"),),
                   what="tinymlir.softmax")
 
 
-def layer_norm(x, gamma, beta, eps=1e-5):
+def layer_norm(x: Operand, gamma: Operand, beta: Operand, eps: float = 1e-5) -> Tracer:
     """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis."""
     return record(capi.tm_op_layer_norm, x, gamma, beta, args=(real_arg(eps, "eps"),),
                   what="tinymlir.layer_norm")
 
 
-def gelu_tanh(x):
+def gelu_tanh(x: Operand) -> Tracer:
     """GELU, tanh approximation (GPT-2's gelu_new)."""
     return record(capi.tm_op_gelu_tanh, x, what="tinymlir.gelu_tanh")
 
 
-def concat(xs, axis=0):
+def concat(xs: Iterable[Operand], axis: int = 0) -> Tracer:
     """Joins tensors along an existing axis (NumPy's concatenate); dtypes are promoted."""
     xs = list(xs)
     axis = index_arg(axis, "axis")
@@ -81,7 +83,7 @@ def concat(xs, axis=0):
     return Tracer(state, capi.tm_op_concat(state.ptr, lift_all(state, xs), axis))
 
 
-def gather(table, ids):
+def gather(table: Operand, ids: Union[Operand, Sequence[int]]) -> Tracer:
     """Rows of a table: out[i..., :] = table[ids[i...], :] (ids: int32 or int64). ids known
     at trace time (an array, a list, an int) are checked as NumPy indexes: negative ones
     count from the end, and one outside the rows raises IndexError."""
@@ -90,7 +92,7 @@ def gather(table, ids):
     return record(capi.tm_op_gather, table, ids, what="tinymlir.gather")
 
 
-def causal_mask(rows, cols, offset=0, dtype=np.float32):
+def causal_mask(rows: int, cols: int, offset: int = 0, dtype: Any = np.float32) -> Tracer:
     """A (rows, cols) additive mask: 0 where col <= row + offset, the dtype's lowest finite
     value elsewhere. Needs a current trace, since it has no tensor operand."""
     rows, cols = index_arg(rows, "rows"), index_arg(cols, "cols")
@@ -100,31 +102,31 @@ def causal_mask(rows, cols, offset=0, dtype=np.float32):
     return Tracer(state, value)
 
 
-def reshape(x, shape):
+def reshape(x: Operand, shape: Sequence[int]) -> Tracer:
     return _as_tracer(x, "tinymlir.reshape").reshape(shape)
 
 
-def transpose(x, axes=None):
+def transpose(x: Operand, axes: Optional[Sequence[int]] = None) -> Tracer:
     return _as_tracer(x, "tinymlir.transpose").transpose(axes)
 
 
-def sum(x, axis=None, keepdims=False):  # noqa: A001 (as np.sum)
+def sum(x: Operand, axis: Axis = None, keepdims: bool = False) -> Tracer:  # noqa: A001 (as np.sum)
     return _as_tracer(x, "tinymlir.sum").sum(axis, keepdims=keepdims)
 
 
-def max(x, axis=None, keepdims=False):  # noqa: A001 (as np.max)
+def max(x: Operand, axis: Axis = None, keepdims: bool = False) -> Tracer:  # noqa: A001 (as np.max)
     return _as_tracer(x, "tinymlir.max").max(axis, keepdims=keepdims)
 
 
-def mean(x, axis=None, keepdims=False):
+def mean(x: Operand, axis: Axis = None, keepdims: bool = False) -> Tracer:
     return _as_tracer(x, "tinymlir.mean").mean(axis, keepdims=keepdims)
 
 
-def var(x, axis=None, keepdims=False):
+def var(x: Operand, axis: Axis = None, keepdims: bool = False) -> Tracer:
     return _as_tracer(x, "tinymlir.var").var(axis, keepdims=keepdims)
 
 
-def _as_tracer(x, what):
+def _as_tracer(x: Operand, what: str) -> Tracer:
     """x itself if traced; a constant or scalar of the current trace otherwise."""
     if isinstance(x, Tracer):
         return x

@@ -5,13 +5,16 @@ the library, which infers them; the binding never guesses). Its operators record
 `x * g + b` records tm_op_mul and tm_op_add. Operands that are not tracers enter the trace
 as the C API has them: Python scalars as tm_op_scalar (weak, NumPy-style: f32 * 0.5 stays
 f32) and NumPy arrays or scalars as tm_op_constant (part of the program). A Python int that
-a double cannot hold exactly goes in as an exact int64 constant (see _lift_int).
+a double cannot hold exactly goes in as an exact int64 constant (see _lift_int). Elementwise
+ops promote as the installed NumPy does (tinymlir._promotion): where its dtype is not the
+library's, the operands are cast to it first.
 
 Shape and dtype errors come from the library, at the op that caused them, with a message
 that names the op and the shapes.
 """
 import contextlib
 import threading
+from typing import Any, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -19,8 +22,14 @@ from . import capi
 from ._args import flag_arg, index_arg
 from ._dtypes import from_tm, to_tm
 from ._errors import OutOfRangeError
+from ._promotion import cast_constant, numpy_dtype
 
 _local = threading.local()
+
+# What traced ops take: a traced value, a NumPy array or scalar, or a Python number.
+Operand = Union["Tracer", np.ndarray, np.generic, bool, int, float]
+# A reduction's axis: one, several, or all (None).
+Axis = Union[int, Sequence[int], None]
 
 
 class TraceState:
@@ -79,9 +88,9 @@ def lift(state, x, others=(), compare=False):
                 f"'{state.name}': tracers must not leak out of the function being traced")
         return x.value
     # NumPy scalars first: np.float64 subclasses float, but like every NumPy value it has a
-    # dtype, and typed values promote as arrays do (NumPy 2's rule, NEP 50): f32 tensor *
-    # np.float64(0.5) is f64, exactly as with np.asarray(0.5). Only Python's own numbers
-    # are weak scalars that take the tensor's dtype.
+    # dtype and enters as a typed constant. Only Python's own numbers are weak scalars that
+    # take the tensor's dtype. (Where the installed NumPy promotes a NumPy scalar by its
+    # value, record() has cast it already.)
     if isinstance(x, (np.ndarray, np.generic)):
         return capi.tm_op_constant(state.ptr, np.asarray(x))
     # bool before int: bool is an int subclass, and a Python bool is a TM_BOOL scalar.
@@ -103,12 +112,54 @@ def lift_all(state, operands, compare=False):
 
 def record(c_op, *operands, args=(), what=None):
     """Records c_op(trace, *operand values, *args) and returns the result's Tracer."""
-    state = state_of(operands, what or c_op.__name__)
-    values = lift_all(state, operands, compare=c_op in _COMPARISONS)
+    what = what or c_op.__name__
+    state = state_of(operands, what)
+    compare = c_op in _COMPARISONS
+    if c_op in _PROMOTING:
+        operands = _promote(state, operands, what, compare)
+    elif c_op is capi.tm_op_where:   # the condition is no part of the promotion
+        operands = (operands[0], *_promote(state, operands[1:], what, compare))
+    values = lift_all(state, operands, compare=compare)
     return Tracer(state, c_op(state.ptr, *values, *args))
 
 
 _COMPARISONS = (capi.tm_op_less, capi.tm_op_greater, capi.tm_op_equal)
+# The elementwise ops whose operands promote together (tm_op_where's last two, too).
+_PROMOTING = _COMPARISONS + (capi.tm_op_add, capi.tm_op_sub, capi.tm_op_mul, capi.tm_op_div,
+                             capi.tm_op_pow, capi.tm_op_maximum, capi.tm_op_minimum)
+
+
+def _promote(state, operands, what, compare):
+    """The operands of one elementwise op, cast to the dtype the installed NumPy computes it
+    in where that is not the library's (tinymlir._promotion)."""
+    dtype = numpy_dtype(operands, what) if len(operands) > 1 else None
+    if dtype is None:
+        return operands
+    if dtype == np.dtype(object):
+        # NumPy 1.x computes with Python objects for an int beyond int64. A comparison gets
+        # its exact answer from _lift_int, and with floats the int becomes a float (the
+        # values NumPy's objects hold, in float64); integer arithmetic cannot be traced.
+        big = next(x for x in operands if type(x) is int)
+        if compare or any(_kind(x) == "f" for x in operands):
+            return operands
+        raise OverflowError(f"Python integer {big} out of bounds for int64: NumPy computes "
+                            "with it as a Python object, which cannot be traced")
+    out = []
+    for x in operands:
+        if isinstance(x, Tracer) and x.dtype != dtype:
+            x = Tracer(state, capi.tm_op_cast(state.ptr, lift(state, x), to_tm(dtype)))
+        elif isinstance(x, (np.ndarray, np.generic)) and x.dtype != dtype:
+            x = cast_constant(x, dtype)
+        out.append(x)
+    return out
+
+
+def _kind(x):
+    """The dtype kind of an operand ("f" for a Python float), or None."""
+    if isinstance(x, float) and not isinstance(x, np.generic):
+        return "f"
+    dtype = getattr(x, "dtype", None)
+    return dtype.kind if isinstance(dtype, np.dtype) else None
 _EXACT_IN_DOUBLE = 2 ** 53   # every int of at most this magnitude is a double exactly
 
 
@@ -178,54 +229,57 @@ class Tracer:
     """A traced array: shape and dtype are static, values exist only when the compiled
     program runs."""
 
-    __slots__ = ("_state", "value", "shape", "dtype")
+    __slots__ = ("_state", "value", "shape", "dtype", "scalar")
     # NumPy defers to our reflected operators (ndarray * tracer -> Tracer.__rmul__) instead
     # of trying to make an object array out of a tracer.
     __array_ufunc__ = None
 
-    def __init__(self, state, value):
+    def __init__(self, state: TraceState, value: Any, scalar: Any = None):
         self._state = state
         self.value = value
+        # For a 0-d argument of the jitted function: the value of the call it was traced
+        # for, by which NumPy promotes it (tinymlir._promotion); else None.
+        self.scalar = scalar
         dtype, shape = capi.tm_value_type(state.ptr, value)
         self.dtype = from_tm(dtype)
         self.shape = shape
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.shape)
 
     @property
-    def size(self):
+    def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Tracer(shape={self.shape}, dtype={self.dtype})"
 
     # ---- Values that only exist at run time ------------------------------------------------
 
-    def _no_value(self, what):
+    def _no_value(self, what: str) -> Any:
         raise TypeError(
             f"{what} on a traced value ({self!r}) needs its data, which exists only when the "
             "compiled program runs: data-dependent control flow cannot be traced. Compute "
             "both branches and pick with tinymlir.where(cond, a, b), or pass the value as a "
             "static keyword argument.")
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         self._no_value("bool() (a Python `if`, `while`, `and`, `or` or `not`)")
 
-    def __int__(self):
+    def __int__(self) -> int:
         self._no_value("int()")
 
-    def __float__(self):
+    def __float__(self) -> float:
         self._no_value("float()")
 
-    def __index__(self):
+    def __index__(self) -> int:
         self._no_value("using it as a Python index")
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> np.ndarray:
         self._no_value("converting it to a NumPy array")
 
-    def __array_function__(self, func, types, args, kwargs):
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """NumPy functions called on a tracer (NEP 18). Those whose NumPy implementation
         calls the array's method of the same name (np.sum(x) calls x.sum) run it; any other
         would convert the tracer to an array, which has no data: the error says what to
@@ -240,44 +294,78 @@ class Tracer:
 
     # ---- Arithmetic --------------------------------------------------------------------------
 
-    def __add__(self, other): return record(capi.tm_op_add, self, other)
-    def __radd__(self, other): return record(capi.tm_op_add, other, self)
-    def __sub__(self, other): return record(capi.tm_op_sub, self, other)
-    def __rsub__(self, other): return record(capi.tm_op_sub, other, self)
-    def __mul__(self, other): return record(capi.tm_op_mul, self, other)
-    def __rmul__(self, other): return record(capi.tm_op_mul, other, self)
-    def __truediv__(self, other): return record(capi.tm_op_div, self, other)
-    def __rtruediv__(self, other): return record(capi.tm_op_div, other, self)
-    def __pow__(self, other): return record(capi.tm_op_pow, self, other)
-    def __rpow__(self, other): return record(capi.tm_op_pow, other, self)
-    def __matmul__(self, other): return record(capi.tm_op_matmul, self, other)
-    def __rmatmul__(self, other): return record(capi.tm_op_matmul, other, self)
-    def __neg__(self): return record(capi.tm_op_neg, self)
-    def __pos__(self): return self
-    def __abs__(self): return record(capi.tm_op_abs, self)
+    def __add__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_add, self, other)
+
+    def __radd__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_add, other, self)
+
+    def __sub__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_sub, self, other)
+
+    def __rsub__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_sub, other, self)
+
+    def __mul__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_mul, self, other)
+
+    def __rmul__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_mul, other, self)
+
+    def __truediv__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_div, self, other)
+
+    def __rtruediv__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_div, other, self)
+
+    def __pow__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_pow, self, other)
+
+    def __rpow__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_pow, other, self)
+
+    def __matmul__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_matmul, self, other)
+
+    def __rmatmul__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_matmul, other, self)
+
+    def __neg__(self) -> "Tracer":
+        return record(capi.tm_op_neg, self)
+
+    def __pos__(self) -> "Tracer":
+        return self
+
+    def __abs__(self) -> "Tracer":
+        return record(capi.tm_op_abs, self)
 
     # ---- Comparisons (bool results) --------------------------------------------------------
     # The C API has less, greater and equal; the other three are composed from them with
     # NumPy's NaN behaviour (NaN compares unequal, and neither <= nor >= anything).
 
-    def __lt__(self, other): return record(capi.tm_op_less, self, other)
-    def __gt__(self, other): return record(capi.tm_op_greater, self, other)
-    def __eq__(self, other): return record(capi.tm_op_equal, self, other)
+    def __lt__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_less, self, other)
 
-    def __ne__(self, other):
+    def __gt__(self, other: "Operand") -> "Tracer":
+        return record(capi.tm_op_greater, self, other)
+
+    def __eq__(self, other: "Operand") -> "Tracer":  # type: ignore[override]
+        return record(capi.tm_op_equal, self, other)
+
+    def __ne__(self, other: "Operand") -> "Tracer":  # type: ignore[override]
         return record(capi.tm_op_equal, record(capi.tm_op_equal, self, other), False)
 
-    def __le__(self, other):
+    def __le__(self, other: "Operand") -> "Tracer":
         return record(capi.tm_op_where, self < other, True, self == other)
 
-    def __ge__(self, other):
+    def __ge__(self, other: "Operand") -> "Tracer":
         return record(capi.tm_op_where, self > other, True, self == other)
 
     __hash__ = None  # == records an op, so tracers cannot be dict keys
 
     # ---- Shapes ------------------------------------------------------------------------------
 
-    def reshape(self, *shape, order="C", copy=None):
+    def reshape(self, *shape: Any, order: str = "C", copy: Optional[bool] = None) -> "Tracer":
         """As ndarray.reshape; `copy` has nothing to decide here (traced values are never
         views), and only the C order is traced."""
         if order != "C":
@@ -286,29 +374,29 @@ class Tracer:
             shape = shape[0]
         return record(capi.tm_op_reshape, self, args=([index_arg(d, "shape") for d in shape],))
 
-    def transpose(self, *axes):
+    def transpose(self, *axes: Any) -> "Tracer":
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
         return record(capi.tm_op_transpose, self,
                       args=([index_arg(a, "axes") for a in axes] if axes else None,))
 
     @property
-    def T(self):
+    def T(self) -> "Tracer":
         return self.transpose()
 
-    def astype(self, dtype):
+    def astype(self, dtype: Any) -> "Tracer":
         return record(capi.tm_op_cast, self, args=(to_tm(dtype, "astype"),))
 
-    def __len__(self):
+    def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d traced value")
         return self.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator["Tracer"]:
         for i in range(len(self)):
             yield self[i]
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> "Tracer":
         # Integer tensors index rows (a gather): table[ids]. Traced ids are checked by the
         # library (see tm_op_gather); ids known now are checked here, as NumPy does.
         if isinstance(key, Tracer):
@@ -321,19 +409,23 @@ class Tracer:
     # The signatures are ndarray's, so that np.sum(x), np.max(x), np.mean(x) and np.var(x),
     # which call these methods with NumPy's keywords, work on traced values.
 
-    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+    def sum(self, axis: Axis = None, dtype: Any = None, out: None = None,
+            keepdims: bool = False, **unsupported: Any) -> "Tracer":
         _numpy_keywords("sum", out, unsupported)
         return _reduce(capi.tm_op_reduce_sum, _as_dtype(self, dtype, "sum"), axis, keepdims)
 
-    def max(self, axis=None, out=None, keepdims=False, **unsupported):
+    def max(self, axis: Axis = None, out: None = None, keepdims: bool = False,
+            **unsupported: Any) -> "Tracer":
         _numpy_keywords("max", out, unsupported)
         return _reduce(capi.tm_op_reduce_max, self, axis, keepdims)
 
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **unsupported):
+    def mean(self, axis: Axis = None, dtype: Any = None, out: None = None,
+             keepdims: bool = False, **unsupported: Any) -> "Tracer":
         _numpy_keywords("mean", out, unsupported)
         return _reduce(capi.tm_op_reduce_mean, _as_dtype(self, dtype, "mean"), axis, keepdims)
 
-    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **unsupported):
+    def var(self, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
+            keepdims: bool = False, **unsupported: Any) -> "Tracer":
         """Variance; ddof 0 (the population variance) is the C API's, another ddof scales
         it by n / (n - ddof), as NumPy divides by n - ddof."""
         _numpy_keywords("var", out, unsupported)
