@@ -446,6 +446,31 @@ TEST(Cache, BudgetEvictsLeastRecentlyUsed) {
   TM_EXPECT_STATUS(tm_cache_get_info(ctx, &info), TM_ERROR_INVALID_ARGUMENT);
 }
 
+// Least recently *used*, not first in first out: a program just found in the cache (a hit)
+// outlives one compiled after it when the budget evicts (core/driver/program_cache.h).
+TEST(Cache, AProgramJustHitOutlivesNewerOnesWhenTheBudgetEvicts) {
+  Context ctx = NewContext();
+  Program a, b, c, again;
+  Trace ta = Scaled(ctx, 2), tb = Scaled(ctx, 3), tc = Scaled(ctx, 4);
+  TM_ASSERT_OK(tm_compile(ctx, ta, nullptr, a.out()));  // oldest
+  TM_ASSERT_OK(tm_compile(ctx, tb, nullptr, b.out()));
+  TM_ASSERT_OK(tm_compile(ctx, ta, nullptr, again.out()));  // a hit: now the most recent
+  ASSERT_EQ(tm_program_cache_hit(again), 1);
+  // Room for two of these programs (they are within a few bytes of each other), not three.
+  const uint64_t two = Info(ctx).bytes;
+  ASSERT_EQ(Info(ctx).entries, 2u);
+  TM_ASSERT_OK(tm_cache_set_budget(ctx, two + two / 4));
+  TM_ASSERT_OK(tm_compile(ctx, tc, nullptr, c.out()));
+  tm_cache_info info = Info(ctx);
+  EXPECT_EQ(info.entries, 2u);
+  EXPECT_EQ(info.evictions, 1u);
+  // b, the least recently used, went; a, compiled first but used since, stayed.
+  TM_ASSERT_OK(tm_compile(ctx, ta, nullptr, again.out()));
+  EXPECT_EQ(tm_program_cache_hit(again), 1) << "the program just hit was evicted (FIFO)";
+  TM_ASSERT_OK(tm_compile(ctx, tb, nullptr, again.out()));
+  EXPECT_EQ(tm_program_cache_hit(again), 0) << "the least recently used program stayed";
+}
+
 TEST(Cache, LargeConstantsAreNotKeptAsText) {
   Context ctx = NewContext();
   Trace t = NewTrace(ctx);

@@ -89,6 +89,23 @@ TEST_F(BpeTokenizerTest, MatchesHuggingFaceGolden) {
   }
 }
 
+// Ids from two npm GPT-2 encoders that agree with each other and with Hugging Face
+// (tests/data/make_npm_tokenizer_golden.js): every contraction ('s 't 're 've 'm 'll 'd),
+// runs of one character of odd and even length ("aaa", "!!!": of two pairs of equal rank,
+// the leftmost merges first), mixed text.
+TEST_F(BpeTokenizerTest, MatchesNpmEncodersGolden) {
+  std::ifstream in(TM_TEST_DATA_DIR "/gpt2-tokenizer-npm-golden.json");
+  ASSERT_TRUE(in) << "cannot open golden file";
+  const nlohmann::json golden = nlohmann::json::parse(in);
+  ASSERT_GE(golden["cases"].size(), 30u);
+  for (const auto &c : golden["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    const std::vector<int32_t> want = c["ids"].get<std::vector<int32_t>>();
+    EXPECT_EQ(Encode(text), want) << "text: \"" << text << "\"";
+    EXPECT_EQ(Decode(want), text);
+  }
+}
+
 TEST_F(BpeTokenizerTest, DecodeOfEncodeIsIdentity) {
   std::ifstream in(TM_TEST_DATA_DIR "/gpt2-tokenizer-golden.json");
   const nlohmann::json golden = nlohmann::json::parse(in);
@@ -235,6 +252,28 @@ TEST_F(BpeTokenizerFilesTest, MergesWithVersionLineAndCrlf) {
   std::vector<int32_t> ids;
   ASSERT_TRUE(tok->Encode("abcab", &ids).ok());
   EXPECT_EQ(ids, (std::vector<int32_t>{257, 256}));
+}
+
+// A merges file that lists a pair twice: the later rank counts, as in OpenAI's encoder.py
+// and Hugging Face. The files and the ids are those of the npm golden, where gpt-3-encoder
+// tokenized with them ("a b" is ranked 0 and again 2, after "b c" at 1: "abc" is "a" "bc").
+TEST_F(BpeTokenizerFilesTest, RepeatedMergeTakesItsLaterRank) {
+  std::ifstream in(TM_TEST_DATA_DIR "/gpt2-tokenizer-npm-golden.json");
+  ASSERT_TRUE(in) << "cannot open golden file";
+  const nlohmann::json golden = nlohmann::json::parse(in)["duplicate_merges"];
+  std::string merges = "#version: 0.2\n";
+  for (const auto &m : golden["merges"]) merges += m.get<std::string>() + "\n";
+  std::unique_ptr<BpeTokenizer> tok;
+  const Status s = BpeTokenizer::Load(Write("vocab.json", golden["vocab"].dump()),
+                                      Write("merges.txt", merges), &tok);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_GE(golden["cases"].size(), 3u);
+  for (const auto &c : golden["cases"]) {
+    const std::string text = c["text"].get<std::string>();
+    std::vector<int32_t> ids;
+    ASSERT_TRUE(tok->Encode(text, &ids).ok());
+    EXPECT_EQ(ids, c["ids"].get<std::vector<int32_t>>()) << "text: \"" << text << "\"";
+  }
 }
 
 TEST_F(BpeTokenizerFilesTest, MalformedFilesAreIoErrors) {
