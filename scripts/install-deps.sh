@@ -2,7 +2,8 @@
 # Installs the Debian packages tinymlir needs, only those missing. Idempotent; needs root
 # (or sudo) when something is missing.
 #   scripts/install-deps.sh           what building and testing need
-#   scripts/install-deps.sh --bench   and the benchmark's references too (PyTorch; bench/run.sh)
+#   scripts/install-deps.sh --bench   the same (the benchmark's references, PyTorch among them,
+#                                     are the tests' too; bench/run.sh still passes it)
 set -euo pipefail
 
 packages=(
@@ -19,12 +20,19 @@ packages=(
   libgtest-dev clang libclang-rt-14-dev llvm-22-tools abigail-tools
   # bindings: Python (SWIG, Debian's python3 with numpy/pytest), Rust (bindgen), Go
   swig python3-dev python3-numpy python3-pytest bindgen golang-go
+  # the Python package through pip, offline, into a virtual environment (python_pip_install)
+  python3-venv python3-pip python3-setuptools python3-wheel
+  # PyTorch (1.13, CPU): a DLPack producer for the Python tests, and the bench's reference
+  python3-torch
+  # the C API reference (docs_c_api_reference)
+  doxygen
 )
 
 case "${1:-}" in
   "") ;;
-  # Debian's PyTorch (1.13, CPU), the benchmark's second reference beside NumPy
-  --bench) packages+=(python3-torch) ;;
+  # What the benchmark needs beyond the tests (PyTorch, its second reference beside NumPy,
+  # is installed for the tests already).
+  --bench) ;;
   *) echo "install-deps.sh: unknown option '$1' (it takes --bench or nothing)" >&2; exit 2 ;;
 esac
 

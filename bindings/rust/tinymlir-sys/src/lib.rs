@@ -3,7 +3,9 @@
 //! `tinymlir/version.h`). Every function is `unsafe`; the contract of each one (ownership,
 //! errors, thread safety) is written above it in those headers. Use the `tinymlir` crate for
 //! a safe interface.
-#![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
+// missing_docs: the declarations are the C headers', documented there (the crate docs
+// above say where); bindgen copies no plain C comments.
+#![allow(non_camel_case_types, non_upper_case_globals, non_snake_case, missing_docs)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 

@@ -91,6 +91,7 @@ impl Error {
         Error { kind, message: message.into() }
     }
 
+    /// What kind of failure it was (one kind per C status).
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
@@ -100,6 +101,7 @@ impl Error {
         self.kind.status()
     }
 
+    /// The message: the library's `tm_last_error()` for the failed call, or this crate's.
     pub fn message(&self) -> &str {
         &self.message
     }

@@ -26,6 +26,7 @@
 //! overlap fail with [`ErrorKind::Busy`]); [`Trace`] is `Send` only; a [`Model`] keeps its
 //! own reference to its context, which may be dropped first; every failure is an [`Error`]
 //! with the library's message.
+#![warn(missing_docs)]
 
 mod context;
 mod error;

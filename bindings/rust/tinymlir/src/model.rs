@@ -41,6 +41,7 @@ unsafe impl Sync for Model {}
 /// the weight matrices held as the checkpoint stores them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ModelOptions {
+    /// Where the model's programs run.
     pub target: Target,
     /// The dtype the weight matrices are held in: `Some(DType::F32 | F16 | BF16 | Q8_0)`
     /// (`Q8_0`: 8-bit blocks quantized at load, CPU only), or `None`
@@ -65,9 +66,13 @@ impl ModelOptions {
 /// A model's dimensions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ModelInfo {
+    /// Rows of the token embedding (GPT-2: 50257, or padded, e.g. to 50304).
     pub vocab_size: usize,
+    /// The context: the most tokens a prompt and its continuation may hold.
     pub n_ctx: usize,
+    /// Transformer blocks.
     pub n_layer: usize,
+    /// Embedding width.
     pub n_embd: usize,
 }
 
@@ -75,6 +80,7 @@ pub struct ModelInfo {
 /// greedy, KV cache on, no stop at end-of-text.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GenerateOptions {
+    /// Tokens to generate (fewer when the generation stops at end-of-text).
     pub max_new_tokens: usize,
     /// 0 = greedy; > 0 samples from softmax(logits / temperature).
     pub temperature: f32,
@@ -82,6 +88,7 @@ pub struct GenerateOptions {
     pub top_k: usize,
     /// Keep the smallest set with probability >= top_p; 1 = all.
     pub top_p: f32,
+    /// The random seed of sampling: the same seed and options give the same tokens.
     pub seed: u64,
     /// false recomputes the whole prefix at every step.
     pub use_kv_cache: bool,
@@ -141,9 +148,13 @@ impl GenerateOptions {
 /// Work done so far (see [`Model::stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ModelStats {
+    /// Programs this model's lookups compiled.
     pub programs_compiled: u64,
+    /// Programs this model's lookups found in the context's cache.
     pub programs_cached: u64,
+    /// Wall time spent compiling (or reading compiled programs from disk).
     pub compile_seconds: f64,
+    /// Wall time of loading the checkpoint.
     pub load_seconds: f64,
     /// Last generate: prompt processing.
     pub prefill_seconds: f64,
@@ -214,6 +225,7 @@ impl Model {
         Ok(Model { raw })
     }
 
+    /// The model's dimensions.
     pub fn info(&self) -> Result<ModelInfo> {
         let (mut vocab, mut n_ctx, mut n_layer, mut n_embd) = (0, 0, 0, 0);
         check(unsafe { sys::tm_model_info(self.raw, &mut vocab, &mut n_ctx, &mut n_layer, &mut n_embd) })?;

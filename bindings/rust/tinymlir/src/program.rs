@@ -13,6 +13,7 @@ use crate::tensor::{DType, TensorMut, TensorRef, TensorType, MAX_RANK};
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Target {
+    /// This machine's CPU (the default).
     #[default]
     Cpu,
     /// Fails with [`ErrorKind::Unsupported`] in builds without a GPU target.
@@ -62,6 +63,7 @@ impl Stage {
 /// Compilation options; `Default` is the library's defaults (`tm_compile_options_init`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CompileOptions {
+    /// Where the program runs.
     pub target: Target,
     /// Run canonicalize/cse/elementwise fusion.
     pub optimize: bool,
@@ -145,10 +147,12 @@ impl Program {
         unsafe { sys::tm_program_cache_hit(self.raw) != 0 }
     }
 
+    /// How many inputs [`Program::invoke`] takes.
     pub fn num_inputs(&self) -> usize {
         unsafe { sys::tm_program_num_inputs(self.raw) as usize }
     }
 
+    /// How many outputs [`Program::invoke`] writes.
     pub fn num_outputs(&self) -> usize {
         unsafe { sys::tm_program_num_outputs(self.raw) as usize }
     }

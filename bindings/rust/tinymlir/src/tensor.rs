@@ -15,9 +15,13 @@ pub const MAX_RANK: usize = sys::TM_MAX_RANK as usize;
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
+    /// IEEE binary32 (Rust's `f32`).
     F32,
+    /// IEEE binary64 (Rust's `f64`).
     F64,
+    /// 32-bit signed integers (Rust's `i32`).
     I32,
+    /// 64-bit signed integers (Rust's `i64`).
     I64,
     /// One byte per element, 0 or 1 (Rust's `bool`).
     Bool,
@@ -157,6 +161,7 @@ impl Bf16 {
 /// raw bytes into output slices, so only types for which every value it writes is valid may
 /// implement it (for `bool`, the C API guarantees that it writes only 0 or 1).
 pub trait Element: sealed::Sealed + Copy + Send + Sync + 'static {
+    /// The dtype whose elements this type holds.
     const DTYPE: DType;
 }
 
@@ -185,7 +190,9 @@ impl Element for Bf16 {
 /// The type of a traced value or a program's input/output.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TensorType {
+    /// The element type.
     pub dtype: DType,
+    /// The extent of each axis (empty for a scalar).
     pub shape: Vec<i64>,
 }
 
@@ -294,10 +301,12 @@ impl<'a> TensorRef<'a> {
         Ok(TensorRef { data: data.as_ptr().cast(), dtype: T::DTYPE, layout, _data: PhantomData })
     }
 
+    /// The element type of the view.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
+    /// The extent of each axis.
     pub fn shape(&self) -> &[i64] {
         &self.layout.shape[..self.layout.rank]
     }
@@ -341,10 +350,12 @@ impl<'a> TensorMut<'a> {
         Ok(TensorMut { data: data.as_mut_ptr().cast(), dtype: T::DTYPE, layout, _data: PhantomData })
     }
 
+    /// The element type of the view.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
+    /// The extent of each axis.
     pub fn shape(&self) -> &[i64] {
         &self.layout.shape[..self.layout.rank]
     }
