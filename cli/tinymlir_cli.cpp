@@ -150,7 +150,7 @@ struct Args {
 // The library's message in the command's words. The library names the C function that
 // failed ("tm_invoke: ...") and, in hints, C functions to call; a user of the command calls
 // none of them. Function prefixes are dropped, the hints the command can act on become its
-// own options, and any other name is left out.
+// own options, a name in parentheses is dropped, and any other name loses its tm_ prefix.
 std::string CliMessage(std::string message) {
   static const std::regex kPrefix("\\btm_[a-z0-9_]+: ");
   static const std::regex kAside(" ?\\((see )?tm_[a-z0-9_.]+\\)");
@@ -760,7 +760,12 @@ int main(int argc, char **argv) {
     Check(tm_tokenize(model, args.prompt.data(), args.prompt.size(), prompt.data(), n, &n),
           "tokenizing the prompt");
   }
-  if (prompt.empty()) prompt = EndOfTextPrompt(model);
+  // An empty prompt starts from <|endoftext|>. Token ids are printed from the start of the
+  // sequence, the starting id included; text shows nothing for it (the prompt was empty).
+  if (prompt.empty()) {
+    prompt = EndOfTextPrompt(model);
+    if (args.ids) args.prompt = std::to_string(prompt[0]);
+  }
   int32_t n_ctx = 0;
   Check(tm_model_info(model, nullptr, &n_ctx, nullptr, nullptr), "reading the model");
   if (prompt.size() + static_cast<size_t>(args.options.max_new_tokens) > static_cast<size_t>(n_ctx))

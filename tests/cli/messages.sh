@@ -13,7 +13,7 @@ export TINYMLIR_CACHE_DIR=off
 checked=0
 
 # fails ENV ARGS...: the command (with `env ENV` first, "-" for none) exits 1 and its
-# stderr names nothing of the library's C API.
+# stderr names nothing of the library's C API. says WORDS: and that stderr says WORDS.
 fails() {
   setting="$1"
   shift
@@ -29,6 +29,11 @@ fails() {
   checked=$((checked + 1))
 }
 
+says() {
+  grep -qF -- "$1" "$work/err" || { echo "the message does not say '$1':" >&2
+                                    cat "$work/err" >&2; exit 1; }
+}
+
 mkdir "$work/bad-json" && echo '{' >"$work/bad-json/config.json"
 mkdir "$work/empty"
 fails - "$cli" generate --model "$work/empty" x
@@ -38,6 +43,7 @@ fails - "$cli" generate --model "$tiny" ""                       # nothing to st
 fails - "$cli" generate --model "$tiny" --ids "1 2 512"         # outside the vocabulary
 fails - "$cli" generate --model "$tiny" --ids --tokens 100 "1"   # beyond the context
 fails - "$cli" generate -n 2 "$(printf 'a\377b')"                # invalid UTF-8
+says "tokenizing the prompt: the text is invalid UTF-8 at byte offset 1"
 fails - "$cli" generate --weights q8_0 --target gpu -n 2 x
 fails TINYMLIR_NUM_THREADS=abc "$cli" generate -n 2 x
 fails TINYMLIR_GPU_EMULATE=maybe "$cli" generate -n 2 x
@@ -48,10 +54,13 @@ fails - "$cli" generate --model "$tiny" --bundle "$work/empty" --ids "1"
 "$cli" compile --model "$tiny" --out "$work/bundle" >/dev/null 2>&1
 fails - "$cli" generate --bundle "$work/bundle" -n 2 x
 fails - "$run_cli" generate --bundle "$work/bundle" --model "$tiny" --weights f16 --ids "1 2"
+says "compiled for another model or weight dtype (--weights)"
 fails - "$run_cli" generate --model "$tiny" --ids "1 2"          # no bundle, no compiler
 fails - "$cli" compile --model "$tiny" --out "$work/bad-json/config.json"
 # The GPU target without a CUDA driver (where there is a GPU, this generates: not checked).
 if ! "$cli" generate --target gpu --model "$tiny" --ids "1 2" >/dev/null 2>&1; then
   fails - "$cli" generate --target gpu --model "$tiny" --ids "1 2"
+  says ": no CUDA driver"
+  if grep -q "invoke" "$work/err"; then cat "$work/err" >&2; exit 1; fi
 fi
 echo "ok: $checked failures, each in the command's words"
