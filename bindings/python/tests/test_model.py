@@ -303,9 +303,11 @@ def test_generate_releases_the_gil(kjv):
 
     t = threading.Thread(target=tick)
     t.start()
-    kjv.generate("In the beginning", max_new_tokens=64, use_kv_cache=False)
-    done.set()
-    t.join()
+    try:
+        kjv.generate("In the beginning", max_new_tokens=64, use_kv_cache=False)
+    finally:   # a failed generate must not leave the thread running (the process would wait)
+        done.set()
+        t.join()
     assert len(ticks) > 20   # 64 full forward passes take far longer than 20 ms
 
 

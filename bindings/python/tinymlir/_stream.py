@@ -6,6 +6,8 @@ for the next one, so the generation advances with the loop and the model stays b
 library answers BusyError to its other calls) until the stream is exhausted or closed.
 close(), leaving a `with` block, or dropping the last reference to the stream (a `for`
 loop left with `break`) asks the library to stop after the current token and waits for it.
+A stream still open when the interpreter exits is closed then (atexit), while threads can
+still run: its worker would otherwise wait for a consumer that is gone.
 
 What it yields is text: TextPieces decodes the tokens' bytes incrementally, so a character
 whose UTF-8 bytes are split across tokens (GPT-2's byte-level vocabulary splits most
@@ -13,12 +15,17 @@ characters outside Latin-1: 日, 🙂) is held back until its last byte has come
 piece is whole characters. With stream="tokens" it yields StreamedToken(id, text) for each
 token, text being what that token completed ("" while a character is held back).
 """
+import atexit
 import codecs
 import queue
+import sys
 import threading
+import weakref
 from typing import Any, Callable, List, NamedTuple, Optional, Union
 
 _DONE = object()
+# Streams whose worker has started and not ended, for _close_at_exit.
+_running: "weakref.WeakSet[Stream]" = weakref.WeakSet()
 
 
 class StreamedToken(NamedTuple):
@@ -123,12 +130,14 @@ class Stream:
                 channel.tokens.put((_DONE, e))
 
         self._model._open_streams.add(self)
+        _running.add(self)
         self._worker = threading.Thread(target=work, name="tinymlir-generate", daemon=True)
         self._worker.start()
 
     def _end(self) -> None:
         self._finished = True
         self._model._open_streams.discard(self)
+        _running.discard(self)
 
     def close(self) -> None:
         """Stops the generation after its current token and waits for it; the model is
@@ -140,8 +149,11 @@ class Stream:
         if worker is not None:
             self._channel.closing.set()
             self._channel.resume.release()   # wakes a callback waiting for the consumer
-            worker.join()
+            # While the interpreter finalizes, its daemon threads never run again: no join.
+            if not sys.is_finalizing():
+                worker.join()
         self._model._open_streams.discard(self)
+        _running.discard(self)
 
     def __enter__(self) -> "Stream":
         return self
@@ -153,6 +165,14 @@ class Stream:
         # An abandoned stream (the loop that read it left with break) frees the model.
         if getattr(self, "_worker", None) is not None:
             self.close()
+
+
+def _close_at_exit() -> None:
+    for stream in list(_running):
+        stream.close()
+
+
+atexit.register(_close_at_exit)
 
 
 def busy_message(message: str) -> str:
