@@ -31,9 +31,9 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/cpu/gemv_kernels.h"
-#include "core/runtime/cpu/q8_0.h"
-#include "core/runtime/cpu/worker_pool.h"
+#include "core/targets/cpu/run/gemv_kernels.h"
+#include "core/targets/cpu/run/q8_0.h"
+#include "core/runtime/worker_pool.h"
 #include "read_ceiling.h"
 
 namespace {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # What the tests need of the CUDA toolkit, found where tinymlir and MLIR look for it:
-# the toolkit is $CUDA_HOME, else $CUDA_PATH, else /usr/local/cuda (core/compiler/gpu/
+# the toolkit is $CUDA_HOME, else $CUDA_PATH, else /usr/local/cuda (core/targets/gpu/compile/
 # gpu_lowering.cpp); libdevice (the math functions of GPU kernels) is
 # <toolkit>/nvvm/libdevice/libdevice.10.bc; ptxas (cubin, and the tests' check of the PTX)
 # is <toolkit>/bin/ptxas, else the first on PATH, else $CUDA_ROOT/bin/ptxas (MLIR's order).

@@ -342,7 +342,7 @@ func TestShapeErrorNamesTheOp(t *testing.T) {
 	defer tr.Close()
 	a, b := v(tr.Input(F32, 2, 3)), v(tr.Input(F32, 4, 3))
 	e := wantStatus(t, errOf(tr.Add(a, b)), StatusShape)
-	for _, word := range []string{"tm_op_add", "(2,3)", "(4,3)"} {
+	for _, word := range []string{"tm_op(add)", "(2,3)", "(4,3)"} {
 		if !strings.Contains(e.Message, word) {
 			t.Errorf("%q lacks %q", e.Message, word)
 		}
@@ -351,18 +351,18 @@ func TestShapeErrorNamesTheOp(t *testing.T) {
 		t.Errorf("Error() = %q", e.Error())
 	}
 	e = wantStatus(t, errOf(tr.Matmul(a, b)), StatusShape)
-	if !strings.Contains(e.Message, "tm_op_matmul") {
-		t.Errorf("%q lacks tm_op_matmul", e.Message)
+	if !strings.Contains(e.Message, "tm_op(matmul)") {
+		t.Errorf("%q lacks tm_op(matmul)", e.Message)
 	}
 	// Statuses map through; per-axis counts go to the library, which checks them.
 	wantStatus(t, errOf(tr.ReduceSum(a, 2, false)), StatusOutOfRange)
 	wantStatus(t, errOf(tr.Exp(v(tr.Input(Bool, 3)))), StatusDType)
-	for _, e := range []*Error{
-		wantStatus(t, errOf(tr.Slice(a, []int64{0}, []int64{1})), StatusInvalidArgument),
-		wantStatus(t, errOf(tr.Transpose(a, 0)), StatusInvalidArgument),
+	for op, e := range map[string]*Error{
+		"tm_op(slice)":     wantStatus(t, errOf(tr.Slice(a, []int64{0}, []int64{1})), StatusInvalidArgument),
+		"tm_op(transpose)": wantStatus(t, errOf(tr.Transpose(a, 0)), StatusInvalidArgument),
 	} {
-		if !strings.Contains(e.Message, "tm_op_") {
-			t.Errorf("%q is not the library's message", e.Message)
+		if !strings.Contains(e.Message, op) {
+			t.Errorf("%q is not the library's message for %s", e.Message, op)
 		}
 	}
 	wantStatus(t, errOf(tr.Transpose(a, 0, 0)), StatusOutOfRange)
@@ -529,6 +529,37 @@ func TestUnaryOpsAreGeneratedFromTheHeader(t *testing.T) {
 	}
 	if UnaryOpName(UnaryOp(UnaryOpCount())) != "" {
 		t.Error("a value past the last op has a name")
+	}
+}
+
+// table_ops.go is what internal/genops makes of ops.h (go generate ./...), with every op the
+// library's tm_op knows, by the library's own signatures.
+func TestTableOpsAreGeneratedFromTheHeader(t *testing.T) {
+	header, err := os.ReadFile("../../capi/include/tinymlir/ops.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := genops.GenerateTableOps(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("table_ops.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("table_ops.go is stale: run `go generate ./...` in bindings/go")
+	}
+	if OpCount() != len(generatedTableOps) {
+		t.Fatalf("the library knows %d table ops, table_ops.go %d", OpCount(), len(generatedTableOps))
+	}
+	for _, o := range generatedTableOps {
+		if signature := OpSignature(o.op); signature != o.signature {
+			t.Errorf("op %d is %q in the library, %q in table_ops.go", o.op, signature, o.signature)
+		}
+	}
+	if OpSignature(OpKind(OpCount())) != "" {
+		t.Error("a kind past the last op has a signature")
 	}
 }
 

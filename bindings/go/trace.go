@@ -3,22 +3,6 @@ package tinymlir
 /*
 #include <stdlib.h>
 #include <tinymlir/tinymlir.h>
-
-// Go cannot call a C function pointer; these call one, so that each op below is one line
-// naming its C function.
-typedef tm_status (*tmg_binary_fn)(tm_trace *, tm_value, tm_value, tm_value *);
-typedef tm_status (*tmg_unary_fn)(tm_trace *, tm_value, tm_value *);
-typedef tm_status (*tmg_reduce_fn)(tm_trace *, tm_value, int32_t, int32_t, tm_value *);
-static tm_status tmg_binary(tmg_binary_fn f, tm_trace *t, tm_value a, tm_value b, tm_value *out) {
-  return f(t, a, b, out);
-}
-static tm_status tmg_unary(tmg_unary_fn f, tm_trace *t, tm_value x, tm_value *out) {
-  return f(t, x, out);
-}
-static tm_status tmg_reduce(tmg_reduce_fn f, tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
-                            tm_value *out) {
-  return f(t, x, axis, keepdims, out);
-}
 */
 import "C"
 
@@ -167,78 +151,46 @@ func (t *Trace) Constant(data Tensor) (Value, error) {
 	return Value(out), err
 }
 
-func (t *Trace) binary(op C.tmg_binary_fn, a, b Value) (Value, error) {
+// OpKind is one of the library's table ops (tm_op_kind); table_ops.go names them and gives
+// each a method (Add, ReduceSum, Slice, ...), made from its signature.
+type OpKind int32
+
+// OpCount is how many table ops the loaded library knows (tm_op_count): their kinds are
+// 0 .. count - 1.
+func OpCount() int { return int(C.tm_op_count()) }
+
+// OpSignature is the library's signature of op ("reduce_sum(x, axis: int, keepdims: bool =
+// 0)"), or "" for one it does not know.
+func OpSignature(op OpKind) string {
+	signature := C.tm_op_signature(C.tm_op_kind(op))
+	if signature == nil {
+		return ""
+	}
+	return C.GoString(signature)
+}
+
+// Op records any table op by kind (tm_op): its values, its int, bool and dtype attributes
+// then its lists, and its real attribute (the library checks the counts against the op's
+// signature).
+func (t *Trace) Op(op OpKind, operands []Value, ints []int64, real float64) (Value, error) {
+	n, err := int32Arg("the number of values", len(operands))
+	if err != nil {
+		return 0, err
+	}
+	m, err := int32Arg("the number of integers", len(ints))
+	if err != nil {
+		return 0, err
+	}
 	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tmg_binary(op, c, C.tm_value(a), C.tm_value(b), out)
+		return C.tm_op(c, C.tm_op_kind(op), values(operands), n, int64s(ints), m, C.double(real), out)
 	})
 }
 
-// Add is a + b, elementwise, with NumPy broadcasting and promotion.
-func (t *Trace) Add(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_add), a, b)
-}
-
-// Sub is a - b.
-func (t *Trace) Sub(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_sub), a, b)
-}
-
-// Mul is a * b.
-func (t *Trace) Mul(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_mul), a, b)
-}
-
-// Div is a / b (integers divide to f64, as NumPy's true division).
-func (t *Trace) Div(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_div), a, b)
-}
-
-// Pow is a ** b.
-func (t *Trace) Pow(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_pow), a, b)
-}
-
-// Maximum is the elementwise maximum (propagates NaN).
-func (t *Trace) Maximum(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_maximum), a, b)
-}
-
-// Minimum is the elementwise minimum (propagates NaN).
-func (t *Trace) Minimum(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_minimum), a, b)
-}
-
-// Less is a < b, as bool.
-func (t *Trace) Less(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_less), a, b)
-}
-
-// Greater is a > b, as bool.
-func (t *Trace) Greater(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_greater), a, b)
-}
-
-// Equal is a == b, as bool.
-func (t *Trace) Equal(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_equal), a, b)
-}
-
-// Matmul is the matrix product, batched over equal leading dims; (.., m, k) @ (k, n) folds
-// the leading dims into m.
-func (t *Trace) Matmul(a, b Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_matmul), a, b)
-}
-
-// Gather selects rows of table by indices (i32 or i64).
-func (t *Trace) Gather(table, indices Value) (Value, error) {
-	return t.binary(C.tmg_binary_fn(C.tm_op_gather), table, indices)
-}
-
-// Where is cond ? a : b, all three broadcast together.
-func (t *Trace) Where(cond, a, b Value) (Value, error) {
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_where(c, C.tm_value(cond), C.tm_value(a), C.tm_value(b), out)
-	})
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // UnaryOp is one of the library's unary ops (tm_unary_op); unary_ops.go names them and
@@ -264,125 +216,5 @@ func UnaryOpName(op UnaryOp) string {
 func (t *Trace) Unary(op UnaryOp, x Value) (Value, error) {
 	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
 		return C.tm_op_unary(c, C.tm_unary_op(op), C.tm_value(x), out)
-	})
-}
-
-func (t *Trace) unary(op C.tmg_unary_fn, x Value) (Value, error) {
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tmg_unary(op, c, C.tm_value(x), out)
-	})
-}
-
-// GeluTanh is GELU, tanh approximation (GPT-2's gelu_new).
-func (t *Trace) GeluTanh(x Value) (Value, error) {
-	return t.unary(C.tmg_unary_fn(C.tm_op_gelu_tanh), x)
-}
-
-func (t *Trace) reduce(op C.tmg_reduce_fn, x Value, axis int, keepdims bool) (Value, error) {
-	a, err := int32Arg("the axis", axis)
-	if err != nil {
-		return 0, err
-	}
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tmg_reduce(op, c, C.tm_value(x), a, cbool(keepdims), out)
-	})
-}
-
-// ReduceSum sums over axis (negative counts from the end).
-func (t *Trace) ReduceSum(x Value, axis int, keepdims bool) (Value, error) {
-	return t.reduce(C.tmg_reduce_fn(C.tm_op_reduce_sum), x, axis, keepdims)
-}
-
-// ReduceMax is the maximum over axis.
-func (t *Trace) ReduceMax(x Value, axis int, keepdims bool) (Value, error) {
-	return t.reduce(C.tmg_reduce_fn(C.tm_op_reduce_max), x, axis, keepdims)
-}
-
-// ReduceMean is the mean over axis (computed in float).
-func (t *Trace) ReduceMean(x Value, axis int, keepdims bool) (Value, error) {
-	return t.reduce(C.tmg_reduce_fn(C.tm_op_reduce_mean), x, axis, keepdims)
-}
-
-// ReduceVar is the population variance over axis (computed in float).
-func (t *Trace) ReduceVar(x Value, axis int, keepdims bool) (Value, error) {
-	return t.reduce(C.tmg_reduce_fn(C.tm_op_reduce_var), x, axis, keepdims)
-}
-
-// Reshape reshapes x; one entry of shape may be -1 (inferred).
-func (t *Trace) Reshape(x Value, shape ...int64) (Value, error) {
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_reshape(c, C.tm_value(x), C.int32_t(len(shape)), int64s(shape), out)
-	})
-}
-
-// Transpose permutes the axes of x by perm, one entry per axis (the library checks the
-// count against the rank); no perm reverses them.
-func (t *Trace) Transpose(x Value, perm ...int32) (Value, error) {
-	var p *C.int32_t
-	if len(perm) > 0 {
-		p = (*C.int32_t)(unsafe.Pointer(&perm[0]))
-	}
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_transpose(c, C.tm_value(x), p, C.int32_t(len(perm)), out)
-	})
-}
-
-// Slice is x[begin:end] with unit steps, one entry per axis (the library checks the count
-// against the rank). The C call takes one count for both slices, so they must be equally
-// long.
-func (t *Trace) Slice(x Value, begin, end []int64) (Value, error) {
-	if len(begin) != len(end) {
-		return 0, newError(StatusInvalidArgument, "Slice: begin has %d entries, end has %d", len(begin), len(end))
-	}
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_slice(c, C.tm_value(x), C.int32_t(len(begin)), int64s(begin), int64s(end), out)
-	})
-}
-
-// Concat concatenates xs (at least one) along axis.
-func (t *Trace) Concat(xs []Value, axis int) (Value, error) {
-	a, err := int32Arg("the axis", axis)
-	if err != nil {
-		return 0, err
-	}
-	n, err := int32Arg("the number of values", len(xs))
-	if err != nil {
-		return 0, err
-	}
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_concat(c, values(xs), n, a, out)
-	})
-}
-
-// Cast converts x to dtype (floats to ints truncate toward zero).
-func (t *Trace) Cast(x Value, dtype DType) (Value, error) {
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_cast(c, C.tm_value(x), C.tm_dtype(dtype), out)
-	})
-}
-
-// Softmax is the numerically stable softmax along axis.
-func (t *Trace) Softmax(x Value, axis int) (Value, error) {
-	a, err := int32Arg("the axis", axis)
-	if err != nil {
-		return 0, err
-	}
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_softmax(c, C.tm_value(x), a, out)
-	})
-}
-
-// LayerNorm normalises over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta.
-func (t *Trace) LayerNorm(x, gamma, beta Value, eps float64) (Value, error) {
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_layer_norm(c, C.tm_value(x), C.tm_value(gamma), C.tm_value(beta), C.double(eps), out)
-	})
-}
-
-// CausalMask is a (rows, cols) additive mask: 0 where col <= row + offset, the dtype's
-// lowest finite value elsewhere.
-func (t *Trace) CausalMask(rows, cols, offset int64, dtype DType) (Value, error) {
-	return t.record(func(c *C.tm_trace, out *C.tm_value) C.tm_status {
-		return C.tm_op_causal_mask(c, C.int64_t(rows), C.int64_t(cols), C.int64_t(offset), C.tm_dtype(dtype), out)
 	})
 }

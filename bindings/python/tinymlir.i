@@ -110,7 +110,10 @@ TMPY_RELEASE_GIL(tm_model_logits)
 %ignore tm_managed_prefetch;
 %ignore tm_token_callback;
 
-/* SWIG does not follow #include: each header is wrapped by name. */
+/* SWIG does not follow #include: each header is wrapped by name (ops.h, which tinymlir.h
+ * includes where its TM_ENUM is defined, first). */
 %include "tinymlir/version.h"
+#define TM_ENUM(name) enum name
+%include "tinymlir/ops.h"
 %include "tinymlir/tinymlir.h"
 %include "tinymlir/gpt2.h"

@@ -28,11 +28,12 @@
 namespace tinymlir {
 namespace {
 
-// What the engine's linker in libtinymlir.so resolves (the kSymbols message).
-std::set<std::string> cpu_symbols, gpu_symbols;
+// What the engine's linker in libtinymlir.so resolves, by device (the kSymbols message).
+DeviceSymbols device_symbols;
 
-bool CanLink(const char *symbol, DeviceKind kind) {
-  return (kind == DeviceKind::kGpu ? gpu_symbols : cpu_symbols).count(symbol) > 0;
+bool CanLink(const char *symbol, const char *device) {
+  auto it = device_symbols.find(device);
+  return it != device_symbols.end() && it->second.count(symbol) > 0;
 }
 
 // The reply to one request (a request it cannot decode is answered with why); false for a
@@ -42,7 +43,7 @@ bool Answer(const CompilerEntryPoints &compiler, MessageKind kind,
   if (kind == MessageKind::kCompile) {
     Trace trace("");
     CompileOptions options;
-    std::unique_ptr<Program> program;
+    std::unique_ptr<CompiledProgram> program;
     Status status = DecodeCompileRequest(body, &trace, &options);
     if (status.ok()) status = compiler.compile(trace, options, &CanLink, &program);
     *reply = EncodeProgramReply(status, program.get());
@@ -90,12 +91,9 @@ int Serve(const char *compiler_library, int idle_seconds, const char *build_id) 
   MessageKind kind;
   std::string body;
   bool closed = false;
-  std::vector<std::string> cpu, gpu;
   if (!ReadMessage(connection, &kind, &body, &closed).ok() || kind != MessageKind::kSymbols ||
-      !DecodeSymbols(body, &cpu, &gpu).ok())
+      !DecodeSymbols(body, &device_symbols).ok())
     return 1;
-  cpu_symbols.insert(cpu.begin(), cpu.end());
-  gpu_symbols.insert(gpu.begin(), gpu.end());
   pthread_t watcher;
   if (pthread_create(&watcher, nullptr, WatchForTheCallerGone, nullptr) == 0)
     pthread_detach(watcher);  // without it (no thread to be had), a compile runs to its end

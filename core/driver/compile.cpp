@@ -4,43 +4,25 @@
 #include <chrono>
 
 #include "core/engine/program_loader.h"
+#include "core/engine/targets.h"
 #include "core/support/elapsed.h"
 #include "core/driver/compiler_library.h"
 #include "core/driver/compiler_process.h"
 
 namespace tinymlir {
-namespace {
-
-bool CanLink(const char *symbol, DeviceKind kind) {
-  return DeviceOf(kind).symbols().count(symbol) > 0;
-}
-
-// q8_0 products run on the CPU target's kernels; the GPU target has none yet (a
-// dequantized f32 copy of every weight per call would defeat the point of 8 bits).
-Status CheckTargetTakesDtypes(const Trace &trace, const CompileOptions &options) {
-  if (RunsOn(options) != DeviceKind::kGpu) return Status::Ok();
-  for (size_t i = 0; i < trace.inputs().size(); ++i) {
-    const TensorType &t = trace.node(trace.inputs()[i]).type;
-    if (IsQuantized(t.dtype))
-      return Unsupported("trace '" + trace.name() + "': input " + std::to_string(i) + " is " +
-                         t.ToString() + "; q8_0 runs on the CPU target only (on the GPU, "
-                         "use f16 or bf16 weights)");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status Compile(const Trace &trace, const CompileOptions &options,
                std::unique_ptr<Program> *program) {
   if (!trace.ended()) return InvalidArgument("trace '" + trace.name() + "' has not ended");
-  TM_RETURN_IF_ERROR(CheckTargetTakesDtypes(trace, options));
+  TM_RETURN_IF_ERROR(TargetOf(options.target).Supports(trace, options));
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Program> compiled;
   if (CompileInThisProcess()) {
     const CompilerEntryPoints *compiler = nullptr;
     TM_RETURN_IF_ERROR(LoadCompiler(&compiler));
-    TM_RETURN_IF_ERROR(compiler->compile(trace, options, &CanLink, &compiled));
+    std::unique_ptr<CompiledProgram> unlinked;
+    TM_RETURN_IF_ERROR(compiler->compile(trace, options, &DeviceLinks, &unlinked));
+    compiled = std::make_unique<Program>(std::move(*unlinked));
   } else {
     TM_RETURN_IF_ERROR(CompileInCompilerProcess(trace, options, &compiled));
   }
@@ -66,8 +48,9 @@ Status AssemblyOfLlvmIr(const std::string &llvm_ir, int opt_level, std::string *
 }
 
 Status LinkCompiled(const CompileOptions &options, const std::string &name, Program *program) {
-  if (program->device_kind != RunsOn(options))
-    return IoError("the disk cache entry is for another target");
+  bool ours = false;
+  for (const std::string &device : DeviceNamesOf(options.target)) ours |= device == program->device;
+  if (!ours) return IoError("the disk cache entry is for another target");
   return LinkProgramObject(program, name);
 }
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "core/engine/compile_options.h"
+#include "core/contract/compile_options.h"
 #include "core/engine/program.h"
 #include "core/trace/trace.h"
 

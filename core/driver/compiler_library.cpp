@@ -28,7 +28,7 @@ Status Check(const CompilerEntryPoints *entry) {
                        std::to_string(entry->abi) + "); this is tinymlir " +
                        TINYMLIR_VERSION_STRING + " (compiler ABI " +
                        std::to_string(kCompilerAbi) + ")");
-  if (entry->trace_size != sizeof(Trace) || entry->program_size != sizeof(Program) ||
+  if (entry->trace_size != sizeof(Trace) || entry->program_size != sizeof(CompiledProgram) ||
       entry->options_size != sizeof(CompileOptions) || entry->status_size != sizeof(Status))
     return Unsupported("it was built from other sources than this library (its types differ)");
   if (std::string(entry->build_id) != kCompilerBuildId)

@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "core/engine/compiler_interface.h"
+#include "core/contract/compiler_interface.h"
 #include "core/support/status.h"
 
 namespace tinymlir {

@@ -28,7 +28,7 @@
 #include "core/support/host_cpu.h"
 #include "core/driver/compiler_library.h"
 #include "core/driver/compiler_protocol.h"
-#include "core/engine/device.h"
+#include "core/engine/targets.h"
 
 extern char **environ;
 
@@ -170,13 +170,12 @@ ForkSafeOnce<std::string> symbols_message;
 // The tables are fixed, so it is encoded once.
 const std::string &SymbolsMessage() {
   return symbols_message.Get([] {
-    auto names = [](const std::unordered_map<std::string, void *> &table) {
-      std::vector<std::string> out;
-      for (const auto &entry : table) out.push_back(entry.first);
-      return out;
-    };
-    return EncodeSymbols(names(DeviceOf(DeviceKind::kCpu).symbols()),
-                         names(DeviceOf(DeviceKind::kGpu).symbols()));
+    DeviceSymbols symbols;
+    for (const std::string &device : AllDeviceNames()) {
+      const std::vector<std::string> names = DeviceSymbolNames(device);
+      symbols[device].insert(names.begin(), names.end());
+    }
+    return EncodeSymbols(symbols);
   });
 }
 

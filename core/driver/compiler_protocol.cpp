@@ -121,25 +121,31 @@ Status DecodeStatus(const std::string &body, Status *status) {
   return Status::Ok();
 }
 
-std::string EncodeSymbols(const std::vector<std::string> &cpu,
-                          const std::vector<std::string> &gpu) {
+std::string EncodeSymbols(const DeviceSymbols &symbols) {
   ByteWriter w;
-  for (const std::vector<std::string> *names : {&cpu, &gpu}) {
-    w.U64(names->size());
-    for (const std::string &name : *names) w.Text(name);
+  w.U64(symbols.size());
+  for (const auto &[device, names] : symbols) {
+    w.Text(device);
+    w.U64(names.size());
+    for (const std::string &name : names) w.Text(name);
   }
   return w.Take();
 }
 
-Status DecodeSymbols(const std::string &body, std::vector<std::string> *cpu,
-                     std::vector<std::string> *gpu) {
+Status DecodeSymbols(const std::string &body, DeviceSymbols *symbols) {
   ByteReader r(body);
-  bool ok = true;
-  for (std::vector<std::string> *names : {cpu, gpu}) {
+  uint64_t devices = 0;
+  bool ok = r.Count(kMaxSymbols, &devices);
+  for (uint64_t i = 0; ok && i < devices; ++i) {
+    std::string device;
     uint64_t n = 0;
-    ok = ok && r.Count(kMaxSymbols, &n);
-    names->resize(ok ? n : 0);
-    for (std::string &name : *names) ok = ok && r.Text(&name);
+    ok = r.Text(&device) && r.Count(kMaxSymbols, &n);
+    std::set<std::string> &names = (*symbols)[device];
+    for (uint64_t j = 0; ok && j < n; ++j) {
+      std::string name;
+      ok = r.Text(&name);
+      names.insert(std::move(name));
+    }
   }
   if (!ok || !r.AtEnd()) return Malformed("symbol list");
   return Status::Ok();
@@ -176,7 +182,7 @@ Status DecodeAssemblyRequest(const std::string &body, std::string *llvm_ir, int 
   return Status::Ok();
 }
 
-std::string EncodeProgramReply(const Status &status, const Program *program) {
+std::string EncodeProgramReply(const Status &status, const CompiledProgram *program) {
   ByteWriter w;
   WriteStatus(&w, status);
   if (status.ok()) {

@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,10 +43,10 @@ Status ReadMessage(int fd, MessageKind *kind, std::string *body, bool *closed,
 std::string EncodeStatus(const Status &status);
 Status DecodeStatus(const std::string &body, Status *status);
 
-std::string EncodeSymbols(const std::vector<std::string> &cpu,
-                          const std::vector<std::string> &gpu);
-Status DecodeSymbols(const std::string &body, std::vector<std::string> *cpu,
-                     std::vector<std::string> *gpu);
+// The functions each device's code may call, by device name (the kSymbols message).
+using DeviceSymbols = std::map<std::string, std::set<std::string>>;
+std::string EncodeSymbols(const DeviceSymbols &symbols);
+Status DecodeSymbols(const std::string &body, DeviceSymbols *symbols);
 
 std::string EncodeCompileRequest(const Trace &trace, const CompileOptions &options);
 Status DecodeCompileRequest(const std::string &body, Trace *trace, CompileOptions *options);
@@ -55,7 +57,7 @@ Status DecodeAssemblyRequest(const std::string &body, std::string *llvm_ir, int 
 // A compile's reply: its status and, when it succeeded, the unlinked program with its
 // compile phase times. The decoders return false on malformed bytes, else set the
 // request's own status (and the program or text when it succeeded).
-std::string EncodeProgramReply(const Status &status, const Program *program);
+std::string EncodeProgramReply(const Status &status, const CompiledProgram *program);
 bool DecodeProgramReply(const std::string &body, Status *status,
                         std::unique_ptr<Program> *program);
 

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/engine/program_file.h"
+#include "core/engine/targets.h"
 #include "core/support/build_id.h"
 #include "core/support/elapsed.h"
 #include "core/support/environment.h"
@@ -24,7 +25,8 @@ namespace {
 std::string KeyHeader(const CompileOptions &options) {
   return std::string("tinymlir ") + TINYMLIR_VERSION_STRING + " build " + LibraryBuildId() +
          " compiler " + kCompilerBuildId + "\nllvm " TINYMLIR_LLVM_VERSION "\ntarget " +
-         TargetDescription(options) + "\noptions " + EncodeCompileOptions(options) + "\n";
+         TargetOf(options.target).Describe(options) + "\noptions " +
+         EncodeCompileOptions(options) + "\n";
 }
 
 std::string Signature(const std::vector<TensorType> &types) {
@@ -47,10 +49,10 @@ Status ProgramCache::GetOrCompile(const Trace &trace, const CompileOptions &call
                                   std::shared_ptr<Program> *out, bool *hit) {
   // A CPU described wrongly must not find code compiled for another description, and no
   // other setting may be silently ignored.
-  if (!EnvironmentError().empty()) return InvalidArgument(EnvironmentError());
+  if (!SettingsError().empty()) return InvalidArgument(SettingsError());
   // The one place options are checked and completed: a bad option is no lookup.
-  const CompileOptions options = WithEnvironment(caller_options);
-  TM_RETURN_IF_ERROR(CheckCompileOptions(options));
+  CompileOptions options = caller_options;
+  TM_RETURN_IF_ERROR(CompleteCompileOptions(&options));
   const std::string fingerprint = trace.Fingerprint();
   const std::string key = fingerprint + '\0' + EncodeCompileOptions(options);
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "core/engine/device.h"
+#include "core/runtime/device.h"
 #include "core/engine/program.h"
 
 namespace tinymlir {
@@ -292,9 +292,9 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   for (View &v : ins) if (!v.data) v.data = empty_storage;
   for (View &v : results) if (!v.data) v.data = empty_storage;
 
-  // The device makes the tensors reachable by the code (device.h): the CPU uses them in
-  // place, the GPU stages copies and brings the results back in Finish.
-  if (!device) return RuntimeError("the program is not linked to a device");
+  // The device makes the tensors reachable by the code (core/runtime/device.h): a host
+  // device uses them in place, another stages copies and brings the results back in Finish.
+  if (!bound_device) return RuntimeError("the program is not linked to a device");
   std::vector<CallBuffer> in_buffers(ins.size()), out_buffers(results.size());
   for (size_t i = 0; i < ins.size(); ++i)
     in_buffers[i] = {ins[i].data, static_cast<uint64_t>(ins[i].NumElements()) * ins[i].elem};
@@ -303,8 +303,8 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
                       static_cast<uint64_t>(results[i].NumElements()) * results[i].elem};
   const std::vector<CallBuffer> caller_outputs = out_buffers;
   std::unique_ptr<DeviceCall> call;
-  TM_RETURN_IF_ERROR(device->Stage(temporary_bytes, in_buffers.data(), in_buffers.size(),
-                                   out_buffers.data(), out_buffers.size(), &call));
+  TM_RETURN_IF_ERROR(bound_device->Stage(temporary_bytes, in_buffers.data(), in_buffers.size(),
+                                         out_buffers.data(), out_buffers.size(), &call));
 
   // One descriptor per tensor, each argument a pointer to a pointer to its descriptor.
   const size_t n_args = ins.size() + results.size();
@@ -318,8 +318,9 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
     pointers[i] = descriptors[i].words;
     pointers[n_args + i] = &pointers[i];
   }
-  TM_RETURN_IF_ERROR(device->Launch(entry, pointers.data() + n_args));
-  TM_RETURN_IF_ERROR(device->Finish(call.get(), caller_outputs.data(), caller_outputs.size()));
+  TM_RETURN_IF_ERROR(bound_device->Launch(entry, pointers.data() + n_args));
+  TM_RETURN_IF_ERROR(
+      bound_device->Finish(call.get(), caller_outputs.data(), caller_outputs.size()));
 
   for (int i = 0; i < n_out; ++i)
     if (!outs[i].contiguous)

@@ -8,17 +8,17 @@
 namespace tinymlir {
 namespace {
 
-constexpr uint64_t kFormat = 3;  // 2: the device flag (GPU programs); 3: the device kind
+constexpr uint64_t kFormat = 4;
 constexpr char kMagic[8] = {'T', 'M', 'C', 'A', 'C', 'H', 'E', '1'};
 
 constexpr uint64_t kMaxTensors = 1 << 20;
 
 }  // namespace
 
-std::string SerializeProgram(const Program &program) {
+std::string SerializeProgram(const CompiledProgram &program) {
   ByteWriter w;
   w.U64(kFormat);
-  w.U64(static_cast<uint64_t>(program.device_kind));
+  w.Text(program.device);
   w.U64(program.inputs.size());
   for (const TensorType &t : program.inputs) w.Type(t);
   w.U64(program.outputs.size());
@@ -69,11 +69,11 @@ Status DecodeEntry(const std::string &bytes, std::string *manifest, std::string 
   return Status::Ok();
 }
 
-Status DeserializeProgram(const std::string &bytes, Program *program) {
+Status DeserializeProgram(const std::string &bytes, CompiledProgram *program) {
   ByteReader r(bytes);
-  uint64_t format, n, kind = 0;
-  bool ok = r.U64(&format) && format == kFormat && r.U64(&kind) && kind < kNumDeviceKinds;
-  program->device_kind = static_cast<DeviceKind>(kind);
+  uint64_t format, n;
+  bool ok = r.U64(&format) && format == kFormat && r.Text(&program->device) &&
+            !program->device.empty();
   ok = ok && r.Count(kMaxTensors, &n);
   if (ok) program->inputs.resize(n);
   // A program's tensors are what invoke reads and writes: a q8_0 one must hold whole blocks

@@ -6,11 +6,12 @@
 #include <memory>
 #include <string>
 
-#include "core/engine/program.h"
+#include "core/contract/compiled_program.h"
+#include "core/support/status.h"
 
 namespace tinymlir {
 
-std::string SerializeProgram(const Program &program);
+std::string SerializeProgram(const CompiledProgram &program);
 
 // One file of the disk cache or of tm_program_export: a magic number, the manifest (text),
 // the key, the payload (SerializeProgram) and a checksum over everything before it.
@@ -26,6 +27,6 @@ inline constexpr size_t kEntryHeadBytes = 16;  // magic + manifest length
 
 // Fills `program`'s data from `bytes` (its entry and code stay empty). Fails, naming what
 // is wrong, on bytes SerializeProgram did not write (truncated, or out of bounds).
-Status DeserializeProgram(const std::string &bytes, Program *program);
+Status DeserializeProgram(const std::string &bytes, CompiledProgram *program);
 
 }  // namespace tinymlir

@@ -9,12 +9,12 @@
 #include <sstream>
 #include <vector>
 
-#include "core/engine/program_file.h"
 #include "core/engine/elf_object.h"
 #include "core/engine/perf_map.h"
-#include "core/support/environment.h"
+#include "core/engine/program_file.h"
+#include "core/engine/targets.h"
+#include "core/runtime/device.h"
 #include "core/support/file_io.h"
-#include "core/support/host_cpu.h"
 
 #ifndef TINYMLIR_VERSION_STRING
 #error "TINYMLIR_VERSION_STRING must be defined by the build"
@@ -43,44 +43,28 @@ std::string ManifestLine(const std::string &manifest, const std::string &prefix)
   return std::string();
 }
 
+// The program's version and target (the manifest's "target " line, as Target::Describe
+// wrote it) against this library and this machine.
 Status CheckHost(const std::string &manifest) {
   const std::string version = ManifestLine(manifest, "tinymlir ");
   const std::string ours = TINYMLIR_VERSION_STRING;
   if (version.compare(0, ours.size() + 1, ours + " ") != 0)
     return Unsupported("the program was compiled by tinymlir " +
                        version.substr(0, version.find(' ')) + "; this is tinymlir " + ours);
-  std::istringstream target(ManifestLine(manifest, "target "));
-  std::string kind, triple, cpu, features;
-  target >> kind;
-  if (kind == "gpu") {  // "gpu sm_90 tile 16 ptx host <the host's triple, cpu, features>"
-    std::string word;
-    while (target >> word && word != "host") {
-    }
-  } else if (kind != "cpu") {
-    return Unsupported("the program is for an unknown target ('" + kind + "')");
-  }
-  target >> triple >> cpu >> features;
-  if (triple.compare(0, 7, "x86_64-") != 0)
-    return Unsupported("the program was compiled for " + triple + "; this is x86-64");
-  std::string missing;
-  std::istringstream list(features);
-  for (std::string f; std::getline(list, f, ',');)
-    if (f.size() > 1 && f[0] == '+' && !CpuHas(f.substr(1)))
-      missing += (missing.empty() ? "" : ", ") + f.substr(1);
-  if (!missing.empty()) {
-    const std::string &excluded = CpuExclusionSetting();
-    return Unsupported("the program was compiled for a CPU (" + cpu + ") with " + missing +
-                       ", which this CPU lacks" +
-                       (excluded.empty() ? "" : " (TINYMLIR_CPU_EXCLUDE=" + excluded + ")"));
-  }
-  return Status::Ok();
+  const std::string description = ManifestLine(manifest, "target ");
+  const Target *target = FindTarget(description.substr(0, description.find(' ')));
+  if (!target)
+    return Unsupported("the program is for an unknown target ('" +
+                       description.substr(0, description.find(' ')) + "')");
+  return target->CheckRunsHere(description);
 }
 
 }  // namespace
 
 Status LinkProgramObject(Program *program, const std::string &name) {
-  const Device &device = DeviceOf(program->device_kind);
-  const Device::SymbolTable &symbols = device.symbols();
+  const Device *device = FindDevice(program->device);
+  if (!device) return IoError("the program runs on an unknown device ('" + program->device + "')");
+  const Device::SymbolTable &symbols = device->symbols();
   std::unique_ptr<ElfImage> image;
   TM_RETURN_IF_ERROR(LoadElfObject(
       program->object_code,
@@ -94,7 +78,7 @@ Status LinkProgramObject(Program *program, const std::string &name) {
     return IoError(std::string("the native object has no ") + kPackedEntryName);
   AddToPerfMap(name, *image);
   program->code = std::make_unique<ElfCode>(std::move(image));
-  program->device = &device;
+  program->bound_device = device;
   return Status::Ok();
 }
 
@@ -109,7 +93,7 @@ Status WriteProgramFile(const Program &program, const std::string &path) {
 Status ReadProgramFile(const std::string &path, std::unique_ptr<Program> *out) {
   // As for a compile: no code is chosen for a CPU described wrongly, and no setting is
   // silently ignored.
-  if (!EnvironmentError().empty()) return InvalidArgument(EnvironmentError());
+  if (!SettingsError().empty()) return InvalidArgument(SettingsError());
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return IoError(path + ": cannot open: " + std::strerror(errno));
   struct stat st;

@@ -8,7 +8,7 @@
 // OutOfMemory naming the size.
 //
 // The same unwind serves runtimes whose calls the generated code does not check either
-// (the GPU target's mgpu* functions, core/runtime/gpu/gpu_runtime.h): they record what they
+// (the GPU target's mgpu* functions, core/targets/gpu/run/gpu_runtime.h): they record what they
 // hand out with TrackGuardedResource, each with its release function, and end the call with
 // FailGuardedCall(status) when something fails.
 #pragma once

@@ -15,7 +15,6 @@ struct Settings {
   int threads = 0;
   bool compile_in_process = false;
   bool perf_map = false;
-  GpuEmulation gpu_emulate = GpuEmulation::kOff;
   std::string error;
 };
 
@@ -55,16 +54,6 @@ const Settings &Read() {
                "1 (name the programs' functions in /tmp/perf-PID.map for perf) or 0 (do not, "
                "the default)",
                &s.perf_map, &s.error);
-    if (const char *value = std::getenv("TINYMLIR_GPU_EMULATE")) {
-      if (std::strcmp(value, "1") == 0)
-        s.gpu_emulate = GpuEmulation::kCheckRaces;
-      else if (std::strcmp(value, "fast") == 0)
-        s.gpu_emulate = GpuEmulation::kUnchecked;
-      else if (std::strcmp(value, "0") != 0 && *value != '\0' && s.error.empty())
-        s.error = "TINYMLIR_GPU_EMULATE is '" + std::string(value) +
-                  "': it takes 1 (GPU programs run their kernels on the CPU, checked for "
-                  "races), fast (on the CPU, unchecked) or 0 (on the GPU, the default)";
-    }
     return s;
   });
 }
@@ -73,7 +62,6 @@ constexpr EnvironmentVariable kVariables[] = {
     {"TINYMLIR_NUM_THREADS", EnvironmentVariable::kSameCode, "1"},
     {"TINYMLIR_COMPILE_IN_PROCESS", EnvironmentVariable::kSameCode, "1"},
     {"TINYMLIR_CPU_EXCLUDE", EnvironmentVariable::kChangesCode, "avx2,fma,f16c"},
-    {"TINYMLIR_GPU_EMULATE", EnvironmentVariable::kChangesCode, "1"},
     {"TINYMLIR_EXPLAIN_CACHE", EnvironmentVariable::kSameCode, "1"},
     {"TINYMLIR_PERF_MAP", EnvironmentVariable::kSameCode, "1"},
     {"TINYMLIR_CACHE_DIR", EnvironmentVariable::kCacheFolder, "off"},
@@ -95,7 +83,5 @@ int ThreadCountSetting() { return Read().threads; }
 bool CompileInProcessSetting() { return Read().compile_in_process; }
 
 bool PerfMapSetting() { return Read().perf_map; }
-
-GpuEmulation GpuEmulateSetting() { return Read().gpu_emulate; }
 
 }  // namespace tinymlir

@@ -6,14 +6,13 @@
 //                                the CPUs the process may run on (worker_pool.h)
 //   TINYMLIR_COMPILE_IN_PROCESS  0 or 1: compile in the calling process (compile.h)
 //   TINYMLIR_CPU_EXCLUDE         extension names, comma-separated (host_cpu.h)
-//   TINYMLIR_GPU_EMULATE         0, 1 or fast: GPU programs run their kernels on the CPU,
-//                                with (1) or without (fast) the race check
-//                                (core/compiler/passes/gpu_emulation.h)
 //   TINYMLIR_PERF_MAP            0 or 1: name every loaded program's functions for Linux
 //                                perf in /tmp/perf-PID.map (core/engine/perf_map.h)
 //
 // TINYMLIR_CACHE_DIR takes any path or "off"; a folder the disk cache cannot use turns it
-// off, and tm_cache_disk_message says why. Each variable is read once per process.
+// off, and tm_cache_disk_message says why. Each variable is read once per process. A
+// target may read variables of its own, for options it takes from the environment
+// (OptionField::environment: TINYMLIR_GPU_EMULATE); core/engine/targets.h lists them all.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +24,7 @@ namespace tinymlir {
 // that each one that changes compiled code reaches the caches' keys, and that no other does.
 struct EnvironmentVariable {
   enum Effect {
-    kChangesCode,  // part of every program's key (the CPU compiled for, GPU emulation)
+    kChangesCode,  // part of every program's key (the CPU compiled for)
     kSameCode,     // how the work is done, never what is compiled
     kCacheFolder,  // where the disk cache is (its key is per folder)
   };
@@ -53,10 +52,5 @@ bool CompileInProcessSetting();
 
 // TINYMLIR_PERF_MAP is 1.
 bool PerfMapSetting();
-
-// TINYMLIR_GPU_EMULATE: whether GPU programs run their kernels on the CPU instead, and
-// whether the emulated kernels are checked for races.
-enum class GpuEmulation : int { kOff = 0, kCheckRaces = 1, kUnchecked = 2 };
-GpuEmulation GpuEmulateSetting();
 
 }  // namespace tinymlir

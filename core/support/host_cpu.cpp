@@ -223,4 +223,22 @@ const std::string &HostDescription() {
   });
 }
 
+Status CheckHostDescription(const std::string &description) {
+  std::istringstream words(description);
+  std::string triple, cpu, features;
+  words >> triple >> cpu >> features;
+  if (triple.compare(0, 7, "x86_64-") != 0)
+    return Unsupported("the program was compiled for " + triple + "; this is x86-64");
+  std::string missing;
+  std::istringstream list(features);
+  for (std::string f; std::getline(list, f, ',');)
+    if (f.size() > 1 && f[0] == '+' && !CpuHas(f.substr(1)))
+      missing += (missing.empty() ? "" : ", ") + f.substr(1);
+  if (missing.empty()) return Status::Ok();
+  const std::string &excluded = CpuExclusionSetting();
+  return Unsupported("the program was compiled for a CPU (" + cpu + ") with " + missing +
+                     ", which this CPU lacks" +
+                     (excluded.empty() ? "" : " (TINYMLIR_CPU_EXCLUDE=" + excluded + ")"));
+}
+
 }  // namespace tinymlir

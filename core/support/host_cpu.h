@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/support/status.h"
+
 namespace tinymlir {
 
 // TINYMLIR_CPU_EXCLUDE (read once, at the first question about the CPU) lists extensions,
@@ -38,5 +40,10 @@ const std::string &CpuExclusionError();
 // CpuHas knows, then a hash of the raw CPUID feature words, so that two CPUs reported equal
 // here would make LLVM generate the same code.
 const std::string &HostDescription();
+
+// Whether code compiled on a host HostDescription() described as `description` runs on
+// this one: the same architecture, and every extension it had (as TINYMLIR_CPU_EXCLUDE
+// leaves them here). A refusal names what differs.
+Status CheckHostDescription(const std::string &description);
 
 }  // namespace tinymlir

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "core/trace/ops.h"
 #include "core/trace/unary_ops.h"
 
 namespace tinymlir {
@@ -34,44 +35,25 @@ const char *OpKindName(OpKind kind) {
     case OpKind::kInput: return "input";
     case OpKind::kScalar: return "scalar";
     case OpKind::kConstant: return "constant";
-    case OpKind::kAdd: return "add";
-    case OpKind::kSub: return "sub";
-    case OpKind::kMul: return "mul";
-    case OpKind::kDiv: return "div";
-    case OpKind::kPow: return "pow";
-    case OpKind::kMaximum: return "maximum";
-    case OpKind::kMinimum: return "minimum";
-    case OpKind::kLess: return "less";
-    case OpKind::kGreater: return "greater";
-    case OpKind::kEqual: return "equal";
-    case OpKind::kWhere: return "where";
-#define TM_UNARY_OP(Name, C_ENUMERATOR, c_value, name, ...) \
-    case OpKind::k##Name: return name;
-#include "core/trace/unary_ops.def"
-#undef TM_UNARY_OP
-    case OpKind::kCast: return "cast";
-    case OpKind::kMatmul: return "matmul";
-    case OpKind::kReduceSum: return "reduce_sum";
-    case OpKind::kReduceMax: return "reduce_max";
-    case OpKind::kReshape: return "reshape";
-    case OpKind::kTranspose: return "transpose";
-    case OpKind::kSlice: return "slice";
-    case OpKind::kConcat: return "concat";
-    case OpKind::kGather: return "gather";
-    case OpKind::kCausalMask: return "causal_mask";
+    default: break;
   }
+  if (const OpRow *row = FindOp(kind)) return row->name.c_str();
+  if (const UnaryOp *unary = FindUnaryOp(kind)) return unary->name;
   return "unknown";
 }
 
 bool IsElementwise(OpKind kind) {
-  return kind >= OpKind::kAdd && kind <= OpKind::kCast;
+  switch (kind) {
+#define TM_OP(Name, C_ENUMERATOR, c_value, signature, doc, rule, lowering, bound) \
+    case OpKind::k##Name: return std::strcmp(#lowering, "Elementwise") == 0 || \
+                                 std::strcmp(#lowering, "Cast") == 0;
+#include "core/trace/ops.def"
+#undef TM_OP
+    default: return FindUnaryOp(kind) != nullptr;
+  }
 }
 
 namespace {
-
-bool IsComparison(OpKind k) {
-  return k == OpKind::kLess || k == OpKind::kGreater || k == OpKind::kEqual;
-}
 
 Status CheckShape(const char *op, const Shape &shape) {
   if (shape.size() > kMaxRank)
@@ -134,6 +116,14 @@ bool Trace::IsTransposedQuantized(ValueId v) const {
 ValueId Trace::Add(Node node) {
   nodes_.push_back(std::move(node));
   return static_cast<ValueId>(nodes_.size() - 1);
+}
+
+Status Trace::Record(const char *op, Node node, ValueId *out) {
+  TM_RETURN_IF_ERROR(CheckOpen(op));
+  for (ValueId v : node.operands) TM_RETURN_IF_ERROR(CheckValue(op, v));
+  TM_RETURN_IF_ERROR(CheckSize(op, node.type.shape));
+  *out = Add(std::move(node));
+  return Status::Ok();
 }
 
 Status Trace::CheckOpen(const char *op) const {
@@ -278,7 +268,8 @@ Status Trace::Constant(const char *op, DType dtype, const Shape &shape,
   return Status::Ok();
 }
 
-Status Trace::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId *out) {
+Status Trace::Binary(OpKind kind, BinaryRule rule, const char *op, ValueId a, ValueId b,
+                     ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   TM_RETURN_IF_ERROR(CheckValue(op, a));
   TM_RETURN_IF_ERROR(CheckValue(op, b));
@@ -296,11 +287,10 @@ Status Trace::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId 
   bool weak = na.weak && nb.weak;
 
   // True division, as NumPy's: integers and bools divide in f64.
-  if (kind == OpKind::kDiv && !IsFloat(dtype)) dtype = DType::kF64;
+  if (rule == BinaryRule::kDivision && !IsFloat(dtype)) dtype = DType::kF64;
   // Other arithmetic on bools is not defined (NumPy rejects bool - bool; bool ** bool
   // would need int8, which tinymlir does not have); comparisons, max/min, + and * are.
-  if (dtype == DType::kBool && !IsComparison(kind) && kind != OpKind::kMaximum &&
-      kind != OpKind::kMinimum && kind != OpKind::kMul && kind != OpKind::kAdd)
+  if (dtype == DType::kBool && rule == BinaryRule::kArithmetic)
     return DtypeError(std::string(op) + ": not defined for bool operands " +
                       na.type.ToString() + " and " + nb.type.ToString());
   TM_RETURN_IF_ERROR(CheckArithmetic(op, dtype));
@@ -310,7 +300,7 @@ Status Trace::Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId 
   ValueId ca = Convert(a, dtype), cb = Convert(b, dtype);
   Node n;
   n.kind = kind;
-  n.type = {IsComparison(kind) ? DType::kBool : dtype, shape};
+  n.type = {rule == BinaryRule::kComparison ? DType::kBool : dtype, shape};
   n.operands = {ca, cb};
   n.weak = weak;
   *out = Add(std::move(n));
@@ -699,8 +689,8 @@ Status Trace::Gather(const char *op, ValueId table, ValueId indices, ValueId *ou
   return Status::Ok();
 }
 
-Status Trace::CausalMask(const char *op, int64_t rows, int64_t cols, int64_t offset,
-                         DType dtype, ValueId *out) {
+Status Trace::TriangularMask(OpKind kind, const char *op, int64_t rows, int64_t cols,
+                             int64_t offset, DType dtype, ValueId *out) {
   TM_RETURN_IF_ERROR(CheckOpen(op));
   if (rows < 0 || cols < 0)
     return ShapeError(std::string(op) + ": negative size (" + std::to_string(rows) + ", " +
@@ -709,7 +699,7 @@ Status Trace::CausalMask(const char *op, int64_t rows, int64_t cols, int64_t off
     return DtypeError(std::string(op) + ": dtype must be f32 or f64");
   TM_RETURN_IF_ERROR(CheckSize(op, {rows, cols}));
   Node n;
-  n.kind = OpKind::kCausalMask;
+  n.kind = kind;
   n.type = {dtype, {rows, cols}};
   // Offsets beyond [-rows, cols] change nothing (all hidden / all visible); clamping keeps
   // row + offset from overflowing in the generated code and makes equal masks equal.

@@ -45,29 +45,41 @@ struct TensorType {
 
 std::string ShapeToString(const Shape &shape);  // "(2,3)"
 
+// Every kind of node: the data a program starts from, the ops of ops.def's rows (each
+// recorded through its rule, ops.h; a composite's kind is never a node's) and the
+// elementwise unary ops of unary_ops.def.
 enum class OpKind : uint8_t {
   kInput, kScalar, kConstant,
-  // Elementwise binary (operands share the result's dtype, except comparisons/where).
-  kAdd, kSub, kMul, kDiv, kPow, kMaximum, kMinimum, kLess, kGreater, kEqual, kWhere,
-  // Elementwise unary: one per entry of unary_ops.def, then the cast.
+#define TM_OP(Name, ...) k##Name,
+#include "core/trace/ops.def"
+#undef TM_OP
 #define TM_UNARY_OP(Name, ...) k##Name,
 #include "core/trace/unary_ops.def"
 #undef TM_UNARY_OP
-  kCast,
-  // Structured.
-  kMatmul,      // 2-D (m,k)@(k,n) or 3-D batched
-  kReduceSum,   // ints = {axis, keepdims}
-  kReduceMax,   // ints = {axis, keepdims}
-  kReshape,     // target shape is the node's type
-  kTranspose,   // ints = perm
-  kSlice,       // ints = begin..., (end is begin + result shape)
-  kConcat,      // ints = {axis}
-  kGather,      // operands = {table, indices}
-  kCausalMask,  // ints = {offset}
 };
+inline constexpr int kNumOpKinds = 3
+#define TM_OP(Name, ...) +1
+#include "core/trace/ops.def"
+#undef TM_OP
+#define TM_UNARY_OP(Name, ...) +1
+#include "core/trace/unary_ops.def"
+#undef TM_UNARY_OP
+    ;
 
+// "add", "reduce_sum", "exp", ...: the op's name (its row's, or its unary op's).
 const char *OpKindName(OpKind kind);
+// Whether each element of the result is computed from the operands' elements at its index
+// alone (what the builder lowers to one linalg.generic).
 bool IsElementwise(OpKind kind);
+
+// The dtype rules of the binary elementwise ops (ops.def's rule column): NumPy's
+// promotion, then
+enum class BinaryRule {
+  kArithmetic,        // refused for bools (sub, pow)
+  kNumberArithmetic,  // bools too, as or/and (add, mul, maximum, minimum)
+  kDivision,          // integers and bools divide in f64 (true division)
+  kComparison,        // a bool result
+};
 
 struct Node {
   OpKind kind;
@@ -92,13 +104,15 @@ class Trace {
   const std::vector<ValueId> &inputs() const { return inputs_; }
   const std::vector<ValueId> &outputs() const { return outputs_; }
 
-  // Recording. `op` is the operation's name as the caller knows it (the C API passes its
-  // function name); a failed Status names it and the offending shapes/dtypes.
+  // Recording (the rules of ops.def's rows call these; RecordOp, ops.h, records any row).
+  // `op` is the operation's name as the caller knows it (the C API passes its function
+  // name); a failed Status names it and the offending shapes/dtypes.
   Status Input(const char *op, DType dtype, const Shape &shape, ValueId *out);
   Status Scalar(const char *op, DType dtype, double value, ValueId *out);
   Status Constant(const char *op, DType dtype, const Shape &shape, std::vector<uint8_t> data,
                   ValueId *out);
-  Status Binary(OpKind kind, const char *op, ValueId a, ValueId b, ValueId *out);
+  Status Binary(OpKind kind, BinaryRule rule, const char *op, ValueId a, ValueId b,
+                ValueId *out);
   Status Where(const char *op, ValueId cond, ValueId a, ValueId b, ValueId *out);
   Status Unary(OpKind kind, const char *op, ValueId x, ValueId *out);
   Status Cast(const char *op, ValueId x, DType dtype, ValueId *out);
@@ -110,9 +124,14 @@ class Trace {
   Status Slice(const char *op, ValueId x, const Shape &begin, const Shape &end, ValueId *out);
   Status Concat(const char *op, const std::vector<ValueId> &xs, int32_t axis, ValueId *out);
   Status Gather(const char *op, ValueId table, ValueId indices, ValueId *out);
-  Status CausalMask(const char *op, int64_t rows, int64_t cols, int64_t offset,
-                    DType dtype, ValueId *out);
+  // A (rows, cols) additive mask of a float dtype: 0 where col <= row + offset, the dtype's
+  // lowest finite value elsewhere.
+  Status TriangularMask(OpKind kind, const char *op, int64_t rows, int64_t cols,
+                        int64_t offset, DType dtype, ValueId *out);
   Status End(const char *op, const std::vector<ValueId> &outputs);
+  // Records a node a rule has checked (op_rules.cpp): the trace must be open, its operands
+  // values of this trace and its shape of a countable size.
+  Status Record(const char *op, Node node, ValueId *out);
 
   // Fails when the trace has ended (composites call it before recording anything).
   Status CheckOpen(const char *op) const;

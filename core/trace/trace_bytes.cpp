@@ -55,7 +55,7 @@ Status Trace::Deserialize(const std::string &bytes, Trace *out) {
     uint64_t kind = 0, operands = 0, ints = 0, weak = 0;
     int64_t input_index = 0;
     std::string data;
-    ok = r.U64(&kind) && kind <= static_cast<uint64_t>(OpKind::kCausalMask) &&
+    ok = r.U64(&kind) && kind < static_cast<uint64_t>(kNumOpKinds) &&
          r.Type(&n.type) && r.Count(kMaxTraceValues, &operands);
     n.kind = static_cast<OpKind>(kind);
     n.operands.resize(ok ? operands : 0);

@@ -13,6 +13,7 @@
 
 #include "gpt2/src/bounded_input.h"
 #include "gpt2/src/program_source.h"
+#include "gpt2/src/target_info.h"
 
 namespace tinymlir::gpt2 {
 namespace {
@@ -25,10 +26,6 @@ std::string BundleFileName(const ProgramKey &key) {
   const auto &[kind, t, l] = key;
   return std::string(ProgramName(static_cast<ProgramKind>(kind))) + "_t" + std::to_string(t) +
          "_l" + std::to_string(l) + ".tmp";
-}
-
-const char *DtypeText(tm_dtype d) {
-  return d == TM_F16 ? "f16" : d == TM_BF16 ? "bf16" : d == TM_Q8_0 ? "q8_0" : "f32";
 }
 
 // The dimensions (and the weight matrices' dtype) a bundle's programs are specialised to,
@@ -72,8 +69,17 @@ bool FirstDifferentLine(const std::string &text, const std::string &want, std::s
   return false;
 }
 
-tm_target ManifestTarget(const std::string &text) {
-  return text.find("\ntarget gpu\n") != std::string::npos ? TM_TARGET_GPU : TM_TARGET_CPU;
+// The target a manifest's "target NAME" line names.
+Status ManifestTarget(const std::string &dir, const std::string &text, tm_target *target) {
+  const size_t at = text.find("\ntarget ");
+  if (at == std::string::npos)
+    return IoError(dir + "/manifest.txt: names no target (compile the bundle again with "
+                   "tm_model_compile_bundle)");
+  const std::string name = text.substr(at + 8, text.find('\n', at + 8) - at - 8);
+  if (tm_target_from_name(name.c_str(), target) != TM_OK)
+    return Unsupported(dir + "/manifest.txt: the bundle is for the target '" + name +
+                       "', which this library does not have");
+  return Status::Ok();
 }
 
 class BundleSource : public ProgramSource {
@@ -115,11 +121,13 @@ class BundleSource : public ProgramSource {
 Status BundleChoices(const std::string &dir, tm_target *target, tm_dtype *weights) {
   std::string text;
   TM_RETURN_IF_ERROR(ReadManifest(dir, &text));
-  // The default target (the CPU) takes the bundle's; a request for the GPU must match it.
-  const tm_target compiled_for = ManifestTarget(text);
-  if (*target == TM_TARGET_GPU && compiled_for != TM_TARGET_GPU)
-    return InvalidArgument("options.target is the GPU, but the bundle " + dir +
-                           " was compiled for the CPU");
+  // The default target (0, the CPU) takes the bundle's; another request must match it. A
+  // manifest without one is refused by OpenBundle, with the rest of what it lacks.
+  tm_target compiled_for;
+  if (!ManifestTarget(dir, text, &compiled_for).ok()) return Status::Ok();
+  if (*target != 0 && *target != compiled_for)
+    return InvalidArgument("options.target is " + TargetName(*target) + ", but the bundle " +
+                           dir + " was compiled for " + TargetName(compiled_for));
   *target = compiled_for;
   if (*weights == 0) {
     for (tm_dtype d : {TM_F32, TM_F16, TM_BF16, TM_Q8_0})
@@ -145,7 +153,9 @@ Status OpenBundle(const std::string &dir, const Gpt2Config &config,
                    "(options.weights): its manifest says '" +
                    Excerpt(got_line, 60) + "' where this model needs '" + want_line + "'");
   }
-  *out = std::make_unique<BundleSource>(dir, ManifestTarget(text));
+  tm_target target;
+  TM_RETURN_IF_ERROR(ManifestTarget(dir, text, &target));
+  *out = std::make_unique<BundleSource>(dir, target);
   return Status::Ok();
 }
 
@@ -205,7 +215,7 @@ Status WriteBundle(const std::string &dir, const Gpt2Config &config, tm_target t
   if (unlink(path.c_str()) != 0 && errno != ENOENT)
     return IoError(path + ": cannot replace: " + std::strerror(errno));
   std::string manifest = kBundleHeader + BundleDimensions(config) + "target " +
-                         (target == TM_TARGET_GPU ? "gpu" : "cpu") + "\nprograms\n";
+                         TargetName(target) + "\nprograms\n";
   for (const ProgramKey &key : keys) {
     const std::string name = BundleFileName(key);
     if (manifest.find("\n" + name + "\n") != std::string::npos) continue;

@@ -11,6 +11,7 @@
 #include "core/support/q8_0_format.h"
 #include "gpt2/src/bounded_input.h"
 #include "gpt2/src/safetensors.h"
+#include "gpt2/src/target_info.h"
 
 namespace tinymlir::gpt2 {
 namespace {
@@ -303,26 +304,33 @@ Status LoadGpt2Weights(const SafetensorsFile &file, const Gpt2Config &c, Gpt2Wei
   return Status::Ok();
 }
 
+const char *DtypeText(tm_dtype d) {
+  return d == TM_F16 ? "f16" : d == TM_BF16 ? "bf16" : d == TM_Q8_0 ? "q8_0" : "f32";
+}
+
 Status ChooseMatrixDtype(const SafetensorsFile &file, tm_dtype requested, tm_target target,
                          tm_dtype *out) {
   if (requested != 0 && requested != TM_F32 && requested != TM_F16 && requested != TM_BF16 &&
       requested != TM_Q8_0)
     return InvalidArgument("tm_model_load: options.weights " + std::to_string(requested) +
                            " is not 0 (as stored), TM_F32, TM_F16, TM_BF16 or TM_Q8_0");
-  if (target == TM_TARGET_GPU) {
-    if (requested == TM_F16 || requested == TM_BF16 || requested == TM_Q8_0)
-      return Unsupported(std::string("tm_model_load: ") +
-                         (requested == TM_Q8_0 ? "q8_0" : "half-precision") +
-                         " weights run on the CPU target only (the GPU target holds F32 "
-                         "weights)");
-    *out = TM_F32;
-    return Status::Ok();
-  }
+  tm_target_info info;
+  TM_RETURN_IF_ERROR(GetTargetInfo(target, &info));
+  auto takes = [&info](tm_dtype d) { return (info.weight_dtypes >> d & 1u) != 0; };
   if (requested != 0) {
+    if (!takes(requested)) {
+      std::string kinds;
+      for (tm_dtype d : {TM_F32, TM_F16, TM_BF16, TM_Q8_0})
+        if (takes(d)) kinds += (kinds.empty() ? "" : ", ") + std::string(DtypeText(d));
+      return Unsupported(std::string("tm_model_load: the ") + info.name + " target holds "
+                         "weights as " + kinds + " only, not " + DtypeText(requested) +
+                         " (its products read no other)");
+    }
     *out = requested;
     return Status::Ok();
   }
-  // As stored: half only when every matrix is stored in the same half type.
+  // As stored: half only when every matrix is stored in the same half type, and the target
+  // reads it.
   bool first = true;
   SafetensorsDtype common = SafetensorsDtype::kF32;
   for (const std::string &name : file.names()) {
@@ -333,6 +341,7 @@ Status ChooseMatrixDtype(const SafetensorsFile &file, tm_dtype requested, tm_tar
     first = false;
   }
   *out = common == SafetensorsDtype::kF16 ? TM_F16 : common == SafetensorsDtype::kBF16 ? TM_BF16 : TM_F32;
+  if (!takes(*out)) *out = TM_F32;
   return Status::Ok();
 }
 

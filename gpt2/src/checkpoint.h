@@ -80,7 +80,6 @@ struct Weight {
     return n;
   }
   const float *f32() const { return host.as<float>(); }      // dtype TM_F32
-  const uint16_t *bits16() const { return host.as<uint16_t>(); }  // TM_F16 / TM_BF16
   const void *for_programs() const { return device ? device : host.data(); }
   size_t bytes() const { return host.bytes(); }
 };
@@ -140,11 +139,15 @@ Status TransposeMatrix(Weight *w);
 // Transposes each block's four projection matrices to (out, in) (projections_out_major).
 Status TransposeProjections(Gpt2Weights *weights);
 
+// A weight dtype's name: "f32", "f16", "bf16", "q8_0".
+const char *DtypeText(tm_dtype d);
+
 // The dtype a model keeps its weight matrices in, for a request (tm_model_options.weights):
 // 0 keeps the checkpoint's own (F16 and BF16 stay half when wte and every projection are
-// stored so; F32 otherwise); TM_F32, TM_F16, TM_BF16 and TM_Q8_0 convert at load. The GPU
-// target holds F32 only: a half or q8_0 request there is TM_ERROR_UNSUPPORTED, and 0 means F32. Any other
-// value is TM_ERROR_INVALID_ARGUMENT.
+// stored so; F32 otherwise); TM_F32, TM_F16, TM_BF16 and TM_Q8_0 convert at load. A target
+// holds the dtypes its tm_target_info.weight_dtypes has: another request is
+// TM_ERROR_UNSUPPORTED, naming them, and 0 keeps the stored dtype only when it is one of
+// them (F32 otherwise). Any other value is TM_ERROR_INVALID_ARGUMENT.
 Status ChooseMatrixDtype(const SafetensorsFile &file, tm_dtype requested, tm_target target,
                          tm_dtype *out);
 

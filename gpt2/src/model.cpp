@@ -1,4 +1,3 @@
-#include "gpt2/src/prepared_weights.h"
 #include "gpt2/src/model.h"
 
 #include <pthread.h>
@@ -13,7 +12,9 @@
 #include <deque>
 #include <limits>
 
+#include "gpt2/src/prepared_weights.h"
 #include "gpt2/src/safetensors.h"
+#include "gpt2/src/target_info.h"
 
 namespace tinymlir::gpt2 {
 namespace {
@@ -114,9 +115,11 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
                          "multiples of 32 (the block length); this model has " +
                          std::to_string(m->config_.n_embd) + " and " +
                          std::to_string(m->config_.n_inner));
-    // On the CPU every decode product streams weight rows as dot products
-    // (Gpt2Config::projections_out_major); the GPU's tiled matmul takes them as stored.
-    m->config_.projections_out_major = target == TM_TARGET_CPU;
+    // Where the target's decode products stream weight rows as dot products, the
+    // projections are laid out so (Gpt2Config::projections_out_major); else as stored.
+    tm_target_info info;
+    TM_RETURN_IF_ERROR(GetTargetInfo(target, &info));
+    m->config_.projections_out_major = info.weights_transposed != 0;
     // The weights as this model holds them: from the prepared file of an earlier load, or
     // converted from the checkpoint (then prepared for the next one).
     const auto weights_start = Clock::now();
@@ -172,7 +175,9 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
   else
     TM_RETURN_IF_ERROR(OpenBundle(bundle_dir, m->config_, &m->source_));
   bool on_device = false;
-  if (m->source_->target() == TM_TARGET_GPU) TM_RETURN_IF_ERROR(m->UploadWeights(&on_device));
+  tm_target_info info;
+  TM_RETURN_IF_ERROR(GetTargetInfo(m->source_->target(), &info));
+  if (!info.host_memory) TM_RETURN_IF_ERROR(m->UploadWeights(&on_device));
   TM_RETURN_IF_ERROR(m->AllocateCaches(on_device));
   for (Floats *scratch : {&m->x_, &m->x_next_, &m->q_, &m->k_, &m->v_, &m->mask_})
     scratch->set_managed(on_device);

@@ -4,10 +4,9 @@
 // a chunk of n new tokens runs in a program for T = next power of two >= n (padded rows are
 // masked out and never written to the cache), attending to L = next power of two >= the
 // positions filled so far (at least 16, at most n_ctx) rows of the cache. The attention
-// reads the cache rows in place, so a larger minimum costs GPT-2 124M little (attn_mlp:
-// 1.43 ms at L = 16, 1.41 at 256); but for kjv-tiny a minimum of 64 saved no compile time
-// (7 programs in 1.17-1.41 s against 9 in 1.03-1.30 s: attn_mlp compiles slower as L grows)
-// and decoded slower (159-276 tokens/s against 203-350), so it stays 16.
+// reads the cache rows in place, so a larger minimum would cost GPT-2 124M little; but a
+// small model would decode slower and save no compile time (attn_mlp compiles slower as L
+// grows), so it stays 16.
 #pragma once
 
 #include <sys/types.h>

@@ -1,11 +1,10 @@
 // Host memory for a model's weights: anonymous mappings, 2 MB-aligned and asked of the
 // kernel as transparent huge pages (madvise MADV_HUGEPAGE; THP's "madvise" mode, Debian's
 // default, backs only the mappings that ask). A decode step streams every weight once, and
-// the read kernels reach about 68 GB/s over huge pages where 4 KB pages give about 50 GB/s
-// (2026-12-04, Zen 4, 2 vCPUs): the TLB walks are the difference. A model's tensors share
-// one mapping (HostArena), back to back: only its last partial 2 MB is in 4 KB pages. (One
-// mapping per tensor left every matrix under 2 MB, and every tail, in 4 KB pages: 40 of
-// GPT-2 124M's 128 MB in Q8_0, 38 of 474 MB in F32.) Where the kernel refuses (THP "never",
+// the read kernels stream huge pages markedly faster than 4 KB pages: the TLB walks are the
+// difference. A model's tensors share one mapping (HostArena), back to back: only its last
+// partial 2 MB is in 4 KB pages (one mapping per tensor would leave every matrix under
+// 2 MB, and every tail, in 4 KB pages). Where the kernel refuses (THP "never",
 // no THP), the memory is used in 4 KB pages and the model's load report says why.
 #pragma once
 

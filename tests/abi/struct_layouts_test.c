@@ -97,6 +97,7 @@ typedef tm_status (*get_fn)(void *info);
 static tm_status get_cache(void *i) { return tm_cache_get_info(ctx, i); }
 static tm_status get_times(void *t) { return tm_process_kernel_times(t); }
 static tm_status get_stats(void *s) { return tm_model_get_stats(model, s); }
+static tm_status get_target(void *t) { return tm_target_get_info(TM_TARGET_CPU, t); }
 
 static void check_query(const char *name, get_fn get, const size_t *sizes, int n_sizes,
                         size_t current) {
@@ -143,6 +144,8 @@ int main(int argc, char **argv) {
   check_query("tm_process_kernel_times", get_times, times, 1, sizeof(tm_kernel_times));
   const size_t stats[] = {TM_MODEL_STATS_SIZE_V1, TM_MODEL_STATS_SIZE_V2, TM_MODEL_STATS_SIZE_V3};
   check_query("tm_model_get_stats", get_stats, stats, 3, sizeof(tm_model_stats));
+  const size_t target[] = {TM_TARGET_INFO_SIZE_V1};
+  check_query("tm_target_get_info", get_target, target, 1, sizeof(tm_target_info));
   /* The newest published size of each struct is this header's sizeof. */
   EXPECT(sizeof(tm_compile_options) == TM_COMPILE_OPTIONS_SIZE_V2, "tm_compile_options grew without a TM_COMPILE_OPTIONS_SIZE_V3");
   EXPECT(sizeof(tm_model_options) == TM_MODEL_OPTIONS_SIZE_V3, "tm_model_options grew without a new size");
@@ -150,6 +153,7 @@ int main(int argc, char **argv) {
   EXPECT(sizeof(tm_cache_info) == TM_CACHE_INFO_SIZE_V2, "tm_cache_info grew without a new size");
   EXPECT(sizeof(tm_kernel_times) == TM_KERNEL_TIMES_SIZE_V1, "tm_kernel_times grew without a new size");
   EXPECT(sizeof(tm_model_stats) == TM_MODEL_STATS_SIZE_V3, "tm_model_stats grew without a new size");
+  EXPECT(sizeof(tm_target_info) == TM_TARGET_INFO_SIZE_V1, "tm_target_info grew without a new size");
   tm_model_destroy(model);
   tm_trace_destroy(trace);
   tm_context_release(ctx);

@@ -1,6 +1,6 @@
 // What GPU tests need of the CUDA toolkit, found where tinymlir and MLIR look for it (the
 // same rules as tests/cuda_toolkit.sh): the toolkit is $CUDA_HOME, else $CUDA_PATH, else
-// /usr/local/cuda (core/compiler/gpu/gpu_lowering.cpp); libdevice (the math functions of GPU
+// /usr/local/cuda (core/targets/gpu/compile/gpu_lowering.cpp); libdevice (the math functions of GPU
 // kernels) is <toolkit>/nvvm/libdevice/libdevice.10.bc; ptxas (cubin, and the tests' check of
 // the PTX) is <toolkit>/bin/ptxas, else the first on PATH, else $CUDA_ROOT/bin/ptxas (MLIR's
 // order). Debian's archive has no CUDA toolkit: a test that needs a part of it skips, naming

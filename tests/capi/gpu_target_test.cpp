@@ -136,7 +136,7 @@ TEST(GpuTarget, ZeroingAnOutputIsNoLaunchOfItsOwn) {
 }
 
 // A reduction along rows and the ops around it that work row by row are one kernel, a block
-// per row (core/compiler/passes/gpu_row_kernels.h): a row sum with its zeroing and the copy into the
+// per row (core/targets/gpu/compile/gpu_row_kernels.h): a row sum with its zeroing and the copy into the
 // caller's output, a column sum (its loops interchanged), softmax, and layer norm with GELU
 // after it, over one row (decode) and several. Before, each op was a launch of its own: a
 // row sum two, softmax four, layer norm five. An op that reads the kernel's results at
@@ -168,7 +168,7 @@ TEST(GpuTarget, ARowsReductionAndTheOpsAroundItAreOneKernel) {
   EXPECT_EQ(Launches(ctx, both), 2);
 }
 
-// The elementwise op after a product is the product's epilogue (core/compiler/passes/gpu_matmul.h),
+// The elementwise op after a product is the product's epilogue (core/targets/gpu/compile/gpu_matmul.h),
 // no launch of its own: tanh(a @ b + bias), a decode step's scaled and masked attention
 // scores, and a product that is an output too beside its residual sum. An op that reads the
 // product at another element than its own (y + y^T) is not one. The emulated results are

@@ -234,7 +234,10 @@ TEST(ProgramFile, BadFilesAreRefusedWithAReason) {
   // A tensor of a rank no traced program can have (above TM_MAX_RANK): the program's input
   // f32[4] becomes f32[4,1,...,1] of rank TM_MAX_RANK + 1, checksum and all else valid.
   Parts too_deep = parts;
-  const size_t rank_at = 4 * 8;  // format, device flag, input count, the input's dtype
+  // The payload: format, the device's name as text ("cpu": its length, then 3 bytes), the
+  // input count, the input's dtype, rank and dimensions.
+  const size_t device_text = 8 + 3;
+  const size_t rank_at = 8 + device_text + 2 * 8;
   uint64_t rank = 0, dim = 0;
   std::memcpy(&rank, too_deep.payload.data() + rank_at, 8);
   std::memcpy(&dim, too_deep.payload.data() + rank_at + 8, 8);
@@ -252,7 +255,7 @@ TEST(ProgramFile, BadFilesAreRefusedWithAReason) {
   // A q8_0 tensor its blocks cannot hold: invoke would describe its bytes by blocks of 32
   // along the last axis. The input f32[4] as q8_0[4] (4 is no multiple of 32), and as q8_0
   // of rank 0; each refused, not invoked.
-  const size_t dtype_at = 3 * 8;
+  const size_t dtype_at = 8 + device_text + 8;
   const uint64_t q8 = TM_Q8_0;
   Parts partial_block = parts;
   partial_block.payload.replace(dtype_at, 8, reinterpret_cast<const char *>(&q8), 8);

@@ -30,7 +30,7 @@
 //     the arguments get a block of their own (core/compiler/passes/argument_block.h);
 //   - register allocation of one long block of calls splits and spills every value live
 //     across them around each call: the block is cut into functions of a bounded number of
-//     calls (core/compiler/cpu/entry_parts.h).
+//     calls (core/compiler/codegen/entry_parts.h).
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -451,7 +451,7 @@ std::vector<double> Recurrence(std::vector<double> h, const std::vector<double> 
   return h;
 }
 
-// A block of calls longer than two parts' worth (core/compiler/cpu/entry_parts.h) is split:
+// A block of calls longer than two parts' worth (core/compiler/codegen/entry_parts.h) is split:
 // the entry calls parts of at most kCallsPerPart calls each, every part takes one pointer,
 // and the values are the recurrence's.
 TEST(ProgramSize, ALongEntryIsSplitIntoPartsOfBoundedCalls) {

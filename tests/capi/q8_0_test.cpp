@@ -70,7 +70,7 @@ Q8Host RandomQ8(int64_t rows, int64_t k, uint32_t seed, double scale = 1.0) {
 // up to k + 1), so |got - want| <= (k + 8) 2^-24 sum |w_j x_j|.
 double ProductTolerance(int64_t k, double abs_sum) { return (k + 8) * std::ldexp(1.0, -24) * abs_sum; }
 
-// What the decode kernel's 16-bit activations may add (core/runtime/cpu/q8_0.h): each value
+// What the decode kernel's 16-bit activations may add (core/targets/cpu/run/q8_0.h): each value
 // of a block of 32 moves by at most 2^-14 of the block's largest magnitude, so the product
 // by at most Σ_b 2^-14 amax_b Σ_(j in b) |w_j|. x(j) and w(j) give the activation row and
 // the weight row.

@@ -1,10 +1,9 @@
-// The caches' key, option by option: every field of CompileOptions (walked from its one
-// table, CompileOptionFields) and every environment variable that changes compiled code
-// (EnvironmentVariables) must make a program that differs only in it miss the memory cache
+// The caches' key, option by option: every compile option (walked from the tables: the
+// common fields and each target's schema) and every environment variable that changes
+// compiled code (AllEnvironmentVariables) must make a program that differs only in it miss the memory cache
 // and the disk cache, cold (nothing cached) and warm (the other program cached); a warm disk
 // must give each program back as itself; and a variable that does not change the code must
-// not cost a compile. A field added to the table is covered here at once; one added to the
-// struct but not to the table is in no key, which compile_options.h forbids.
+// not cost a compile. A field added to a table is covered here at once.
 //
 // The program cache is used directly (core/driver), with the compiler library and the
 // compiler process beside this executable (it is built into their folder). Environment
@@ -23,7 +22,8 @@
 #include <vector>
 
 #include "core/driver/program_cache.h"
-#include "core/engine/compile_options.h"
+#include "core/contract/compile_options.h"
+#include "core/engine/targets.h"
 #include "core/support/environment.h"
 #include "core/support/host_cpu.h"
 #include "cuda_toolkit.h"
@@ -80,21 +80,46 @@ Lookup Get(ProgramCache &cache, const Trace &trace, const CompileOptions &option
   return l;
 }
 
+// Every option a caller sets, with another valid value: the common ones, and each
+// target's own (its target chosen), as (name, base, variant).
+struct OptionVariant {
+  std::string name;
+  CompileOptions base, variant;
+};
+std::vector<OptionVariant> OptionVariants() {
+  std::vector<OptionVariant> out;
+  const CompileOptions defaults;
+  for (const CommonOptionField &f : CommonOptionFields()) {
+    EXPECT_NE(f.field.other, f.get(defaults)) << f.field.name << ": other is the default";
+    CompileOptions variant = defaults;
+    f.set(&variant, f.field.other);
+    out.push_back({f.field.name, defaults, variant});
+  }
+  for (const Target *target : AllTargets())
+    for (const OptionField &f : target->options()) {
+      if (f.environment) continue;  // set from a variable: the environment test below
+      EXPECT_NE(f.other, f.default_value) << f.name << ": other is the default";
+      CompileOptions base;
+      base.target = target->kind();
+      CompileOptions variant = base;
+      variant.SetOption(f.name, f.other);
+      out.push_back({f.name, base, variant});
+    }
+  return out;
+}
+
 TEST(CacheKey, EveryCompileOptionReachesTheMemoryAndDiskCaches) {
   const Trace trace = SmallProgram();
-  const CompileOptions base;
   int fields = 0;
-  for (const CompileOptionField &f : CompileOptionFields()) {
-    if (f.from_environment) continue;  // set from a variable: the environment test below
+  for (OptionVariant &v : OptionVariants()) {
     ++fields;
-    SCOPED_TRACE(f.name);
-    ASSERT_NE(f.other, f.get(base)) << "the table's other value is the default";
-    CompileOptions variant = base;
-    f.set(&variant, f.other);
-    ASSERT_TRUE(CheckCompileOptions(variant).ok());
+    SCOPED_TRACE(v.name);
+    ASSERT_TRUE(CompleteCompileOptions(&v.base).ok());
+    ASSERT_TRUE(CompleteCompileOptions(&v.variant).ok());
+    const CompileOptions &base = v.base, &variant = v.variant;
     const std::string encoded = EncodeCompileOptions(variant);
-
-    const std::string both = FreshDirectory(f.name);
+    ASSERT_NE(encoded, EncodeCompileOptions(base));
+    const std::string both = FreshDirectory(v.name);
     {  // Cold: nothing cached; then the base cached, in memory and on disk.
       ProgramCache cache;
       cache.ConfigureDisk(both, 0);
@@ -116,7 +141,7 @@ TEST(CacheKey, EveryCompileOptionReachesTheMemoryAndDiskCaches) {
       EXPECT_TRUE(!b.memory_hit && b.from_disk);
       EXPECT_EQ(b.options, EncodeCompileOptions(base));
     }
-    const std::string base_only = FreshDirectory(std::string(f.name) + "_base");
+    const std::string base_only = FreshDirectory(v.name + "_base");
     {  // Warm with only the base's entry on disk: the variant is compiled, not served it.
       ProgramCache cache;
       cache.ConfigureDisk(base_only, 0);
@@ -129,7 +154,7 @@ TEST(CacheKey, EveryCompileOptionReachesTheMemoryAndDiskCaches) {
       EXPECT_FALSE(l.memory_hit || l.from_disk) << "a disk entry of other options was used";
     }
   }
-  EXPECT_GE(fields, 7) << "CompileOptionFields lost fields";
+  EXPECT_GE(fields, 7) << "the option tables lost fields";
 }
 
 // ---- environment variables: each case in a child process -----------------------------
@@ -144,7 +169,7 @@ bool ChildReadFromDisk(const std::string &dir, const char *target, const char *v
   std::vector<std::string> env;
   for (char **e = environ; *e; ++e) {
     bool ours = false;
-    for (const EnvironmentVariable &v : EnvironmentVariables())
+    for (const EnvironmentVariable &v : AllEnvironmentVariables())
       ours |= std::strncmp(*e, v.name, std::strlen(v.name)) == 0 && (*e)[std::strlen(v.name)] == '=';
     if (!ours) env.emplace_back(*e);
   }
@@ -178,24 +203,33 @@ bool ChildReadFromDisk(const std::string &dir, const char *target, const char *v
   return std::strstr(text, "from_disk=1") != nullptr;
 }
 
+// The target whose option `variable` sets, or NULL (a variable of the whole library).
+const Target *TargetOfVariable(const char *variable) {
+  for (const Target *t : AllTargets())
+    for (const OptionField &f : t->options())
+      if (f.environment && std::strcmp(f.environment, variable) == 0) return t;
+  return nullptr;
+}
+
 TEST(CacheKey, EveryVariableThatChangesCodeReachesTheDiskCacheAndNoOtherDoes) {
   int checked = 0;
-  for (const EnvironmentVariable &v : EnvironmentVariables()) {
+  for (const EnvironmentVariable &v : AllEnvironmentVariables()) {
     if (v.effect == EnvironmentVariable::kCacheFolder) continue;  // it picks the folder
     if (std::strcmp(v.name, "TINYMLIR_CPU_EXCLUDE") == 0 && !CpuHas("avx2")) {
       std::printf("note: %s not checked: this CPU lacks avx2, which its example excludes\n", v.name);
       continue;
     }
-    for (const char *target : {"cpu", "gpu"}) {
+    for (const Target *each : AllTargets()) {
+      const char *target = each->name();
       SCOPED_TRACE(std::string(v.name) + " " + target);
       const std::string dir = FreshDirectory(std::string(v.name) + "_" + target);
       EXPECT_FALSE(ChildReadFromDisk(dir, target, nullptr, nullptr)) << "cold";
       EXPECT_TRUE(ChildReadFromDisk(dir, target, nullptr, nullptr)) << "warm";
       const bool hit = ChildReadFromDisk(dir, target, v.name, v.example);
-      // GPU emulation is a setting of the GPU target only.
-      const bool changes = v.effect == EnvironmentVariable::kChangesCode &&
-                           !(std::strcmp(v.name, "TINYMLIR_GPU_EMULATE") == 0 &&
-                             std::strcmp(target, "cpu") == 0);
+      // A target's variable changes that target's code only.
+      const Target *owner = TargetOfVariable(v.name);
+      const bool changes =
+          v.effect == EnvironmentVariable::kChangesCode && (!owner || owner == each);
       if (changes) {
         EXPECT_FALSE(hit) << v.name << "=" << v.example << " was served the other code";
         EXPECT_TRUE(ChildReadFromDisk(dir, target, v.name, v.example)) << "warm, with it set";
@@ -213,7 +247,7 @@ int ChildLookup(const char *dir, const char *target) {
   ProgramCache cache;
   cache.ConfigureDisk(dir, 0);
   CompileOptions options;
-  options.target = std::strcmp(target, "gpu") == 0 ? Target::kGpu : Target::kCpu;
+  options.target = FindTarget(target)->kind();
   std::shared_ptr<Program> program;
   bool hit = false;
   const Status s = cache.GetOrCompile(SmallProgram(), options, &program, &hit);

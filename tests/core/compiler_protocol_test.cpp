@@ -16,6 +16,7 @@
 
 #include "core/engine/program_file.h"
 #include "core/trace/composites.h"
+#include "core/trace/ops.h"
 
 namespace tinymlir {
 namespace {
@@ -40,9 +41,9 @@ Trace EveryKindOfNode() {
   std::vector<uint8_t> data(2 * 4 * sizeof(double));
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
   EXPECT_TRUE(t.Constant("constant", DType::kF64, {2, 4}, data, &c).ok());
-  EXPECT_TRUE(t.Binary(OpKind::kAdd, "add", x, s, &v[0]).ok());
-  EXPECT_TRUE(t.Binary(OpKind::kMul, "mul", v[0], c, &v[1]).ok());  // f32 * f64 -> f64
-  EXPECT_TRUE(t.Binary(OpKind::kLess, "less", x, v[0], &v[2]).ok());
+  EXPECT_TRUE(RecordOp(t, {OpKind::kAdd, "add", {x, s}}, &v[0]).ok());
+  EXPECT_TRUE(RecordOp(t, {OpKind::kMul, "mul", {v[0], c}}, &v[1]).ok());  // f32 * f64 -> f64
+  EXPECT_TRUE(RecordOp(t, {OpKind::kLess, "less", {x, v[0]}}, &v[2]).ok());
   EXPECT_TRUE(t.Where("where", v[2], x, v[0], &v[3]).ok());
   EXPECT_TRUE(t.Unary(OpKind::kTanh, "tanh", v[3], &v[4]).ok());
   EXPECT_TRUE(t.Cast("cast", v[1], DType::kF32, &v[5]).ok());
@@ -54,7 +55,8 @@ Trace EveryKindOfNode() {
   EXPECT_TRUE(t.Slice("slice", v[10], {0, 1}, {2, 3}, &v[11]).ok());
   EXPECT_TRUE(t.Concat("concat", {v[11], v[11], v[10]}, 1, &v[12]).ok());
   EXPECT_TRUE(t.Gather("gather", v[5], idx, &v[13]).ok());
-  EXPECT_TRUE(t.CausalMask("mask", 3, 5, 2, DType::kF32, &v[14]).ok());
+  EXPECT_TRUE(RecordOp(t, {OpKind::kCausalMask, "mask", {}, {3, 5, 2, static_cast<int>(DType::kF32)}},
+                       &v[14]).ok());
   EXPECT_TRUE(Softmax(t, "softmax", v[14], -1, &v[15]).ok());
   EXPECT_TRUE(GeluTanh(t, "gelu", v[12], &v[16]).ok());
   EXPECT_TRUE(t.End("end", {v[16], v[13], v[7], v[8], v[15], v[16]}).ok());
@@ -109,13 +111,11 @@ TEST(TraceBytes, AnOperandDefinedLaterIsRefused) {
 
 TEST(CompilerProtocol, CompileRequestRoundTrip) {
   CompileOptions options;
-  options.target = Target::kGpu;
+  options.target = static_cast<TargetKind>(kNumTargetKinds - 1);
   options.optimize = false;
-  options.use_blas = false;
   options.opt_level = 1;
-  options.gpu_sm = 80;
-  options.gpu_matmul_tile = 8;
-  options.gpu_cubin = true;
+  options.SetOption("some_option", 80);
+  options.SetOption("another", -8);
   const Trace t = EveryKindOfNode();
   Trace back("");
   CompileOptions got;
@@ -123,11 +123,8 @@ TEST(CompilerProtocol, CompileRequestRoundTrip) {
   EXPECT_EQ(back.Fingerprint(), t.Fingerprint());
   EXPECT_EQ(static_cast<int>(got.target), static_cast<int>(options.target));
   EXPECT_EQ(got.optimize, options.optimize);
-  EXPECT_EQ(got.use_blas, options.use_blas);
   EXPECT_EQ(got.opt_level, options.opt_level);
-  EXPECT_EQ(got.gpu_sm, options.gpu_sm);
-  EXPECT_EQ(got.gpu_matmul_tile, options.gpu_matmul_tile);
-  EXPECT_EQ(got.gpu_cubin, options.gpu_cubin);
+  EXPECT_EQ(got.target_options, options.target_options);
 }
 
 std::unique_ptr<Program> SomeProgram() {
@@ -140,6 +137,7 @@ std::unique_ptr<Program> SomeProgram() {
   p.stage(Stage::kTraced) = "module { traced }";
   p.stage(Stage::kLlvmIr) = "define void @kernel() { ret void }";
   p.object_code = std::string("\x7f" "ELF object bytes", 17);
+  p.device = "cpu";
   for (int i = 0; i < kNumCompilePhases; ++i) p.phase_seconds[i] = 0.25 * (i + 1);
   return program;
 }
@@ -181,10 +179,11 @@ TEST(CompilerProtocol, StatusAndSymbolsRoundTrip) {
   ASSERT_OK(DecodeStatus(EncodeStatus(Unsupported("cannot load")), &status));
   EXPECT_EQ(status.code(), StatusCode::kUnsupported);
   EXPECT_EQ(status.message(), "cannot load");
-  std::vector<std::string> cpu, gpu;
-  ASSERT_OK(DecodeSymbols(EncodeSymbols({"expf", "tm_rt_gemm"}, {"mgpuLaunchKernel"}), &cpu, &gpu));
-  EXPECT_EQ(cpu, (std::vector<std::string>{"expf", "tm_rt_gemm"}));
-  EXPECT_EQ(gpu, (std::vector<std::string>{"mgpuLaunchKernel"}));
+  const DeviceSymbols sent = {{"one", {"expf", "tm_rt_gemm"}}, {"two", {"mgpuLaunchKernel"}},
+                              {"three", {}}};
+  DeviceSymbols got;
+  ASSERT_OK(DecodeSymbols(EncodeSymbols(sent), &got));
+  EXPECT_EQ(got, sent);
   EXPECT_FALSE(DecodeStatus(EncodeStatus(Unsupported("x")) + "!", &status).ok());
 }
 

@@ -1,11 +1,11 @@
-// tm_rt_gemm (core/runtime/cpu/blas_products.h): OpenBLAS, single-threaded, on blocks of C
+// tm_rt_gemm (core/targets/cpu/run/blas_products.h): OpenBLAS, single-threaded, on blocks of C
 // fixed by the shapes. Against a double-precision loop, on shapes that cut blocks at their
 // edges, with every transpose, batches, padded leading dimensions and the one-row and
 // one-column blocks that go to GEMV; and under concurrent callers, whose products must come
 // back with the bits they have alone. (That logits do not depend on the thread count is
 // checked end to end by tests/model/logits_reproducibility.sh threads: the pool's size is
 // fixed per process.)
-#include "core/runtime/cpu/blas_products.h"
+#include "core/targets/cpu/run/blas_products.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// The batched GEMV kernels (core/runtime/cpu/gemv_kernels.h), which take attention's
+// The batched GEMV kernels (core/targets/cpu/run/gemv_kernels.h), which take attention's
 // per-head products in decode: every output bit for bit what a loop of the single calls
 // over the batch gives (the single calls are checked against double precision by the C API
 // suite), for f32, f16 and bf16 matrices, heads side by side in a row (a K or V cache) and
 // apart, sizes below and above the batched kernels' pool threshold, odd tails; and, so that
 // the comparison cannot pass with both wrong, one case against a double-precision loop.
-#include "core/runtime/cpu/gemv_kernels.h"
+#include "core/targets/cpu/run/gemv_kernels.h"
 
 #include <gtest/gtest.h>
 

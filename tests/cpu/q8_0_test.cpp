@@ -1,4 +1,4 @@
-// q8_0 (core/runtime/cpu/q8_0.h): 8-bit block-quantized weights, llama.cpp's Q8_0 layout.
+// q8_0 (core/targets/cpu/run/q8_0.h): 8-bit block-quantized weights, llama.cpp's Q8_0 layout.
 // Quantization against its definition evaluated in double precision (the scale the f16
 // nearest to amax / 127, each value the nearest integer to x / d, ties to even), with the
 // header's error bounds checked element by element; the byte layout on a block made by
@@ -9,7 +9,7 @@
 // variant this machine runs; the prefill
 // product against double loops; refused arguments. Nothing is checked against the kernels'
 // own output except that the variants agree with each other.
-#include "core/runtime/cpu/q8_0.h"
+#include "core/targets/cpu/run/q8_0.h"
 
 #include <gtest/gtest.h>
 

@@ -22,7 +22,7 @@
 // often each open point of the header was met; TM_FUZZ_NUMPY_STRICT=1 expects NumPy's
 // answer where the library is known to differ. TM_FUZZ_TARGET=gpu compiles every program for
 // the GPU target with its kernels emulated on the CPU and checked for races
-// (TINYMLIR_GPU_EMULATE=1, core/compiler/passes/gpu_emulation.h): the same checks, on the GPU lowering.
+// (TINYMLIR_GPU_EMULATE=1, core/targets/gpu/compile/gpu_emulation.h): the same checks, on the GPU lowering.
 // TM_FUZZ_TARGET=gpu-host compiles them for the GPU for real and runs them against the fake
 // CUDA driver (tests/gpu/fake_cuda_driver.cpp, first on LD_LIBRARY_PATH): no kernel runs
 // there, so no result is compared, but the host side is checked on every program: statuses,

@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(s.code() == tinymlir::StatusCode::kIo, s.message());
     CheckRefusal(s);
   }
-  tinymlir::Program program;
+  tinymlir::CompiledProgram program;
   s = tinymlir::DeserializeProgram(s.ok() ? payload : bytes, &program);
   if (!s.ok()) {
     FUZZ_CHECK(s.code() == tinymlir::StatusCode::kIo, s.message());

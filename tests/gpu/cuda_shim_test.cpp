@@ -1,4 +1,4 @@
-// The CUDA driver shim (core/runtime/gpu/cuda_driver.h), the GPU runtime the generated host
+// The CUDA driver shim (core/targets/gpu/run/cuda_driver.h), the GPU runtime the generated host
 // code calls (gpu_runtime.h) and the guarded call that turns their failures into a status
 // (core/runtime/guarded_call.h). Most tests need no GPU: they check that a machine without a
 // driver (or with the toolkit's stub driver: the gpu_shim_stub_driver test runs
@@ -16,10 +16,10 @@
 
 #include "core/runtime/guarded_call.h"
 #include "core/runtime/recycled_temporaries.h"
-#include "core/runtime/cpu/runtime_symbols.h"
-#include "core/runtime/gpu/cuda_driver.h"
-#include "core/runtime/gpu/gpu_runtime.h"
-#include "core/runtime/gpu/gpu_symbols.h"
+#include "core/runtime/host_symbols.h"
+#include "core/targets/gpu/run/cuda_driver.h"
+#include "core/targets/gpu/run/gpu_runtime.h"
+#include "core/targets/gpu/run/gpu_symbols.h"
 
 namespace tinymlir {
 namespace {
@@ -223,8 +223,8 @@ TEST(GuardedCall, OutsideACallTrackingDoesNothing) {
 // ---------------------------------------------------------------------------------------
 // The symbol tables.
 
-TEST(GpuSymbols, GpuProgramsGetTheGpuRuntimeOverTheCpuTable) {
-  const auto &cpu = RuntimeSymbols();
+TEST(GpuSymbols, GpuProgramsGetTheGpuRuntimeOverTheHostTable) {
+  const auto &cpu = HostSymbols();
   const auto &gpu_table = GpuRuntimeSymbols();
   EXPECT_EQ(gpu_table.at("malloc"), reinterpret_cast<void *>(&tm_rt_gpu_malloc));
   EXPECT_EQ(gpu_table.at("aligned_alloc"), reinterpret_cast<void *>(&tm_rt_gpu_aligned_alloc));
@@ -240,11 +240,11 @@ TEST(GpuSymbols, GpuProgramsGetTheGpuRuntimeOverTheCpuTable) {
     EXPECT_NE(gpu_table.at(name), nullptr) << name;
     EXPECT_EQ(cpu.count(name), 0u) << name;
   }
-  // Everything else is the CPU table's (libm, memcpy, BLAS).
+  // Everything else is the host table's (libm, memcpy).
   for (const auto &[name, address] : cpu)
     if (name != "malloc" && name != "aligned_alloc" && name != "calloc" && name != "free")
       EXPECT_EQ(gpu_table.at(name), address) << name;
-  // CPU programs resolve as before.
+  // Host devices resolve to the guarded allocator.
   EXPECT_EQ(cpu.at("malloc"), reinterpret_cast<void *>(&tm_rt_malloc));
   EXPECT_EQ(cpu.at("calloc"), reinterpret_cast<void *>(&tm_rt_calloc));
   EXPECT_EQ(cpu.at("free"), reinterpret_cast<void *>(&tm_rt_free));

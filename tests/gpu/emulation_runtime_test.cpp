@@ -1,4 +1,4 @@
-// GPU emulation's race check (core/runtime/gpu/emulation_runtime.h), called as an emulated
+// GPU emulation's race check (core/targets/gpu/run/emulation_runtime.h), called as an emulated
 // kernel calls it, inside a guarded call: each kind of race fails the call naming both
 // threads, and each kind of ordered access passes.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/runtime/guarded_call.h"
-#include "core/runtime/gpu/emulation_runtime.h"
+#include "core/targets/gpu/run/emulation_runtime.h"
 
 namespace tinymlir {
 namespace {

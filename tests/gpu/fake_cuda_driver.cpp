@@ -1,6 +1,6 @@
 // A CUDA driver without a GPU, for testing the GPU target's host side where there is none
 // (CI): built as libcuda.so.1 in a folder of its own, which a test puts first on its library
-// path. It implements the driver functions core/runtime/gpu/cuda_driver.h resolves, over host
+// path. It implements the driver functions core/targets/gpu/run/cuda_driver.h resolves, over host
 // memory, and checks what a real driver would only show by faulting:
 //   - a module is PTX for the chip the device reports (sm_90), or an ELF cubin;
 //   - a kernel asked for by name is an .entry of its module;

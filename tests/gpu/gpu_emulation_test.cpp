@@ -1,5 +1,5 @@
 // GPU emulation (TINYMLIR_GPU_EMULATE=1, which CTest sets for this program): the GPU
-// target's kernels, run on the CPU thread by thread (core/compiler/passes/gpu_emulation.h). Here the
+// target's kernels, run on the CPU thread by thread (core/targets/gpu/compile/gpu_emulation.h). Here the
 // tiled shared-memory matmul kernel is checked against double-precision loops for every kind
 // of tile edge (1, smaller than, equal to and not dividing the sizes, the largest), and the
 // programs are checked to be that kernel on the host. The ops that join a product's kernel
@@ -122,7 +122,7 @@ TEST(GpuEmulation, BatchMatmulsPutTheBatchOnTheGridsZ) {
 }
 
 // The elementwise op after a product runs in the product's kernel, on each element's sum
-// (core/compiler/passes/gpu_matmul.h): a bias and tanh, a scale and a broadcast mask (a decode step's
+// (core/targets/gpu/compile/gpu_matmul.h): a bias and tanh, a scale and a broadcast mask (a decode step's
 // attention scores), a residual beside the product kept as an output too, and an op that
 // reads the product at other elements (the transpose), which stays a kernel of its own.
 // Each against double-precision loops, for the tiled kernel (tiles that divide the sizes
@@ -210,7 +210,7 @@ TEST(GpuEmulation, ProductsWithTheirElementwiseEpiloguesEqualADoubleLoop) {
 // A step of attention as GPT-2 traces it: the heads split out of q, k and v (transposes),
 // scores scaled and masked, softmax, the weighted values, the heads merged back into rows.
 // On the GPU the q and v heads are read in place (views, no copy), the scale and mask and
-// the merge are their products' epilogues (core/compiler/passes/gpu_matmul.h); when the scores have
+// the merge are their products' epilogues (core/targets/gpu/compile/gpu_matmul.h); when the scores have
 // the shape of q's heads (L = head size) bufferization reuses that buffer, which the view
 // of q must survive. Against double-precision loops, 1e-5 relative + 1e-5 absolute.
 TEST(GpuEmulation, AnAttentionStepEqualsADoubleLoop) {
@@ -301,7 +301,7 @@ TEST(GpuEmulation, HeadsReadAgainAfterTheProductAreStillThere) {
   EXPECT_TRUE(AllClose(hss.data, MatmulReference(sheads, sheads, 4, 32, 32, 32), 1e-5, 1e-5));
 }
 
-// Row kernels (core/compiler/passes/gpu_row_kernels.h) against double loops: layer norm then GELU,
+// Row kernels (core/targets/gpu/compile/gpu_row_kernels.h) against double loops: layer norm then GELU,
 // softmax, a row max and a column sum, over rows of 3 columns (fewer than a warp), 37, 256
 // (the block's threads exactly), 300 and 1000 (several per thread), for 1 row and 7; f64
 // softmax and sums; and softmax read transposed after its kernel (p + p^T: two kernels).

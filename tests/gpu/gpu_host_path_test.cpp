@@ -180,7 +180,7 @@ TEST(GpuHostPath, Gpt2GeneratesWithEveryLaunchOnDeviceMemory) {
   }
   // The same generation again allocates nothing: the KV cache and the activations are
   // managed memory the model keeps, and the calls' temporaries and staged tensors are the
-  // blocks the first generation's calls left idle (core/runtime/gpu/recycled_blocks.h).
+  // blocks the first generation's calls left idle (core/targets/gpu/run/recycled_blocks.h).
   const size_t before = DriverLog().size();
   tm_generate_options o;
   tm_generate_options_init(&o);

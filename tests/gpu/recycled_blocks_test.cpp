@@ -1,8 +1,8 @@
-// Managed blocks recycled between GPU program calls (core/runtime/gpu/recycled_blocks.h), and
+// Managed blocks recycled between GPU program calls (core/targets/gpu/run/recycled_blocks.h), and
 // the call scope that hands them back once the device is done (gpu::DeferredFrees), against
 // the fake CUDA driver (tests/gpu/fake_cuda_driver.cpp) with a device of 400 MiB: CTest runs
 // them as gpu_shim_fake_driver; elsewhere they skip.
-#include "core/runtime/gpu/recycled_blocks.h"
+#include "core/targets/gpu/run/recycled_blocks.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <string>
 #include <thread>
 
-#include "core/runtime/gpu/cuda_driver.h"
-#include "core/runtime/gpu/gpu_runtime.h"
+#include "core/targets/gpu/run/cuda_driver.h"
+#include "core/targets/gpu/run/gpu_runtime.h"
 
 namespace tinymlir {
 namespace {

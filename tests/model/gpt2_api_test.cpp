@@ -864,7 +864,7 @@ TEST_F(ModelApiFolder, BundleManifestsAreCheckedAndNamed) {
       {"tinymlir gpt2 bundle 2\nn_embd 999\n", TM_TARGET_CPU, TM_ERROR_IO,
        "its manifest says 'n_embd 999' where this model needs 'n_embd "},
       {"tinymlir gpt2 bundle 2\ntarget cpu\n", TM_TARGET_GPU, TM_ERROR_INVALID_ARGUMENT,
-       "options.target is the GPU, but the bundle"},
+       "options.target is gpu, but the bundle"},
   };
   for (const auto &c : cases) {
     std::ofstream(manifest, std::ios::binary) << c.text;

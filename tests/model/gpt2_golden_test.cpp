@@ -26,7 +26,7 @@
 //
 // Built twice: model_tests (the CPU target) and gpu_emulated_model_tests (TM_TEST_GPU:
 // the GPU target, run by CTest with TINYMLIR_GPU_EMULATE=fast, so that its kernels run on the
-// CPU, core/compiler/passes/gpu_emulation.h; on a machine with a GPU and without the variable, on
+// CPU, core/targets/gpu/compile/gpu_emulation.h; on a machine with a GPU and without the variable, on
 // the GPU). Same goldens, same tolerances.
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #                   threads: every product sums in an order fixed by the shapes alone (the
 #                   GEMV kernels split over outputs, never over the summed dimension;
 #                   OpenBLAS runs single-threaded on blocks of C fixed by the shapes,
-#                   core/runtime/cpu/blas_products.h, so its own thread count has no say). The
+#                   core/targets/cpu/run/blas_products.h, so its own thread count has no say). The
 #                   pool never starts more threads than the CPUs the process may use: on a
 #                   2-CPU machine, 3 means 2.
 #   cpu-extensions  with the weights in f32, f16, bf16 and q8_0, with every extension of this
@@ -17,7 +17,7 @@
 #                   has no AVX-512 this is the first run again) and with
 #                   TINYMLIR_CPU_EXCLUDE=avx2,fma,f16c (a CPU of 2011: SSE4.2 and AVX;
 #                   AVX-512 goes too): the decode kernels' variants do the same operations in
-#                   the same order (core/runtime/cpu/gemv_kernels.cpp, q8_0.h), generated
+#                   the same order (core/targets/cpu/run/gemv_kernels.cpp, q8_0.h), generated
 #                   code is never contracted or reassociated, so SSE and AVX code give the
 #                   same bits, and without F16C the compiled code widens f16 through libgcc's
 #                   __extendhfsf2.

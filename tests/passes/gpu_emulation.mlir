@@ -1,7 +1,7 @@
 // tm-gpu-emulation: each gpu.launch becomes host loops over its blocks and, per phase between
 // barriers, over its threads; values used across a barrier are kept per thread, workgroup
 // memory is a host buffer. Checks that, and the race check's runtime calls (check-races).
-// RUN: tinymlir-opt %s --tm-gpu-emulation=check-races=false | FileCheck %s
+// RUN: tinymlir-opt %s --tm-gpu-emulation=check-races=0 | FileCheck %s
 // RUN: tinymlir-opt %s --tm-gpu-emulation | FileCheck %s --check-prefix=RACES
 
 // 2 blocks of 32 threads, each block reversing its 32 elements through workgroup memory.
@@ -45,24 +45,24 @@
 
 // With the race check, every access to the launch's buffers and workgroup memory is
 // reported first (kind: 1 for a write, 2 for workgroup memory), and so is the barrier.
-// RACES-DAG:   func.func private @tm_rt_gpu_emulation_launch_begin(index, index, index, index, index, index)
-// RACES-DAG:   func.func private @tm_rt_gpu_emulation_access(index, index, index, i32)
+// RACES-DAG:   func.func private @tm_rt_gpu_emulation_launch_begin(i64, i64, i64, i64, i64, i64)
+// RACES-DAG:   func.func private @tm_rt_gpu_emulation_access(i64, i64, i64, i32)
 // RACES-DAG:   func.func private @tm_rt_gpu_emulation_barrier()
 // RACES-DAG:   func.func private @tm_rt_gpu_emulation_launch_end()
 // RACES-LABEL: func.func @reverse_in_blocks
 // RACES-SAME:      (%[[M:.*]]: memref<60xf32>)
 // RACES:         call @tm_rt_gpu_emulation_launch_begin(
 // RACES:         %[[GLOBAL_READ:.*]] = arith.constant 0 : i32
-// RACES-NEXT:    func.call @tm_rt_gpu_emulation_access(%{{.*}}, %{{.*}}, %{{.*}}, %[[GLOBAL_READ]])
+// RACES:         func.call @tm_rt_gpu_emulation_access(%{{.*}}, %{{.*}}, %{{.*}}, %[[GLOBAL_READ]])
 // RACES-NEXT:    memref.load %[[M]]
 // RACES:         %[[SHARED_WRITE:.*]] = arith.constant 3 : i32
-// RACES-NEXT:    func.call @tm_rt_gpu_emulation_access(%{{.*}}, %{{.*}}, %{{.*}}, %[[SHARED_WRITE]])
+// RACES:         func.call @tm_rt_gpu_emulation_access(%{{.*}}, %{{.*}}, %{{.*}}, %[[SHARED_WRITE]])
 // RACES-NEXT:    memref.store
 // RACES:         func.call @tm_rt_gpu_emulation_barrier()
 // RACES:         %[[SHARED_READ:.*]] = arith.constant 2 : i32
-// RACES-NEXT:    func.call @tm_rt_gpu_emulation_access(%{{.*}}, %{{.*}}, %{{.*}}, %[[SHARED_READ]])
+// RACES:         func.call @tm_rt_gpu_emulation_access(%{{.*}}, %{{.*}}, %{{.*}}, %[[SHARED_READ]])
 // RACES:         %[[GLOBAL_WRITE:.*]] = arith.constant 1 : i32
-// RACES-NEXT:    func.call @tm_rt_gpu_emulation_access(%{{.*}}, %{{.*}}, %{{.*}}, %[[GLOBAL_WRITE]])
+// RACES:         func.call @tm_rt_gpu_emulation_access(%{{.*}}, %{{.*}}, %{{.*}}, %[[GLOBAL_WRITE]])
 // RACES-NEXT:    memref.store %{{.*}}, %[[M]]
 // RACES:         call @tm_rt_gpu_emulation_launch_end()
 // RACES-NOT:     gpu.

@@ -162,6 +162,31 @@ static int tmpy_int32s(PyObject *obj, const char *what, int64_t lo, int64_t hi, 
   free((void *)$1);
 }
 
+/* tm_op's values and integer attributes: two sequences (the library checks their counts
+ * against the op's signature). */
+%typemap(in) (const tm_value *operands, int32_t n_operands) (Py_ssize_t len = 0) {
+  void *values = NULL;
+  if (!tmpy_int32s($input, "operands", 0, UINT32_MAX, &values, &len)) SWIG_fail;
+  if (len > INT32_MAX) {
+    free(values);
+    SWIG_exception_fail(SWIG_OverflowError, "too many operands");
+  }
+  $1 = (tm_value *)values;
+  $2 = (int32_t)len;
+}
+%typemap(freearg) (const tm_value *operands, int32_t n_operands) { free((void *)$1); }
+%typemap(in) (const int64_t *ints, int32_t n_ints) (Py_ssize_t len = 0) {
+  int64_t *values = NULL;
+  if (!tmpy_int64s($input, "ints", &values, &len)) SWIG_fail;
+  if (len > INT32_MAX) {
+    free(values);
+    SWIG_exception_fail(SWIG_OverflowError, "too many ints");
+  }
+  $1 = values;
+  $2 = (int32_t)len;
+}
+%typemap(freearg) (const int64_t *ints, int32_t n_ints) { free((void *)$1); }
+
 /* ---- Output parameters become return values ------------------------------------------- */
 
 %define TMPY_HANDLE_OUT(TYPE)

@@ -116,9 +116,9 @@ def record(c_op, *operands, args=(), what=None):
     state = state_of(operands, what)
     compare = c_op in _COMPARISONS
     if c_op in _PROMOTING:
-        operands = _promote(state, operands, what, compare)
+        operands = promote(state, operands, what, compare)
     elif c_op is capi.tm_op_where:   # the condition is no part of the promotion
-        operands = (operands[0], *_promote(state, operands[1:], what, compare))
+        operands = (operands[0], *promote(state, operands[1:], what, compare))
     values = lift_all(state, operands, compare=compare)
     return Tracer(state, c_op(state.ptr, *values, *args))
 
@@ -129,7 +129,7 @@ _PROMOTING = _COMPARISONS + (capi.tm_op_add, capi.tm_op_sub, capi.tm_op_mul, cap
                              capi.tm_op_pow, capi.tm_op_maximum, capi.tm_op_minimum)
 
 
-def _promote(state, operands, what, compare):
+def promote(state, operands, what, compare):
     """The operands of one elementwise op, cast to the dtype the installed NumPy computes it
     in where that is not the library's (tinymlir._promotion)."""
     dtype = numpy_dtype(operands, what) if len(operands) > 1 else None

@@ -34,8 +34,9 @@
  *   TM_ERROR_INVALID_ARGUMENT before a byte beyond the library's own layout is read.
  * - Nothing aborts the process on bad input, and nothing is printed to stderr.
  *
- * ABI (version 1.0 declared with tinymlir 1.0.0; this header is 1.1, which added
- * tm_model_load_report, TM_Q8_0 and tm_quantize_q8_0): everything declared here and in gpt2.h
+ * ABI (version 1.0 declared with tinymlir 1.0.0; this header is 1.2: 1.1 added
+ * tm_model_load_report, TM_Q8_0 and tm_quantize_q8_0, 1.2 the targets' functions
+ * tm_target_*): everything declared here and in gpt2.h
  * is stable for the life of the library's SONAME, libtinymlir.so.1 (and
  * libtinymlir_runtime.so.1): a function's signature and meaning, an enum value, a struct's
  * published layouts never change. What may be added within 1.x: functions, enum values
@@ -57,8 +58,9 @@
  *
  * The runtime library, libtinymlir_runtime.so, runs exported programs without LLVM or
  * MLIR. It implements, with the same behaviour, every tm_program_* function, tm_invoke,
- * tm_last_error, tm_status_string, tm_version, tm_api_version, the tm_process_* functions
- * and tm_free; it has no contexts, traces or compiler (tm_program_load makes its programs).
+ * tm_last_error, tm_status_string, tm_version, tm_api_version, the tm_process_* and
+ * tm_target_* functions and tm_free; it has no contexts, traces or compiler
+ * (tm_program_load makes its programs).
  */
 #ifndef TINYMLIR_TINYMLIR_H
 #define TINYMLIR_TINYMLIR_H
@@ -155,6 +157,7 @@ typedef TM_ENUM(tm_dtype) {
   TM_Q8_0 = 8
 } tm_dtype;
 
+/* Where compiled programs run (see "Targets" below: tm_target_count, tm_target_get_info). */
 typedef TM_ENUM(tm_target) { TM_TARGET_CPU = 0, TM_TARGET_GPU = 1 } tm_target;
 
 /* The stages of compilation whose text a program keeps (see tm_program_ir). */
@@ -324,6 +327,34 @@ TM_API tm_status tm_value_type(tm_trace *trace, tm_value value, tm_dtype *dtype,
  * the trace that returned it; passing it to another trace is TM_ERROR_INVALID_ARGUMENT.
  * Errors common to all: TM_ERROR_INVALID_ARGUMENT (null trace or out, unknown value,
  * trace already ended). */
+
+/* Every op by kind (API 1.2): tm_op records any op of the table, tm_op_kind
+ * (<tinymlir/ops.h>, one enumerator per op, each commented with its signature and what it
+ * computes). The tm_op_* functions below are the same ops with C parameters of their own,
+ * and say each op's rules in full; an op added since has only its kind. The bindings make
+ * their functions from the signatures (tm_op_signature).
+ *
+ * A signature, name(parameters), lists the op's values (a bare name; `name: values` is one
+ * or more values) and then its attributes: `name: int`, `bool` (0 or 1), `dtype` (a
+ * tm_dtype), `ints` (a list of integers) or `real` (a double). tm_op takes the values in
+ * `operands`, every int, bool and dtype attribute in order in `ints`, then each list, all
+ * lists equally long (slice's begin then end: 2 * rank integers), and the real attribute in
+ * `real` (ignored by an op that has none). A `= default` in a signature is what the bindings
+ * pass when their caller does not; tm_op takes every attribute.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (an op this library does not have, NULL arrays with
+ * counts, counts the signature does not take), and each op's own, as its tm_op_* says. */
+#include "tinymlir/ops.h"
+
+TM_API tm_status tm_op(tm_trace *trace, tm_op_kind op, const tm_value *operands,
+                       int32_t n_operands, const int64_t *ints, int32_t n_ints, double real,
+                       tm_value *out);
+
+/* How many ops tm_op knows: their kinds are 0 .. count - 1. */
+TM_API int32_t tm_op_count(void);
+
+/* An op's signature ("reduce_sum(x, axis: int, keepdims: bool = 0)"), static; NULL for a
+ * kind this library does not have. */
+TM_API const char *tm_op_signature(tm_op_kind op);
 
 /* Declares the next program input (inputs are numbered in declaration order).
  * Weights are inputs too: a program never bakes their values in.
@@ -514,6 +545,46 @@ TM_API tm_status tm_op_gelu_tanh(tm_trace *trace, tm_value x, tm_value *out);
  * Errors: TM_ERROR_SHAPE (negative size), TM_ERROR_DTYPE (not float). */
 TM_API tm_status tm_op_causal_mask(tm_trace *trace, int64_t rows, int64_t cols, int64_t offset,
                                    tm_dtype dtype, tm_value *out);
+
+/* ---- Targets (API 1.2) ----------------------------------------------------------------
+ * A target is where programs run: TM_TARGET_CPU (this machine's CPU) or TM_TARGET_GPU (an
+ * NVIDIA GPU, through the CUDA driver found at run time). Its values are 0 ..
+ * tm_target_count() - 1; each has a name ("cpu", "gpu"). What an application asks of one
+ * before it compiles, to lay its data out for it, is its tm_target_info. */
+
+/* The number of targets this library has (they are 0 .. count - 1). */
+TM_API int32_t tm_target_count(void);
+
+/* What a target is, for an application laying its data out. Published layouts: */
+#define TM_TARGET_INFO_SIZE_V1 32 /* the only layout so far */
+typedef struct tm_target_info {
+  uint32_t struct_size;       /* set to sizeof(tm_target_info) before the call */
+  const char *name;           /* "cpu", "gpu": static storage, valid for the process */
+  int32_t host_memory;        /* 1: programs read and write the caller's buffers in place;
+                                 0: each call copies its tensors to the device and back,
+                                 except blocks of tm_process_managed_alloc */
+  uint32_t weight_dtypes;     /* bit (1u << d) set for each tm_dtype d that a matmul's right
+                                 operand may be stored in and read as it is */
+  int32_t weights_transposed; /* 1: matrix-vector products read a weight stored transposed,
+                                 (n, k) for x @ W^T, at their best speed; 0: stored (k, n) */
+} tm_target_info;
+
+/* Fills *info up to info->struct_size with what `target` is.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (info NULL, struct_size below TM_TARGET_INFO_SIZE_V1, or
+ * a target this library does not have: the message lists those it has). */
+TM_API tm_status tm_target_get_info(tm_target target, tm_target_info *info);
+
+/* The target named `name` ("cpu", "gpu"), into *out.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL, or no target of that name: the message lists the
+ * names there are). */
+TM_API tm_status tm_target_from_name(const char *name, tm_target *out);
+
+/* Whether programs of `target` can run in this process now: TM_OK, or TM_ERROR_UNSUPPORTED
+ * with a message saying what is missing (no CUDA driver, no GPU) and how to get it. Cheap:
+ * ask it before compiling. (With TINYMLIR_GPU_EMULATE set, GPU programs run their kernels
+ * on the host, and the GPU target is there without a driver.)
+ * Errors: also TM_ERROR_INVALID_ARGUMENT (a target this library does not have). */
+TM_API tm_status tm_target_check(tm_target target);
 
 /* ---- Compilation -------------------------------------------------------------------- */
 

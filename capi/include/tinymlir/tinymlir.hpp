@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "tinymlir/ops.hpp"
 #include "tinymlir/tinymlir.h"
 
 namespace tinymlir {
@@ -70,8 +71,10 @@ using ProgramHandle = Handle<tm_program, tm_program_release>;
 
 // Records a trace op by op. The first failing call is remembered (status() and error(),
 // the tm_last_error message of that moment); later calls are skipped and return 0, so a
-// whole program can be written without checking each op, then checked once.
-class Tracer {
+// whole program can be written without checking each op, then checked once. Every op of
+// the table is a method (<tinymlir/ops.hpp>, made from the ops' signatures: tr.add(a, b),
+// tr.reduce_sum(x, -1), tr.slice(x, {0, 1}, {2, 3}), ...), and op() records any by kind.
+class Tracer : public OpMethods<Tracer> {
  public:
   Tracer(tm_context *ctx, const char *name) { Check(tm_trace_begin(ctx, name, trace_.out())); }
 
@@ -92,85 +95,27 @@ class Tracer {
     return Op([&](tm_value *v) { return tm_op_constant(trace_, &data, v); });
   }
 
-  tm_value add(tm_value a, tm_value b) { return Binary(tm_op_add, a, b); }
-  tm_value sub(tm_value a, tm_value b) { return Binary(tm_op_sub, a, b); }
-  tm_value mul(tm_value a, tm_value b) { return Binary(tm_op_mul, a, b); }
-  tm_value div(tm_value a, tm_value b) { return Binary(tm_op_div, a, b); }
-  tm_value pow(tm_value a, tm_value b) { return Binary(tm_op_pow, a, b); }
-  tm_value maximum(tm_value a, tm_value b) { return Binary(tm_op_maximum, a, b); }
-  tm_value minimum(tm_value a, tm_value b) { return Binary(tm_op_minimum, a, b); }
-  tm_value less(tm_value a, tm_value b) { return Binary(tm_op_less, a, b); }
-  tm_value greater(tm_value a, tm_value b) { return Binary(tm_op_greater, a, b); }
-  tm_value equal(tm_value a, tm_value b) { return Binary(tm_op_equal, a, b); }
-  tm_value matmul(tm_value a, tm_value b) { return Binary(tm_op_matmul, a, b); }
-  tm_value gather(tm_value table, tm_value indices) { return Binary(tm_op_gather, table, indices); }
-  tm_value where(tm_value cond, tm_value a, tm_value b) {
-    return Op([&](tm_value *v) { return tm_op_where(trace_, cond, a, b, v); });
+  // Any op of the table by kind (tm_op): its values, its int, bool and dtype attributes then
+  // its lists, and its real attribute.
+  tm_value op(tm_op_kind kind, const std::vector<tm_value> &operands,
+              const std::vector<int64_t> &ints = {}, double real = 0.0) {
+    return Op([&](tm_value *v) {
+      return tm_op(trace_, kind, operands.data(), static_cast<int32_t>(operands.size()),
+                   ints.data(), static_cast<int32_t>(ints.size()), real, v);
+    });
   }
 
-  tm_value neg(tm_value x) { return Unary(tm_op_neg, x); }
-  tm_value exp(tm_value x) { return Unary(tm_op_exp, x); }
-  tm_value log(tm_value x) { return Unary(tm_op_log, x); }
-  tm_value tanh(tm_value x) { return Unary(tm_op_tanh, x); }
-  tm_value sqrt(tm_value x) { return Unary(tm_op_sqrt, x); }
-  tm_value rsqrt(tm_value x) { return Unary(tm_op_rsqrt, x); }
-  tm_value erf(tm_value x) { return Unary(tm_op_erf, x); }
-  tm_value abs(tm_value x) { return Unary(tm_op_abs, x); }
-  tm_value gelu_tanh(tm_value x) { return Unary(tm_op_gelu_tanh, x); }
+  tm_value neg(tm_value x) { return unary(TM_UNARY_NEG, x); }
+  tm_value exp(tm_value x) { return unary(TM_UNARY_EXP, x); }
+  tm_value log(tm_value x) { return unary(TM_UNARY_LOG, x); }
+  tm_value tanh(tm_value x) { return unary(TM_UNARY_TANH, x); }
+  tm_value sqrt(tm_value x) { return unary(TM_UNARY_SQRT, x); }
+  tm_value rsqrt(tm_value x) { return unary(TM_UNARY_RSQRT, x); }
+  tm_value erf(tm_value x) { return unary(TM_UNARY_ERF, x); }
+  tm_value abs(tm_value x) { return unary(TM_UNARY_ABS, x); }
   // Any unary op by kind (TM_UNARY_SIGMOID, ...): tm_op_unary.
   tm_value unary(tm_unary_op op, tm_value x) {
     return Op([&](tm_value *v) { return tm_op_unary(trace_, op, x, v); });
-  }
-  tm_value cast(tm_value x, tm_dtype dtype) {
-    return Op([&](tm_value *v) { return tm_op_cast(trace_, x, dtype, v); });
-  }
-
-  tm_value reduce_sum(tm_value x, int32_t axis, bool keepdims = false) {
-    return Reduce(tm_op_reduce_sum, x, axis, keepdims);
-  }
-  tm_value reduce_max(tm_value x, int32_t axis, bool keepdims = false) {
-    return Reduce(tm_op_reduce_max, x, axis, keepdims);
-  }
-  tm_value reduce_mean(tm_value x, int32_t axis, bool keepdims = false) {
-    return Reduce(tm_op_reduce_mean, x, axis, keepdims);
-  }
-  tm_value reduce_var(tm_value x, int32_t axis, bool keepdims = false) {
-    return Reduce(tm_op_reduce_var, x, axis, keepdims);
-  }
-  tm_value softmax(tm_value x, int32_t axis = -1) {
-    return Op([&](tm_value *v) { return tm_op_softmax(trace_, x, axis, v); });
-  }
-  tm_value layer_norm(tm_value x, tm_value gamma, tm_value beta, double eps) {
-    return Op([&](tm_value *v) { return tm_op_layer_norm(trace_, x, gamma, beta, eps, v); });
-  }
-  tm_value causal_mask(int64_t rows, int64_t cols, int64_t offset, tm_dtype dtype = TM_F32) {
-    return Op([&](tm_value *v) { return tm_op_causal_mask(trace_, rows, cols, offset, dtype, v); });
-  }
-
-  tm_value reshape(tm_value x, const std::vector<int64_t> &shape) {
-    return Op([&](tm_value *v) {
-      return tm_op_reshape(trace_, x, static_cast<int32_t>(shape.size()), shape.data(), v);
-    });
-  }
-  tm_value transpose(tm_value x, const std::vector<int32_t> &perm) {
-    return Op([&](tm_value *v) {
-      return tm_op_transpose(trace_, x, perm.data(), static_cast<int32_t>(perm.size()), v);
-    });
-  }
-  tm_value slice(tm_value x, const std::vector<int64_t> &begin, const std::vector<int64_t> &end) {
-    if (begin.size() != end.size()) {
-      Fail(TM_ERROR_INVALID_ARGUMENT, "slice: begin and end have different lengths");
-      return 0;
-    }
-    return Op([&](tm_value *v) {
-      return tm_op_slice(trace_, x, static_cast<int32_t>(begin.size()), begin.data(), end.data(),
-                         v);
-    });
-  }
-  tm_value concat(const std::vector<tm_value> &xs, int32_t axis) {
-    return Op([&](tm_value *v) {
-      return tm_op_concat(trace_, xs.data(), static_cast<int32_t>(xs.size()), axis, v);
-    });
   }
 
   // Ends the trace with these outputs.
@@ -184,6 +129,13 @@ class Tracer {
   tm_status compile(tm_context *ctx, const tm_compile_options *options, ProgramHandle *out) {
     if (ok()) Check(tm_compile(ctx, trace_, options, out->out()));
     return status_;
+  }
+
+  // Remembers a failure found before any C call (OpMethods: lists of unequal length), as
+  // TM_ERROR_INVALID_ARGUMENT; returns 0 for the value.
+  tm_value Refuse(const char *message) {
+    Fail(TM_ERROR_INVALID_ARGUMENT, message);
+    return 0;
   }
 
  private:
@@ -200,17 +152,6 @@ class Tracer {
     tm_value v = 0;
     if (ok()) Check(record(&v));
     return ok() ? v : 0;
-  }
-  tm_value Binary(tm_status (*fn)(tm_trace *, tm_value, tm_value, tm_value *), tm_value a,
-                  tm_value b) {
-    return Op([&](tm_value *v) { return fn(trace_, a, b, v); });
-  }
-  tm_value Unary(tm_status (*fn)(tm_trace *, tm_value, tm_value *), tm_value x) {
-    return Op([&](tm_value *v) { return fn(trace_, x, v); });
-  }
-  tm_value Reduce(tm_status (*fn)(tm_trace *, tm_value, int32_t, int32_t, tm_value *), tm_value x,
-                  int32_t axis, bool keepdims) {
-    return Op([&](tm_value *v) { return fn(trace_, x, axis, keepdims ? 1 : 0, v); });
   }
 
   TraceHandle trace_;

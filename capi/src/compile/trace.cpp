@@ -5,7 +5,8 @@
 
 #include "capi/src/run/errors.h"
 #include "capi/src/compile/handles.h"
-#include "core/trace/composites.h"
+#include "core/support/fork_safe_once.h"
+#include "core/trace/ops.h"
 #include "core/trace/unary_ops.h"
 
 using tm_capi::Fail;
@@ -49,15 +50,41 @@ tinymlir::Status ReadShape(const char *op, int32_t rank, const int64_t *shape, t
   return tinymlir::Status::Ok();
 }
 
-tm_status Binary(tm_trace *t, tinymlir::OpKind kind, const char *op, tm_value a, tm_value b,
-                 tm_value *out) {
+// Records `kind` with `values` and `ints` (and `real`) through the table (ops.h), writing
+// the new value to *out.
+tm_status Op(tm_trace *t, tinymlir::OpKind kind, const char *op, std::vector<tm_value> values,
+             std::vector<int64_t> ints, double real, tm_value *out) {
   return Record(t, op, out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Binary(kind, op, In(t, a), In(t, b), v);
+    tinymlir::OpCall call{kind, op, {}, std::move(ints), real};
+    for (tm_value value : values) call.values.push_back(In(t, value));
+    return tinymlir::RecordOp(g, call, v);
   });
 }
 
 tm_status Unary(tm_trace *t, tinymlir::OpKind kind, const char *op, tm_value x, tm_value *out) {
   return Record(t, op, out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) { return g.Unary(kind, op, In(t, x), v); });
+}
+
+// The names tm_op gives its ops in messages: "tm_op(reduce_sum)", one per row.
+tinymlir::ForkSafeOnce<std::vector<std::string>> generic_names;
+
+const std::vector<std::string> &GenericNames() {
+  return generic_names.Get([] {
+    std::vector<std::string> names;
+    for (const tinymlir::OpRow &row : tinymlir::OpRows()) names.push_back("tm_op(" + row.name + ")");
+    return names;
+  });
+}
+
+// Reads n entries of a caller's array of an op over x after checking n is x's rank, so that
+// a wrong count is refused without reading past a rank's worth (`what`: "perm has").
+template <typename T>
+tinymlir::Status ReadRankEntries(tm_trace *t, const char *fn, tm_value x, const char *what,
+                                 const T *entries, int32_t n, std::vector<int64_t> *out) {
+  if (!t) return tinymlir::InvalidArgument(std::string(fn) + ": trace is NULL");
+  TM_RETURN_IF_ERROR(t->trace.CheckEntryCount(fn, In(t, x), what, n));
+  out->insert(out->end(), entries, entries + n);
+  return tinymlir::Status::Ok();
 }
 
 }  // namespace
@@ -154,9 +181,41 @@ TM_API tm_status tm_op_constant(tm_trace *t, const tm_tensor *data, tm_value *ou
   });
 }
 
-#define TM_BINARY(fn, kind) \
-  TM_API tm_status fn(tm_trace *t, tm_value a, tm_value b, tm_value *out) { \
-    return Binary(t, tinymlir::OpKind::kind, #fn, a, b, out);                      \
+TM_API tm_status tm_op(tm_trace *t, tm_op_kind op, const tm_value *operands, int32_t n_operands,
+                       const int64_t *ints, int32_t n_ints, double real, tm_value *out) {
+  const tinymlir::OpRow *row = tinymlir::FindOpByC(op);
+  if (!row)
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                "tm_op: unknown op " + std::to_string(static_cast<int>(op)) +
+                    " (this library knows 0.." + std::to_string(tinymlir::OpRows().size() - 1) +
+                    ")");
+  const char *fn = GenericNames()[op].c_str();
+  if (n_operands < 0 || n_ints < 0 || (n_operands > 0 && !operands) || (n_ints > 0 && !ints))
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                std::string(fn) + ": operands or ints is NULL, or a count is negative (" +
+                    std::to_string(n_operands) + " operands, " + std::to_string(n_ints) +
+                    " ints)");
+  return Op(t, row->kind, fn, std::vector<tm_value>(operands, operands + n_operands),
+            std::vector<int64_t>(ints, ints + n_ints), real, out);
+}
+
+TM_API int32_t tm_op_count(void) { return static_cast<int32_t>(tinymlir::OpRows().size()); }
+
+TM_API const char *tm_op_signature(tm_op_kind op) {
+  const tinymlir::OpRow *row = tinymlir::FindOpByC(op);
+  return row ? row->signature : nullptr;
+}
+
+// The op table's C values are tinymlir.h's (its ops.h, generated from the table).
+#define TM_OP(Name, C_ENUMERATOR, c_value, ...) \
+  static_assert(C_ENUMERATOR == c_value, "ops.h's " #C_ENUMERATOR " differs from ops.def");
+#include "core/trace/ops.def"
+#undef TM_OP
+
+// The ops' own C functions (kept for the ABI): each the same op as tm_op's kind.
+#define TM_BINARY(fn, kind)                                                         \
+  TM_API tm_status fn(tm_trace *t, tm_value a, tm_value b, tm_value *out) {         \
+    return Op(t, tinymlir::OpKind::kind, #fn, {a, b}, {}, 0, out);                  \
   }
 TM_BINARY(tm_op_add, kAdd)
 TM_BINARY(tm_op_sub, kSub)
@@ -168,13 +227,13 @@ TM_BINARY(tm_op_minimum, kMinimum)
 TM_BINARY(tm_op_less, kLess)
 TM_BINARY(tm_op_greater, kGreater)
 TM_BINARY(tm_op_equal, kEqual)
+TM_BINARY(tm_op_matmul, kMatmul)
+TM_BINARY(tm_op_gather, kGather)
 #undef TM_BINARY
 
 TM_API tm_status tm_op_where(tm_trace *t, tm_value cond, tm_value a, tm_value b,
                              tm_value *out) {
-  return Record(t, "tm_op_where", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Where("tm_op_where", In(t, cond), In(t, a), In(t, b), v);
-  });
+  return Op(t, tinymlir::OpKind::kWhere, "tm_op_where", {cond, a, b}, {}, 0, out);
 }
 
 #define TM_UNARY(fn, kind) \
@@ -217,128 +276,84 @@ TM_API const char *tm_unary_op_name(tm_unary_op op) {
   return unary ? unary->name : nullptr;
 }
 
-TM_API tm_status tm_op_matmul(tm_trace *t, tm_value a, tm_value b, tm_value *out) {
-  return Record(t, "tm_op_matmul", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Matmul("tm_op_matmul", In(t, a), In(t, b), v);
-  });
-}
-
-TM_API tm_status tm_op_reduce_sum(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
-                                  tm_value *out) {
-  return Record(t, "tm_op_reduce_sum", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Reduce(tinymlir::OpKind::kReduceSum, "tm_op_reduce_sum", In(t, x), axis, keepdims != 0, v);
-  });
-}
-
-TM_API tm_status tm_op_reduce_max(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
-                                  tm_value *out) {
-  return Record(t, "tm_op_reduce_max", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Reduce(tinymlir::OpKind::kReduceMax, "tm_op_reduce_max", In(t, x), axis, keepdims != 0, v);
-  });
-}
-
-TM_API tm_status tm_op_reduce_mean(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
-                                   tm_value *out) {
-  return Record(t, "tm_op_reduce_mean", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return tinymlir::ReduceMean(g, "tm_op_reduce_mean", In(t, x), axis, keepdims != 0, v);
-  });
-}
-
-TM_API tm_status tm_op_reduce_var(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims,
-                                  tm_value *out) {
-  return Record(t, "tm_op_reduce_var", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return tinymlir::ReduceVar(g, "tm_op_reduce_var", In(t, x), axis, keepdims != 0, v);
-  });
-}
+#define TM_REDUCE(fn, kind)                                                                   \
+  TM_API tm_status fn(tm_trace *t, tm_value x, int32_t axis, int32_t keepdims, tm_value *out) { \
+    return Op(t, tinymlir::OpKind::kind, #fn, {x}, {axis, keepdims != 0}, 0, out);             \
+  }
+TM_REDUCE(tm_op_reduce_sum, kReduceSum)
+TM_REDUCE(tm_op_reduce_max, kReduceMax)
+TM_REDUCE(tm_op_reduce_mean, kReduceMean)
+TM_REDUCE(tm_op_reduce_var, kReduceVar)
+#undef TM_REDUCE
 
 TM_API tm_status tm_op_reshape(tm_trace *t, tm_value x, int32_t rank, const int64_t *shape,
                                tm_value *out) {
-  return Record(t, "tm_op_reshape", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    tinymlir::Shape s;
-    TM_RETURN_IF_ERROR(ReadShape("tm_op_reshape", rank, shape, &s));
-    return g.Reshape("tm_op_reshape", In(t, x), s, v);
-  });
+  tinymlir::Shape s;
+  if (tm_status status = tm_capi::Report(ReadShape("tm_op_reshape", rank, shape, &s));
+      status != TM_OK)
+    return status;
+  return Op(t, tinymlir::OpKind::kReshape, "tm_op_reshape", {x}, s, 0, out);
 }
 
 TM_API tm_status tm_op_transpose(tm_trace *t, tm_value x, const int32_t *perm, int32_t n_perm,
                                  tm_value *out) {
-  return Record(t, "tm_op_transpose", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    TM_RETURN_IF_ERROR(g.CheckValue("tm_op_transpose", In(t, x)));
-    if (n_perm < 0 || (n_perm > 0 && !perm))
-      return tinymlir::InvalidArgument("tm_op_transpose: perm is NULL or n_perm is negative");
-    std::vector<int64_t> p;
-    if (perm) {
-      // The count first: a wrong one is refused without reading past a rank's worth.
-      TM_RETURN_IF_ERROR(g.CheckEntryCount("tm_op_transpose", In(t, x), "perm has", n_perm));
-      p.assign(perm, perm + n_perm);
-    } else {  // NULL, 0: reverse the axes
-      const int rank = g.node(In(t, x)).type.rank();
-      for (int i = 0; i < rank; ++i) p.push_back(rank - 1 - i);
-    }
-    return g.Transpose("tm_op_transpose", In(t, x), p, v);
-  });
+  constexpr const char *fn = "tm_op_transpose";
+  if (n_perm < 0 || (n_perm > 0 && !perm))
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                "tm_op_transpose: perm is NULL or n_perm is negative");
+  std::vector<int64_t> p;  // none: the axes reversed
+  if (perm) {
+    if (tm_status s = tm_capi::Report(ReadRankEntries(t, fn, x, "perm has", perm, n_perm, &p));
+        s != TM_OK)
+      return s;
+  }
+  return Op(t, tinymlir::OpKind::kTranspose, fn, {x}, p, 0, out);
 }
 
 TM_API tm_status tm_op_slice(tm_trace *t, tm_value x, int32_t rank, const int64_t *begin,
                              const int64_t *end, tm_value *out) {
-  return Record(t, "tm_op_slice", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    if (rank < 0 || (rank > 0 && (!begin || !end)))
-      return tinymlir::InvalidArgument("tm_op_slice: begin or end is NULL, or rank is negative");
-    // The count first: a wrong one is refused without reading past a rank's worth.
-    TM_RETURN_IF_ERROR(g.CheckEntryCount("tm_op_slice", In(t, x), "begin and end have", rank));
-    return g.Slice("tm_op_slice", In(t, x), tinymlir::Shape(begin, begin + rank),
-                   tinymlir::Shape(end, end + rank), v);
-  });
+  constexpr const char *fn = "tm_op_slice";
+  if (rank < 0 || (rank > 0 && (!begin || !end)))
+    return Fail(TM_ERROR_INVALID_ARGUMENT,
+                "tm_op_slice: begin or end is NULL, or rank is negative");
+  std::vector<int64_t> bounds;
+  if (tm_status s = tm_capi::Report(
+          ReadRankEntries(t, fn, x, "begin and end have", begin, rank, &bounds));
+      s != TM_OK)
+    return s;
+  bounds.insert(bounds.end(), end, end + rank);
+  return Op(t, tinymlir::OpKind::kSlice, fn, {x}, bounds, 0, out);
 }
 
 TM_API tm_status tm_op_concat(tm_trace *t, const tm_value *xs, int32_t n, int32_t axis,
                               tm_value *out) {
-  return Record(t, "tm_op_concat", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    if (n < 1 || !xs)
-      return tinymlir::InvalidArgument("tm_op_concat: needs n >= 1 values and a non-NULL array");
-    std::vector<tinymlir::ValueId> values;
-    for (int32_t i = 0; i < n; ++i) values.push_back(In(t, xs[i]));
-    return g.Concat("tm_op_concat", values, axis, v);
-  });
-}
-
-TM_API tm_status tm_op_gather(tm_trace *t, tm_value table, tm_value indices, tm_value *out) {
-  return Record(t, "tm_op_gather", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.Gather("tm_op_gather", In(t, table), In(t, indices), v);
-  });
+  if (n < 1 || !xs)
+    return Fail(TM_ERROR_INVALID_ARGUMENT, "tm_op_concat: needs n >= 1 values and a non-NULL array");
+  return Op(t, tinymlir::OpKind::kConcat, "tm_op_concat", std::vector<tm_value>(xs, xs + n),
+            {axis}, 0, out);
 }
 
 TM_API tm_status tm_op_cast(tm_trace *t, tm_value x, tm_dtype dtype, tm_value *out) {
-  return Record(t, "tm_op_cast", out,
-                [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-                  return g.Cast("tm_op_cast", In(t, x), tm_capi::ToCore(dtype), v);
-                });
+  return Op(t, tinymlir::OpKind::kCast, "tm_op_cast", {x}, {dtype}, 0, out);
 }
 
 TM_API tm_status tm_op_softmax(tm_trace *t, tm_value x, int32_t axis, tm_value *out) {
-  return Record(t, "tm_op_softmax", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return tinymlir::Softmax(g, "tm_op_softmax", In(t, x), axis, v);
-  });
+  return Op(t, tinymlir::OpKind::kSoftmax, "tm_op_softmax", {x}, {axis}, 0, out);
 }
 
 TM_API tm_status tm_op_layer_norm(tm_trace *t, tm_value x, tm_value gamma, tm_value beta,
                                   double eps, tm_value *out) {
-  return Record(t, "tm_op_layer_norm", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return tinymlir::LayerNorm(g, "tm_op_layer_norm", In(t, x), In(t, gamma), In(t, beta), eps, v);
-  });
+  return Op(t, tinymlir::OpKind::kLayerNorm, "tm_op_layer_norm", {x, gamma, beta}, {}, eps, out);
 }
 
 TM_API tm_status tm_op_gelu_tanh(tm_trace *t, tm_value x, tm_value *out) {
-  return Record(t, "tm_op_gelu_tanh", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return tinymlir::GeluTanh(g, "tm_op_gelu_tanh", In(t, x), v);
-  });
+  return Op(t, tinymlir::OpKind::kGeluTanh, "tm_op_gelu_tanh", {x}, {}, 0, out);
 }
 
 TM_API tm_status tm_op_causal_mask(tm_trace *t, int64_t rows, int64_t cols, int64_t offset,
                                    tm_dtype dtype, tm_value *out) {
-  return Record(t, "tm_op_causal_mask", out, [&](tinymlir::Trace &g, tinymlir::ValueId *v) {
-    return g.CausalMask("tm_op_causal_mask", rows, cols, offset, tm_capi::ToCore(dtype), v);
-  });
+  return Op(t, tinymlir::OpKind::kCausalMask, "tm_op_causal_mask", {}, {rows, cols, offset, dtype},
+            0, out);
 }
 
 }  // extern "C"

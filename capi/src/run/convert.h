@@ -10,7 +10,7 @@
 #include "core/engine/program.h"
 #include "core/support/status.h"
 #include "core/support/versioned_struct.h"
-#include "core/engine/compile_options.h"
+#include "core/contract/compile_options.h"
 #include "core/trace/dtype.h"
 #include "tinymlir/tinymlir.h"
 
@@ -21,7 +21,11 @@ static_assert(static_cast<int>(tinymlir::StatusCode::kOutOfMemory) == TM_ERROR_O
 static_assert(static_cast<int>(tinymlir::DType::kBool) == TM_BOOL);
 static_assert(static_cast<int>(tinymlir::DType::kF32) == TM_F32);
 static_assert(static_cast<int>(tinymlir::DType::kBF16) == TM_BF16);
-static_assert(static_cast<int>(tinymlir::Target::kGpu) == TM_TARGET_GPU);
+#define TM_TARGET(Name, C_ENUMERATOR, c_value, name)                       \
+  static_assert(static_cast<int>(tinymlir::TargetKind::k##Name) == C_ENUMERATOR, \
+                "tinymlir.h's " #C_ENUMERATOR " differs from core/contract/targets.def");
+#include "core/contract/targets.def"
+#undef TM_TARGET
 static_assert(static_cast<int>(tinymlir::Stage::kAssembly) == TM_STAGE_ASSEMBLY);
 static_assert(sizeof(tm_tensor) == sizeof(tinymlir::TensorView));
 

@@ -9,9 +9,7 @@
 #include "capi/src/run/errors.h"
 #include "capi/src/run/program_handle.h"
 #include "core/engine/program_loader.h"
-#include "core/runtime/cpu/kernel_times.h"
-#include "core/engine/device.h"
-#include "core/runtime/gpu/cuda_driver.h"
+#include "core/engine/targets.h"
 
 using tm_capi::Fail;
 using tm_capi::Guard;
@@ -47,29 +45,27 @@ tm_status TypeOf(const tm_program *p, int32_t i, bool input, tm_dtype *dtype, in
 tm_status ManagedAlloc(const char *fn, size_t bytes, void **out) {
   if (!out) return Fail(TM_ERROR_INVALID_ARGUMENT, std::string(fn) + ": out is NULL");
   *out = nullptr;
-  // Through the GPU device: blocks GPU program calls left idle for each other
-  // (recycled_blocks.h) make room.
-  return Guard(fn, [&] { return tinymlir::DeviceOf(tinymlir::DeviceKind::kGpu).Allocate(bytes, out); });
+  // Through the GPU target's device, which makes room from the blocks its program calls
+  // left idle for each other.
+  return Guard(fn, [&] { return tinymlir::AllocateOnDevice(tinymlir::TargetKind::kGpu, bytes, out); });
 }
 
 tm_status ManagedPrefetch(const char *fn, const void *block, size_t bytes) {
   if (!block && bytes > 0)
     return Fail(TM_ERROR_INVALID_ARGUMENT,
                 std::string(fn) + ": block is NULL but bytes is " + std::to_string(bytes));
-  return Guard(fn, [&] { return tinymlir::gpu::PrefetchToDevice(block, bytes); });
+  return Guard(fn, [&] { return tinymlir::PrefetchOnDevice(tinymlir::TargetKind::kGpu, block, bytes); });
 }
 
 tm_status KernelTimes(const char *fn, tm_kernel_times *times) {
-  using tinymlir::KernelClass;
-  const tinymlir::KernelTimes k = tinymlir::ReadKernelTimes();
-  auto at = [](KernelClass c) { return static_cast<int>(c); };
+  const tinymlir::KernelTimeTotals k = tinymlir::ReadKernelTimeTotals();
   tm_kernel_times current;
-  current.gemv_calls = k.calls[at(KernelClass::kGemv)];
-  current.gemv_seconds = k.seconds[at(KernelClass::kGemv)];
-  current.blas_calls = k.calls[at(KernelClass::kBlas)];
-  current.blas_seconds = k.seconds[at(KernelClass::kBlas)];
-  current.pool_waits = k.calls[at(KernelClass::kPoolWait)];
-  current.pool_wait_seconds = k.seconds[at(KernelClass::kPoolWait)];
+  current.gemv_calls = k.gemv_calls;
+  current.gemv_seconds = k.gemv_seconds;
+  current.blas_calls = k.blas_calls;
+  current.blas_seconds = k.blas_seconds;
+  current.pool_waits = k.pool_waits;
+  current.pool_wait_seconds = k.pool_wait_seconds;
   return tm_capi::Report(tinymlir::WriteVersionedStruct(fn, "times", current,
                                                         TM_KERNEL_TIMES_SIZE_V1, times));
 }
@@ -205,14 +201,14 @@ TM_API tm_status tm_process_managed_alloc(size_t bytes, void **out) {
 }
 
 TM_API void tm_process_managed_free(void *block) {
-  tinymlir::DeviceOf(tinymlir::DeviceKind::kGpu).Free(block);
+  tinymlir::FreeOnDevice(tinymlir::TargetKind::kGpu, block);
 }
 
 TM_API tm_status tm_process_managed_prefetch(const void *block, size_t bytes) {
   return ManagedPrefetch("tm_process_managed_prefetch", block, bytes);
 }
 
-TM_API void tm_process_kernel_timing(int32_t enable) { tinymlir::SetKernelTiming(enable != 0); }
+TM_API void tm_process_kernel_timing(int32_t enable) { tinymlir::EnableKernelTiming(enable != 0); }
 
 TM_API tm_status tm_process_kernel_times(tm_kernel_times *times) {
   return KernelTimes("tm_process_kernel_times", times);

@@ -3,7 +3,8 @@
 #include <string>
 
 #include "capi/src/run/errors.h"
-#include "core/runtime/cpu/q8_0.h"
+#include "core/engine/quantize.h"
+#include "core/support/q8_0_format.h"
 
 using tm_capi::Fail;
 
@@ -25,7 +26,7 @@ TM_API tm_status tm_quantize_q8_0(const float *src, int64_t rows, int64_t k, voi
     return fail("dst holds " + std::to_string(dst_bytes) + " bytes; " + std::to_string(rows) +
                 " rows of " + std::to_string(k) + " elements need " + std::to_string(need));
   if (need > 0 && (!src || !dst)) return fail(src ? "dst is NULL" : "src is NULL");
-  const int result = tm_rt_quantize_q8_0(src, rows, k, dst);
+  const int result = tinymlir::QuantizeQ8_0(src, rows, k, dst);
   if (result == 0) return TM_OK;
   if (result > 0) return fail("invalid arguments");  // excluded above
   const int64_t i = -static_cast<int64_t>(result) - 1;

@@ -50,16 +50,20 @@ class ModuleBuilder {
   Value Collapse(Value v, const Shape &shape, const std::vector<bool> &keep);
   Value ReshapeTo(Value v, const Shape &from, const Shape &to);
 
-  Value EmitElementwise(const Node &n);
-  Value EmitMatmul(const Node &n);
-  Value EmitReduce(const Node &n);
-  Value EmitTranspose(const Node &n);
-  Value EmitSlice(const Node &n);
-  Value EmitConcat(const Node &n);
-  Value EmitGather(const Node &n);
-  Value EmitDequantize(const Node &n);
-  Value EmitCausalMask(const Node &n);
-  Value EmitConstant(const Node &n);
+  // The lowerings of ops.def's rows (its lowering column), and the constants'.
+  Value LowerElementwise(const Node &n);
+  Value LowerCast(const Node &n);
+  Value LowerMatmul(const Node &n);
+  Value LowerReduce(const Node &n);
+  Value LowerReshape(const Node &n);
+  Value LowerTranspose(const Node &n);
+  Value LowerSlice(const Node &n);
+  Value LowerConcat(const Node &n);
+  Value LowerGather(const Node &n);
+  Value LowerCausalMask(const Node &n);
+  Value LowerExpanded(const Node &n);
+  Value LowerDequantize(const Node &n);
+  Value LowerConstant(const Node &n);
   Value ElementwiseBody(OpBuilder &b, const Node &n, llvm::SmallVector<Value> args) const;
 
   const Trace &graph_;
@@ -350,7 +354,7 @@ Value ModuleBuilder::ElementwiseBody(OpBuilder &b, const Node &n,
   return {};
 }
 
-Value ModuleBuilder::EmitElementwise(const Node &n) {
+Value ModuleBuilder::LowerElementwise(const Node &n) {
   const Shape &out_shape = n.type.shape;
   size_t rank = out_shape.size();
   llvm::SmallVector<Value> inputs;
@@ -391,7 +395,7 @@ Value ModuleBuilder::EmitElementwise(const Node &n) {
   return generic.getResult(0);
 }
 
-Value ModuleBuilder::EmitMatmul(const Node &n) {
+Value ModuleBuilder::LowerMatmul(const Node &n) {
   Value a = Get(n.operands[0]), b = Get(n.operands[1]);
   Value init = Filled(n.type, 0.0);
   if (n.type.rank() == 2)
@@ -401,7 +405,7 @@ Value ModuleBuilder::EmitMatmul(const Node &n) {
       .getResult(0);
 }
 
-Value ModuleBuilder::EmitReduce(const Node &n) {
+Value ModuleBuilder::LowerReduce(const Node &n) {
   const TensorType &in = graph_.node(n.operands[0]).type;
   int64_t axis = n.ints[0];
   bool keepdims = n.ints[1] != 0;
@@ -433,9 +437,9 @@ Value ModuleBuilder::EmitReduce(const Node &n) {
   return ReshapeTo(result, reduced.shape, n.type.shape);
 }
 
-Value ModuleBuilder::EmitTranspose(const Node &n) {
+Value ModuleBuilder::LowerTranspose(const Node &n) {
   // A transposed q8_0 matrix is its storage read the other way round by the dequantizing
-  // cast a matmul puts on it (EmitDequantize): no op of its own.
+  // cast a matmul puts on it (LowerDequantize): no op of its own.
   if (IsQuantized(n.type.dtype)) return Get(n.operands[0]);
   // A generic with a permuted input map, so that fusion can fold it into its consumer.
   size_t rank = n.ints.size();
@@ -455,7 +459,7 @@ Value ModuleBuilder::EmitTranspose(const Node &n) {
       .getResult(0);
 }
 
-Value ModuleBuilder::EmitSlice(const Node &n) {
+Value ModuleBuilder::LowerSlice(const Node &n) {
   llvm::SmallVector<mlir::OpFoldResult> offsets, sizes, strides;
   for (int i = 0; i < n.type.rank(); ++i) {
     offsets.push_back(b_.getIndexAttr(n.ints[i]));
@@ -466,7 +470,7 @@ Value ModuleBuilder::EmitSlice(const Node &n) {
                                               Get(n.operands[0]), offsets, sizes, strides);
 }
 
-Value ModuleBuilder::EmitConcat(const Node &n) {
+Value ModuleBuilder::LowerConcat(const Node &n) {
   int64_t axis = n.ints[0];
   Value dest = Empty(n.type);
   int64_t at = 0;
@@ -485,7 +489,7 @@ Value ModuleBuilder::EmitConcat(const Node &n) {
   return dest;
 }
 
-Value ModuleBuilder::EmitGather(const Node &n) {
+Value ModuleBuilder::LowerGather(const Node &n) {
   const TensorType &table = graph_.node(n.operands[0]).type;
   const TensorType &indices = graph_.node(n.operands[1]).type;
   Value table_v = Get(n.operands[0]);
@@ -521,7 +525,7 @@ Value ModuleBuilder::EmitGather(const Node &n) {
 // int8; then to the target float type (d * q is exact in f32: an 11-bit significand times
 // a 7-bit integer). The operand may be a transposed view of a q8_0 matrix (a matmul's
 // right operand, x @ W^T): then element (j, i) reads row i of the storage.
-Value ModuleBuilder::EmitDequantize(const Node &n) {
+Value ModuleBuilder::LowerDequantize(const Node &n) {
   namespace arith = mlir::arith;
   const Node &operand = graph_.node(n.operands[0]);
   const bool transposed = operand.kind == OpKind::kTranspose;
@@ -567,7 +571,7 @@ Value ModuleBuilder::EmitDequantize(const Node &n) {
   return generic.getResult(0);
 }
 
-Value ModuleBuilder::EmitCausalMask(const Node &n) {
+Value ModuleBuilder::LowerCausalMask(const Node &n) {
   int64_t offset = n.ints[0];
   double lowest = n.type.dtype == DType::kF32 ? -std::numeric_limits<float>::max()
                                          : -std::numeric_limits<double>::max();
@@ -591,7 +595,19 @@ Value ModuleBuilder::EmitCausalMask(const Node &n) {
       .getResult(0);
 }
 
-Value ModuleBuilder::EmitConstant(const Node &n) {
+Value ModuleBuilder::LowerCast(const Node &n) {
+  if (IsQuantized(graph_.node(n.operands[0]).type.dtype)) return LowerDequantize(n);
+  return LowerElementwise(n);
+}
+
+Value ModuleBuilder::LowerReshape(const Node &n) {
+  return ReshapeTo(Get(n.operands[0]), graph_.node(n.operands[0]).type.shape, n.type.shape);
+}
+
+// A composite is recorded as its primitives (ops.def): none is a node.
+Value ModuleBuilder::LowerExpanded(const Node &) { return Value(); }
+
+Value ModuleBuilder::LowerConstant(const Node &n) {
   auto type = TensorTypeOf(n.type);
   mlir::DenseElementsAttr attr;
   if (n.type.dtype == DType::kBool) {
@@ -620,29 +636,14 @@ Status ModuleBuilder::Emit(ValueId id) {
   switch (n.kind) {
     case OpKind::kInput:
     case OpKind::kScalar: return Status::Ok();
-    case OpKind::kConstant: v = EmitConstant(n); break;
-    case OpKind::kMatmul: v = EmitMatmul(n); break;
-    case OpKind::kReduceSum:
-    case OpKind::kReduceMax: v = EmitReduce(n); break;
-    case OpKind::kReshape:
-      v = ReshapeTo(Get(n.operands[0]), graph_.node(n.operands[0]).type.shape, n.type.shape);
-      break;
-    case OpKind::kTranspose: v = EmitTranspose(n); break;
-    case OpKind::kSlice: v = EmitSlice(n); break;
-    case OpKind::kConcat: v = EmitConcat(n); break;
-    case OpKind::kGather: v = EmitGather(n); break;
-    case OpKind::kCausalMask: v = EmitCausalMask(n); break;
-    case OpKind::kCast:
-      if (IsQuantized(graph_.node(n.operands[0]).type.dtype)) {
-        v = EmitDequantize(n);
-        break;
-      }
-      [[fallthrough]];
-    default:
-      if (!IsElementwise(n.kind))
-        return CompileError(std::string("internal: no lowering for op ") + OpKindName(n.kind));
-      v = EmitElementwise(n);
+    case OpKind::kConstant: v = LowerConstant(n); break;
+#define TM_OP(Name, C_ENUMERATOR, c_value, signature, doc, rule, lowering, bound) \
+    case OpKind::k##Name: v = Lower##lowering(n); break;
+#include "core/trace/ops.def"
+#undef TM_OP
+    default: v = LowerElementwise(n);  // the unary ops
   }
+  if (!v) return CompileError(std::string("internal: no lowering for op ") + OpKindName(n.kind));
   values_[id] = v;
   return Status::Ok();
 }

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -17,11 +16,16 @@
 namespace tinymlir {
 namespace {
 
-// What the pass merges: private functions with a body, and GPU kernels' modules (each holds
-// one kernel function, named alike in every module, and copies of the helpers it calls).
+// What the pass merges: private functions with a body, and the device code's modules: named
+// symbol tables nested in the module (a GPU kernel's gpu.module holds one kernel function,
+// named alike in every module, and copies of the helpers it calls).
 bool Mergeable(mlir::Operation *op) {
   if (auto fn = mlir::dyn_cast<mlir::func::FuncOp>(op)) return !fn.isExternal() && fn.isPrivate();
-  return mlir::isa<mlir::gpu::GPUModuleOp>(op);
+  // Whether the op is a symbol table is asked of libMLIR (getNearestSymbolTable): a trait
+  // tested here, through op->hasTrait, would be resolved to a TypeID of this library's own
+  // (it is built with hidden visibility) and never match.
+  return !mlir::isa<mlir::ModuleOp>(op) && mlir::isa<mlir::SymbolOpInterface>(op) &&
+         mlir::SymbolTable::getNearestSymbolTable(op) == op;
 }
 
 // The op's attributes but its name: what must also match for two bodies to merge (a
@@ -65,7 +69,7 @@ class MergeIdenticalFunctionsPass
 
   llvm::StringRef getArgument() const override { return kMergeIdenticalFunctionsPassName; }
   llvm::StringRef getDescription() const override {
-    return "Merge private functions, and GPU kernel modules, whose bodies are the same";
+    return "Merge private functions, and device code modules, whose bodies are the same";
   }
 
   void runOnOperation() override {

@@ -20,7 +20,7 @@ using mlir::OpBuilder;
 using mlir::Type;
 using mlir::Value;
 
-// The runtime entry (core/runtime/cpu/parallel_for.h).
+// The runtime entry (core/runtime/parallel_for.h).
 constexpr const char *kParallelFor = "tm_rt_parallel_for";
 
 // A static integer bound, or -1.

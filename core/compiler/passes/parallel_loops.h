@@ -4,7 +4,7 @@
 // scf.parallel over its parallel dimensions (its reductions are scf.for loops inside). This
 // pass outlines each such loop nest that is big enough into a function over a range of its
 // outermost dimension, `void f(i64 begin, i64 end, ptr captures)`, and replaces it with a
-// call to the runtime's tm_rt_parallel_for (core/runtime/cpu/parallel_for.h), which hands out
+// call to the runtime's tm_rt_parallel_for (core/runtime/parallel_for.h), which hands out
 // ranges to the worker pool. Every iteration of the outer dimension computes its own outputs
 // with its reductions inside, so the results do not depend on how the range is split: they
 // are bit-identical for any thread count.

@@ -13,25 +13,17 @@
 #include "core/compiler/passes/outline_loop_nests.h"
 #include "core/compiler/passes/parallel_loops.h"
 #include "core/compiler/passes/unshare_tensors.h"
-#include "core/compiler/diagnostics.h"
+#include "core/compiler/passes/upstream.h"
+#include "core/compiler/passes/diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/InitAllPasses.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
 namespace tinymlir {
 namespace {
-
-// Upstream's passes are looked up in MLIR's registry (their registration code is in libMLIR,
-// which outlives this library). Ours are created here, never registered: see
-// fuse_elementwise.h.
-void RegisterUpstreamPassesOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { mlir::registerAllPasses(); });
-}
 
 constexpr OwnPass kOwnPasses[] = {
     {kFuseElementwisePassName, CreateFuseElementwisePass},
@@ -67,19 +59,6 @@ std::vector<llvm::StringRef> TopLevelElements(llvm::StringRef pipeline) {
 }  // namespace
 
 llvm::ArrayRef<OwnPass> OwnPasses() { return kOwnPasses; }
-
-std::string GpuLowerPipeline(const std::string &chip, const std::string &cuda_toolkit,
-                             bool cubin) {
-  return "nvvm-attach-target{chip=" + chip +
-         "},"
-         "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm),"
-         "expand-strided-metadata,lower-affine,gpu-to-llvm,convert-scf-to-cf,"
-         "tm-approximate-math,convert-math-to-funcs,convert-math-to-llvm,convert-math-to-libm,"
-         "convert-arith-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"
-         "tm-argument-block,convert-func-to-llvm,reconcile-unrealized-casts,"
-         "gpu-module-to-binary{format=" +
-         std::string(cubin ? "bin" : "isa") + " toolkit=" + cuda_toolkit + "}";
-}
 
 Status RunPipeline(mlir::ModuleOp module, const char *stage, const std::string &pipeline) {
   RegisterUpstreamPassesOnce();

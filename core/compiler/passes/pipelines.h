@@ -31,19 +31,19 @@ inline constexpr const char *kOptimizePipeline =
 //    constant, which keeps one-shot bufferization's analysis linear in the program's size. eliminate-empty-tensors makes a result that goes to an output
 //    (bufferization.materialize_in_destination) be computed in the caller's buffer instead
 //    of a buffer of its own copied there (the output is `restrict`: the engine copies the
-//    inputs that overlap it). Then the frees, which differ by target: the CPU frees each
-//    small buffer right after its last use (tm-free-buffers, see free_buffers.h); the GPU keeps
-//    upstream's buffer-deallocation-pipeline, which frees at the end of the function: its
-//    kernel passes look at neighbouring operations, and its frees wait for the end of the
-//    call anyway (gpu::DeferredFrees).
+//    inputs that overlap it). Then the frees, which a target picks (TargetLowering): each
+//    small buffer freed right after its last use (tm-free-buffers, see free_buffers.h; the
+//    CPU's), or upstream's buffer-deallocation-pipeline, which frees at the end of the
+//    function (the GPU's: its kernel passes look at neighbouring operations, and its frees
+//    wait for the end of the call anyway).
 inline constexpr const char *kBufferizePipeline =
     "tm-unshare-tensors,eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries}";
 inline constexpr const char *kCpuFreesPipeline = "tm-free-buffers,canonicalize,cse";
-inline constexpr const char *kGpuFreesPipeline = "buffer-deallocation-pipeline";
+inline constexpr const char *kFreeAtReturnPipeline = "buffer-deallocation-pipeline";
 
-// 3. (CPU) The BLAS rewrite runs here, between bufferization and lowering; see
-//    blas_rewrite.h.
+// 3. A target's own step runs here, between bufferization and lowering (TargetLowering::lower,
+//    core/targets/<name>/compile): the CPU's BLAS rewrite, the GPU's kernels.
 
 // 4. Lowering to the LLVM dialect. Beyond upstream's usual list: copies between buffers as
 //    linalg.copy (see copies_to_linalg.h), then linalg to parallel loops,
@@ -67,37 +67,6 @@ inline constexpr const char *kLowerToLLVMPipeline =
     "convert-arith-to-llvm,"
     "tm-argument-block,convert-func-to-llvm,convert-cf-to-llvm,finalize-memref-to-llvm,"
     "reconcile-unrealized-casts";
-
-// 3'. (GPU) After core/compiler/passes/gpu_matmul.h's kernels: linalg to parallel loops, adjacent
-//     loops over the same elements fused (each is a launch of its own otherwise: a
-//     reduction's zeroing, its copy into the output), tiled 16 x 16 (no min/max bounds: the
-//     tiles' inner loops keep constant bounds and guard the edge with an scf.if, which
-//     convert-parallel-loops-to-gpu requires), mapped to blocks and threads, turned into
-//     gpu.launch and outlined into gpu.modules.
-inline constexpr const char *kGpuMapPipeline =
-    "func.func(convert-linalg-to-parallel-loops,scf-parallel-loop-fusion,"
-    "scf-parallel-loop-tiling{parallel-loop-tile-sizes=16,16 no-min-max-bounds=true},"
-    "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
-    "lower-affine";
-
-// 3''. (GPU) Every gpu.launch outlined into a gpu.module (unless emulated on the host:
-//      core/compiler/passes/gpu_emulation.h, after which the host is lowered as in 4). First, math
-//      ops convert-gpu-to-nvvm has no pattern for (integer powers) become calls of functions
-//      of their own, which outlining copies into each kernel's module (made later, at the
-//      top level, a kernel's call would reference a function outside its module); the host's
-//      copies, now unused, go (symbol-dce). Identical kernels then share one module
-//      (merge_identical_functions.h): a model's repeated blocks compiled to PTX once, and
-//      JIT-compiled by the driver once.
-inline constexpr const char *kGpuOutlinePipeline =
-    "convert-math-to-funcs,gpu-kernel-outlining,symbol-dce,canonicalize,cse,"
-    "tm-merge-identical-functions";
-
-// 4'. (GPU) Device code to NVVM with the chip attached, the host lowered as in 4 with
-//     gpu-to-llvm for the launches, then gpu-module-to-binary: PTX ("isa"), or cubin
-//     ("bin", through the toolkit's ptxas); libdevice (math functions) comes from the CUDA
-//     toolkit at `cuda_toolkit`.
-std::string GpuLowerPipeline(const std::string &chip, const std::string &cuda_toolkit,
-                             bool cubin);
 
 // tinymlir's own passes, by the name the pipelines above use. They are created here, not
 // looked up in MLIR's registry (see fuse_elementwise.h); tinymlir-opt registers them.

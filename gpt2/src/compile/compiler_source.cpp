@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gpt2/src/program_source.h"
+#include "gpt2/src/target_info.h"
 
 namespace tinymlir::gpt2 {
 namespace {
@@ -119,8 +120,8 @@ Status NewCompilerSource(tm_context *ctx, const Gpt2Config &config, tm_target ta
   if (!ctx)
     return InvalidArgument("tm_model_load: ctx is NULL (a model compiles its programs "
                            "through a context unless options.bundle_dir names a bundle)");
-  if (target != TM_TARGET_CPU && target != TM_TARGET_GPU)
-    return InvalidArgument("tm_model_load: unknown target " + std::to_string(target));
+  tm_target_info info;
+  TM_RETURN_IF_ERROR(GetTargetInfo(target, &info));
   *out = std::make_unique<CompilerSource>(ctx, config, target);
   return Status::Ok();
 }
