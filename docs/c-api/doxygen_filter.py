@@ -7,8 +7,8 @@ documentation of what it is written above or beside:
 - a comment on lines of its own documents the declaration after it (/**), and all of the
   functions declared right after it, without a blank line, when there are several (a
   member group whose documentation Doxygen gives every member: DISTRIBUTE_GROUP_DOC);
-- a comment after code on the same line documents that code (/**<: a field, an enum value,
-  a macro);
+- a comment after code on the same line, or on the lines right after it and indented
+  deeper (ops.h's style), documents that code (/**<: a field, an enum value, a macro);
 - a divider (/* ---- Title ---- */) stays a plain comment.
 
 Line numbers are kept, so Doxygen's warnings point at the header's own lines.
@@ -29,6 +29,7 @@ def convert(text, name):
     comments = []          # (first, last) line of each own-line documentation comment
     first_comment = True
     in_comment = False
+    previous = ""          # the last line of code before this one
     for i, line in enumerate(lines):
         if in_comment:
             in_comment = "*/" not in line
@@ -41,6 +42,9 @@ def convert(text, name):
             first_comment = False
         elif DIVIDER.match(line):
             pass
+        elif OWN_LINE.match(line) and previous.rstrip().endswith((",", ";")) and \
+                _indent(line) > _indent(previous):
+            line = OWN_LINE.sub(r"\1/**<", line, count=1)
         elif OWN_LINE.match(line):
             line = OWN_LINE.sub(r"\1/**", line, count=1)
             opened = i
@@ -50,6 +54,8 @@ def convert(text, name):
         in_comment = start >= 0 and "*/" not in line[start:]
         if opened is not None:
             comments.append((opened, None if in_comment else i))
+        if line.strip() and not line.lstrip().startswith("/*"):
+            previous = line
         lines[i] = line
     for first, last in comments:
         if last is None:
@@ -63,6 +69,10 @@ def convert(text, name):
             lines[first] = "/**@{*/ " + lines[first]
             lines[end] = lines[end].rstrip("\n") + " /**@}*/\n"
     return "".join(lines)
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip())
 
 
 if __name__ == "__main__":
