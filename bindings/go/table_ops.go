@@ -30,6 +30,7 @@ const (
 	OpLayerNorm  OpKind = 23 // TM_OP_LAYER_NORM
 	OpGeluTanh   OpKind = 24 // TM_OP_GELU_TANH
 	OpCausalMask OpKind = 25 // TM_OP_CAUSAL_MASK
+	OpArgmax     OpKind = 26 // TM_OP_ARGMAX
 )
 
 // The ops above with their signatures (checked against the library's).
@@ -63,6 +64,7 @@ var generatedTableOps = []struct {
 	{OpLayerNorm, "layer_norm(x, gamma, beta, eps: real = 1e-05)"},
 	{OpGeluTanh, "gelu_tanh(x)"},
 	{OpCausalMask, "causal_mask(rows: int, cols: int, offset: int = 0, dtype: dtype = f32)"},
+	{OpArgmax, "argmax(x, axis: int = -1, keepdims: bool = 0)"},
 }
 
 // Add is add(a, b): a + b, elementwise with NumPy broadcasting and promotion (bools: or) (tm_op with TM_OP_ADD).
@@ -226,4 +228,10 @@ func (t *Trace) GeluTanh(x Value) (Value, error) {
 func (t *Trace) CausalMask(rows int, cols int, offset int, dtype DType) (Value, error) {
 	ints := []int64{int64(rows), int64(cols), int64(offset), int64(dtype)}
 	return t.Op(OpCausalMask, []Value{}, ints, 0)
+}
+
+// Argmax is argmax(x, axis: int = -1, keepdims: bool = 0): the index (i64) of the largest element along axis: the first of equal ones, the first NaN if there is one (tm_op with TM_OP_ARGMAX).
+func (t *Trace) Argmax(x Value, axis int, keepdims bool) (Value, error) {
+	ints := []int64{int64(axis), boolInt(keepdims)}
+	return t.Op(OpArgmax, []Value{x}, ints, 0)
 }

@@ -130,4 +130,32 @@ Status RuleTriangle(Trace &g, const OpCall &call, ValueId *out) {
                           DtypeAttribute(call, 3), out);
 }
 
+// NumPy's argmax: an i64 index per row of the axis, over a number or bool dtype; an empty
+// axis has no maximum (unless the result is empty too).
+Status RuleIndexOfMaximum(Trace &g, const OpCall &call, ValueId *out) {
+  int32_t axis;
+  TM_RETURN_IF_ERROR(Int32Attribute(call, 0, "axis", &axis));
+  const ValueId x = call.values[0];
+  TM_RETURN_IF_ERROR(g.CheckValue(call.op, x));
+  TM_RETURN_IF_ERROR(g.CheckNotQuantized(call.op, x));
+  const TensorType &t = g.node(x).type;
+  TM_RETURN_IF_ERROR(Trace::CheckArithmetic(call.op, t.dtype));
+  int ax;
+  TM_RETURN_IF_ERROR(Trace::NormalizeAxis(call.op, axis, t.rank(), &ax));
+  const bool keepdims = call.ints[1] != 0;
+  Shape shape = t.shape;
+  if (keepdims) shape[ax] = 1;
+  else shape.erase(shape.begin() + ax);
+  if (t.shape[ax] == 0 && TensorType{DType::kI64, shape}.NumElements() > 0)
+    return ShapeError(std::string(call.op) + ": axis " + std::to_string(ax) + " of " +
+                      t.ToString() + " is empty, and the index of a maximum over no elements "
+                      "is undefined");
+  Node n;
+  n.kind = call.kind;
+  n.type = {DType::kI64, shape};
+  n.operands = {x};
+  n.ints = {ax, keepdims ? 1 : 0};
+  return g.Record(call.op, std::move(n), out);
+}
+
 }  // namespace tinymlir

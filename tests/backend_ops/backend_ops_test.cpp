@@ -39,7 +39,8 @@ using tmref::Op;
 // ---- cases -------------------------------------------------------------------------------
 
 // How an input's values are drawn.
-enum class Draw { kAny, kPositive, kIndices, kSmallInts };
+// kTies: floats from a few values (ties), with -inf and, rarely, NaN among them.
+enum class Draw { kAny, kPositive, kIndices, kSmallInts, kTies };
 
 struct Operand {
   tm_dtype dtype;
@@ -111,6 +112,18 @@ const std::map<std::string, std::vector<Case>> &Cases() {
                {{I32({5, 7})}, {1, 1}}};
       if (std::string(op) != "reduce_max") c[op].push_back({{F32({4, 0})}, {1, 0}});
     }
+    // Ties (small integers, bools, kTies floats) keep the first; kTies puts a NaN, which
+    // wins, in some rows, and rows of -inf.
+    c["argmax"] = {{{F32({17, 33})}, {-1, 0}},
+                   {{F32({17, 33}, Draw::kTies)}, {-1, 0}},
+                   {{F64({33, 17}, Draw::kTies)}, {0, 1}},
+                   {{F64({2, 3, 4})}, {1, 0}},
+                   {{I32({5, 7})}, {1, 1}},
+                   {{I64({4, 6})}, {0, 0}},
+                   {{Bool({3, 5})}, {-1, 0}},
+                   {{F32({0, 4})}, {1, 0}},
+                   {{F32({1, 1})}, {0, 0}},
+                   {{F32({8, 1}, Draw::kTies)}, {-1, 0}}};
     c["reshape"] = {{{F32({4, 6})}, {2, -1}}, {{I64({3, 4, 5})}, {60}}, {{F32({1})}, {}},
                     {{F32({0, 3})}, {3, 0}}};
     c["transpose"] = {{{F32({3, 4, 5})}, {1, 2, 0}}, {{F32({17, 33})}, {}},
@@ -184,6 +197,9 @@ const std::map<std::string, Reference> &References() {
         return p.Reduce(o, v[0], static_cast<int32_t>(i[0]), static_cast<int32_t>(i[1]));
       };
     }
+    r["argmax"] = [](tmref::Program &p, auto &v, const std::vector<int64_t> &i, double) {
+      return p.ArgMax(v[0], static_cast<int32_t>(i[0]), static_cast<int32_t>(i[1]));
+    };
     r["reshape"] = [](tmref::Program &p, auto &v, const std::vector<int64_t> &i, double) {
       return p.Reshape(v[0], static_cast<int32_t>(i.size()), i.data());
     };
@@ -248,9 +264,13 @@ std::vector<uint8_t> DrawValues(const Operand &o, std::mt19937_64 &rng) {
     const int64_t small = static_cast<int64_t>(rng() % 11) - 5;
     const int64_t index = o.rows > 0 ? static_cast<int64_t>(rng() % o.rows) : 0;
     const int64_t integer = o.draw == Draw::kIndices ? index : small;
+    static constexpr double kTieValues[] = {-INFINITY, -1.0, 0.0, 1.0, 2.0, 2.0, 2.0, NAN};
+    const uint64_t tie = rng() % 64;
+    double r = real(rng);
+    if (o.draw == Draw::kTies) r = tie < 62 ? kTieValues[tie % 7] : kTieValues[7];
     switch (o.dtype) {
-      case TM_F32: { const float f = static_cast<float>(real(rng)); std::memcpy(at, &f, 4); break; }
-      case TM_F64: { const double d = real(rng); std::memcpy(at, &d, 8); break; }
+      case TM_F32: { const float f = static_cast<float>(r); std::memcpy(at, &f, 4); break; }
+      case TM_F64: { const double d = r; std::memcpy(at, &d, 8); break; }
       case TM_I32: { const int32_t i = static_cast<int32_t>(integer); std::memcpy(at, &i, 4); break; }
       case TM_I64: std::memcpy(at, &integer, 8); break;
       case TM_BOOL: *at = static_cast<uint8_t>(rng() & 1); break;

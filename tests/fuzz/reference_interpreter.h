@@ -321,7 +321,7 @@ enum class Op {
 #undef TM_UNARY_OP
   kCast,
   kMatmul, kSum, kRMax, kMean, kVar, kReshape, kTranspose, kSlice, kConcat, kGather,
-  kSoftmax, kLayerNorm, kGelu, kCausalMask
+  kSoftmax, kLayerNorm, kGelu, kCausalMask, kArgMax
 };
 
 // One unary op of the table, as the reference evaluates it.
@@ -390,6 +390,7 @@ inline const char *OpName(Op op) {
     case Op::kLayerNorm: return "layer_norm";
     case Op::kGelu: return "gelu_tanh";
     case Op::kCausalMask: return "causal_mask";
+    case Op::kArgMax: return "argmax";
     default: return "unknown";
   }
 }
@@ -1175,6 +1176,29 @@ class Program {
     return Done(ex, {dtype, {rows, cols}, false});
   }
 
+  // NumPy's argmax: the index (int64) of the first largest element along the axis, the
+  // first NaN if there is one; bools compare false < true; an empty axis has none.
+  Expect ArgMax(int x, int32_t axis, int32_t keepdims) {
+    Expect ex = Start(Op::kArgMax);
+    if (!Values(&ex, {x})) return ex;
+    const Type &t = type(x);
+    const int r = t.rank();
+    RefuseHalf(&ex, t.dtype);
+    if (r == 0 || axis < -r || axis >= r) {
+      ex.Fail(Bit(kOutOfRange), "axis out of range");
+      return ex;
+    }
+    const int ax = axis < 0 ? axis + r : axis;
+    Shape s = t.shape;
+    if (keepdims) s[static_cast<size_t>(ax)] = 1;
+    else s.erase(s.begin() + ax);
+    if (t.shape[static_cast<size_t>(ax)] == 0 && NumElements(s) > 0)
+      ex.Fail(Bit(kShapeErr), "argmax over an empty axis (NumPy: ValueError)");
+    pending_.args = {x};
+    pending_.ints = {ax, keepdims ? 1 : 0};
+    return Done(ex, {kI64, s, false});
+  }
+
   Expect End(const int *outputs, int32_t n) {
     Expect ex;
     if (ended_) {
@@ -1375,6 +1399,35 @@ class Program {
         std::vector<El> xs;
         for (int64_t k = 0; k < n; ++k) xs.push_back(x.el[static_cast<size_t>((o * n + k) * inner + in)]);
         out.el.push_back(op == Op::kSum ? SumEls(d, xs) : MaxEls(d, xs));
+      }
+    return out;
+  }
+
+  // Per row of the axis, the index of its first largest element (the first NaN if any).
+  // An element whose bound makes it possibly the largest of another index leaves the
+  // result open (don't care), as does a don't-care element.
+  Tensor EvalArgMax(const Tensor &x, int ax) const {
+    const Shape &s = x.type.shape;
+    int64_t outer = 1, n = s[static_cast<size_t>(ax)], inner = 1;
+    for (int i = 0; i < ax; ++i) outer *= s[static_cast<size_t>(i)];
+    for (size_t i = static_cast<size_t>(ax) + 1; i < s.size(); ++i) inner *= s[i];
+    const bool f = IsFloat(x.type.dtype);
+    Tensor out;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in) {
+        auto at = [&](int64_t k) -> const El & {
+          return x.el[static_cast<size_t>((o * n + k) * inner + in)];
+        };
+        int64_t best = 0;
+        bool open = false;
+        for (int64_t k = 0; k < n; ++k) {
+          const El &e = at(k);
+          open |= e.dc || (f && e.e != 0);
+          if (f ? (std::isnan(e.v) && !std::isnan(at(best).v)) || e.v > at(best).v
+                : e.i > at(best).i)
+            best = k;
+        }
+        out.el.push_back(open ? DC() : I(best));
       }
     return out;
   }
@@ -1687,6 +1740,7 @@ class Program {
       case Op::kSoftmax: out = EvalSoftmax(arg(0), static_cast<int>(n.ints[0]), res); break;
       case Op::kLayerNorm: out = EvalLayerNorm(arg(0), arg(1), arg(2), n.scalar, res); break;
       case Op::kGelu: out = EvalGelu(arg(0), res); break;
+      case Op::kArgMax: out = EvalArgMax(arg(0), static_cast<int>(n.ints[0])); break;
       case Op::kCausalMask: {
         int64_t rows = n.type.shape[0], cols = n.type.shape[1], off = n.ints[0];
         double lowest = -Lim(n.type.dtype);

@@ -228,6 +228,20 @@ def test_causal_mask_and_masked_softmax(rng):
     check(got, want.astype(np.float32))
 
 
+def test_argmax_is_numpys(rng):
+    # An op of the library's table, with no code of its own in the binding.
+    x = rng.integers(-3, 3, (5, 7)).astype(np.float32)  # ties: the first wins
+    x[2, 4] = np.nan                                      # a NaN wins its row
+    for axis in (-1, 0):
+        got = tm.jit(lambda a: tm.argmax(a, axis=axis))(x)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, np.argmax(x, axis=axis))
+    got = tm.jit(lambda a: tm.argmax(a, 1, keepdims=True))(x)
+    np.testing.assert_array_equal(got, np.argmax(x, axis=1, keepdims=True))
+    with pytest.raises(tm.ShapeError, match=r"tm_op\(argmax\).*empty"):
+        tm.jit(lambda a: tm.argmax(a, axis=0))(np.zeros((0, 3), np.float32))
+
+
 def test_gather(rng):
     table = rng.standard_normal((10, 3)).astype(np.float32)
     ids = np.array([[0, 9], [3, 3]], np.int64)

@@ -64,9 +64,12 @@ typedef TM_ENUM(tm_op_kind) {
   TM_OP_GELU_TANH = 24,
     /* gelu_tanh(x): GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
      * x^3))) */
-  TM_OP_CAUSAL_MASK = 25
+  TM_OP_CAUSAL_MASK = 25,
     /* causal_mask(rows: int, cols: int, offset: int = 0, dtype: dtype = f32): a (rows, cols)
      * additive mask: 0 where col <= row + offset, the lowest finite value elsewhere */
+  TM_OP_ARGMAX = 26
+    /* argmax(x, axis: int = -1, keepdims: bool = 0): the index (i64) of the largest element
+     * along axis: the first of equal ones, the first NaN if there is one */
 } tm_op_kind;
 
 #endif  /* TINYMLIR_OPS_H */

@@ -127,6 +127,10 @@ class OpMethods {
   tm_value causal_mask(int64_t rows, int64_t cols, int64_t offset = 0, tm_dtype dtype = TM_F32) {
     return self().op(TM_OP_CAUSAL_MASK, {}, {static_cast<int64_t>(rows), static_cast<int64_t>(cols), static_cast<int64_t>(offset), static_cast<int64_t>(dtype)}, 0.0);
   }
+  // argmax(x, axis: int = -1, keepdims: bool = 0)
+  tm_value argmax(tm_value x, int64_t axis = -1, bool keepdims = false) {
+    return self().op(TM_OP_ARGMAX, {x}, {static_cast<int64_t>(axis), static_cast<int64_t>(keepdims)}, 0.0);
+  }
 
  private:
   Tracer &self() { return static_cast<Tracer &>(*this); }

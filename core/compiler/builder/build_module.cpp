@@ -55,6 +55,7 @@ class ModuleBuilder {
   Value LowerCast(const Node &n);
   Value LowerMatmul(const Node &n);
   Value LowerReduce(const Node &n);
+  Value LowerArgMax(const Node &n);
   Value LowerReshape(const Node &n);
   Value LowerTranspose(const Node &n);
   Value LowerSlice(const Node &n);
@@ -434,6 +435,63 @@ Value ModuleBuilder::LowerReduce(const Node &n) {
       });
   Value result = reduce.getResult(0);
   if (!keepdims) return result;
+  return ReshapeTo(result, reduced.shape, n.type.shape);
+}
+
+// One linalg.generic reducing the axis into two results, the largest value so far and its
+// index: an element replaces them when it is larger, or a NaN where the value is not (so
+// the first NaN stays); equal ones never do (so the first stays). The value starts at the
+// dtype's lowest (floats: -inf; bools compare unsigned), the index at 0, which a row of
+// lowest values keeps.
+Value ModuleBuilder::LowerArgMax(const Node &n) {
+  const TensorType &in = graph_.node(n.operands[0]).type;
+  const int64_t axis = n.ints[0], rank = in.rank();
+  TensorType reduced{DType::kI64, in.shape};
+  reduced.shape.erase(reduced.shape.begin() + axis);
+  const bool f = IsFloat(in.dtype);
+  double lowest = 0.0;
+  if (f) lowest = -std::numeric_limits<double>::infinity();
+  else if (in.dtype == DType::kI32) lowest = std::numeric_limits<int32_t>::min();
+  else if (in.dtype == DType::kI64) lowest = static_cast<double>(std::numeric_limits<int64_t>::min());
+  Value best = Filled(TensorType{in.dtype, reduced.shape}, lowest);
+  Value index = Filled(reduced, 0.0);
+  llvm::SmallVector<mlir::AffineExpr> kept;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) kept.push_back(b_.getAffineDimExpr(static_cast<unsigned>(d)));
+  const AffineMap out_map = AffineMap::get(static_cast<unsigned>(rank), 0, kept, &ctx_);
+  llvm::SmallVector<AffineMap> maps = {b_.getMultiDimIdentityMap(static_cast<unsigned>(rank)),
+                                       out_map, out_map};
+  llvm::SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+  iters[axis] = IteratorType::reduction;
+  auto generic = mlir::linalg::GenericOp::create(
+      b_, loc_, mlir::TypeRange{best.getType(), index.getType()},
+      ValueRange{Get(n.operands[0])}, ValueRange{best, index}, maps, iters,
+      [&](OpBuilder &b, Location, ValueRange args) {
+        using mlir::arith::CmpFPredicate;
+        using mlir::arith::CmpIPredicate;
+        Value take;
+        if (f) {
+          Value larger = mlir::arith::CmpFOp::create(b, loc_, CmpFPredicate::OGT, args[0], args[1]);
+          Value nan = mlir::arith::CmpFOp::create(b, loc_, CmpFPredicate::UNO, args[0], args[0]);
+          Value best_nan = mlir::arith::CmpFOp::create(b, loc_, CmpFPredicate::UNO, args[1], args[1]);
+          Value true_value = mlir::arith::ConstantIntOp::create(b, loc_, 1, 1);
+          Value best_number = mlir::arith::XOrIOp::create(b, loc_, best_nan, true_value);
+          Value first_nan = mlir::arith::AndIOp::create(b, loc_, nan, best_number);
+          take = mlir::arith::OrIOp::create(b, loc_, larger, first_nan);
+        } else {
+          take = mlir::arith::CmpIOp::create(
+              b, loc_, in.dtype == DType::kBool ? CmpIPredicate::ugt : CmpIPredicate::sgt,
+              args[0], args[1]);
+        }
+        Value at = mlir::linalg::IndexOp::create(b, loc_, static_cast<uint64_t>(axis));
+        Value at_i64 = mlir::arith::IndexCastOp::create(b, loc_, b.getI64Type(), at);
+        mlir::linalg::YieldOp::create(
+            b, loc_,
+            ValueRange{mlir::arith::SelectOp::create(b, loc_, take, args[0], args[1]),
+                       mlir::arith::SelectOp::create(b, loc_, take, at_i64, args[2])});
+      });
+  Value result = generic.getResult(1);
+  if (n.ints[1] == 0) return result;
   return ReshapeTo(result, reduced.shape, n.type.shape);
 }
 
