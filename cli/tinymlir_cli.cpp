@@ -5,7 +5,7 @@
 // in the process, so it runs where there is none, from a bundle `tinymlir compile` wrote.
 //
 //   tinymlir generate [options] [--] "prompt"     (or -p TEXT, or -f FILE, -f - for stdin)
-//   tinymlir compile [--model DIR] [--target cpu|gpu] [--weights f32|f16|bf16|q8_0] --out DIR
+//   tinymlir compile [--model DIR] [--target T] [--weights f32|f16|bf16|q8_0] --out DIR
 //                    [--emit-ir IRDIR]
 //                                                every program of the model, as a bundle;
 //                                                --emit-ir writes each one's stages as text
@@ -74,7 +74,7 @@ const char kUsageOptions[] =
     "  -m, --model DIR        Hugging Face GPT-2 folder (default: the embedded kjv-tiny)\n"
     "      --bundle DIR       (generate) run the programs of a bundle (tinymlir compile)\n"
     "                         instead of compiling; it runs on the target it was compiled for\n"
-    "      --target cpu|gpu   where the programs run (default cpu; gpu: NVIDIA, CUDA driver)\n"
+    "      --target T         where the programs run: %s (default cpu)\n"
     "      --weights f32|f16|bf16|q8_0  the dtype the weight matrices are held in (default:\n"
     "                         as the checkpoint stores them, or as the --bundle was compiled;\n"
     "                         f16/bf16 halve memory and decode traffic; q8_0, 8-bit blocks\n"
@@ -178,6 +178,24 @@ void Check(tm_status s, const char *what) {
   if (s != TM_OK) Die(std::string(what) + ": " + CliMessage(tm_last_error()));
 }
 
+std::string TargetName(tm_target target) {
+  tm_target_info info;
+  info.struct_size = sizeof info;
+  return tm_target_get_info(target, &info) == TM_OK ? info.name : "?";
+}
+
+// The library's targets by name (tm_target_get_info), joined by `separator`.
+std::string TargetNames(const char *separator) {
+  std::string names;
+  for (int32_t t = 0; t < tm_target_count(); ++t) {
+    tm_target_info info;
+    info.struct_size = sizeof info;
+    if (tm_target_get_info(static_cast<tm_target>(t), &info) != TM_OK) continue;
+    names += (names.empty() ? "" : separator) + std::string(info.name);
+  }
+  return names;
+}
+
 // A whole number in [lo, hi] written in decimal digits only: no sign, fraction, exponent,
 // hex prefix or spaces (strtod would take "1.5", "nan" and "0x3" and round them silently).
 uint64_t ParseInteger(const char *flag, const char *text, uint64_t lo, uint64_t hi) {
@@ -218,7 +236,7 @@ std::string Usage() {
   std::snprintf(line, sizeof line, kUsageGenerate, kCommand, kCommand);
   text += line;
   if (kHasCompiler) text += kUsageCompile;
-  std::snprintf(line, sizeof line, kUsageOptions, kCommand);
+  std::snprintf(line, sizeof line, kUsageOptions, kCommand, TargetNames(" or ").c_str());
   text += line;
   if (kHasCompiler) text += kUsageCompileOptions;
   std::snprintf(line, sizeof line, kUsageGenerateOptions, defaults.max_new_tokens);
@@ -378,13 +396,11 @@ Args ParseArgs(int argc, char **argv) {
       case kOptEmitIr: a.emit_ir = optarg; break;
       case kOptPrompt: set_prompt("-p", optarg); break;
       case kOptFile: set_prompt("-f", ReadPromptFile(optarg)); break;
-      case kOptTarget: {
-        const std::string t = optarg;
-        if (t != "cpu" && t != "gpu") Die("--target expects cpu or gpu, got '" + t + "'");
-        a.target = t == "gpu" ? TM_TARGET_GPU : TM_TARGET_CPU;
+      case kOptTarget:
+        if (tm_target_from_name(optarg, &a.target) != TM_OK)
+          Die("--target expects " + TargetNames(" or ") + ", got '" + optarg + "'");
         a.target_given = true;
         break;
-      }
       case kOptWeights: {
         const std::string w = optarg;
         if (w != "f32" && w != "f16" && w != "bf16" && w != "q8_0")
@@ -709,6 +725,9 @@ int main(int argc, char **argv) {
   if (args.threads > 0 &&
       setenv("TINYMLIR_NUM_THREADS", std::to_string(args.threads).c_str(), 1) != 0)
     Die(std::string("--threads: cannot set TINYMLIR_NUM_THREADS: ") + std::strerror(errno));
+  // A target this process cannot run (no driver, no device) fails before anything compiles.
+  if (!args.compile && args.bundle.empty() && tm_target_check(args.target) != TM_OK)
+    Die("--target " + TargetName(args.target) + ": " + CliMessage(tm_last_error()));
   std::vector<int32_t> prompt;  // token ids are checked before anything is loaded
   if (args.ids) prompt = ParseIds(args.prompt);
   std::string dir = args.model.empty() ? DefaultModelDir() : args.model;

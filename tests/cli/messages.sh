@@ -44,7 +44,10 @@ fails - "$cli" generate --model "$tiny" --ids "1 2 512"         # outside the vo
 fails - "$cli" generate --model "$tiny" --ids --tokens 100 "1"   # beyond the context
 fails - "$cli" generate -n 2 "$(printf 'a\377b')"                # invalid UTF-8
 says "tokenizing the prompt: the text is invalid UTF-8 at byte offset 1"
-fails - "$cli" generate --weights q8_0 --target gpu -n 2 x
+fails TINYMLIR_GPU_EMULATE=fast "$cli" generate --weights q8_0 --target gpu -n 2 x
+says "q8_0"
+fails - "$cli" generate --target tpu -n 2 x
+says "--target expects cpu or gpu, got 'tpu'"
 fails TINYMLIR_NUM_THREADS=abc "$cli" generate -n 2 x
 fails TINYMLIR_GPU_EMULATE=maybe "$cli" generate -n 2 x
 fails TINYMLIR_CPU_EXCLUDE=nothing "$cli" generate -n 2 x
@@ -60,7 +63,9 @@ fails - "$cli" compile --model "$tiny" --out "$work/bad-json/config.json"
 # The GPU target without a CUDA driver (where there is a GPU, this generates: not checked).
 if ! "$cli" generate --target gpu --model "$tiny" --ids "1 2" >/dev/null 2>&1; then
   fails - "$cli" generate --target gpu --model "$tiny" --ids "1 2"
-  says ": no CUDA driver"
+  says "--target gpu: no CUDA driver"
+  # ... before the model loads or anything compiles.
+  if grep -q "loading" "$work/err"; then cat "$work/err" >&2; exit 1; fi
   if grep -q "invoke" "$work/err"; then cat "$work/err" >&2; exit 1; fi
 fi
 echo "ok: $checked failures, each in the command's words"
