@@ -5,6 +5,7 @@
 // in the process, so it runs where there is none, from a bundle `tinymlir compile` wrote.
 //
 //   tinymlir generate [options] [--] "prompt"     (or -p TEXT, or -f FILE, -f - for stdin)
+//   tinymlir perplexity [options] -f FILE         the perplexity of a text (FILE, - for stdin)
 //   tinymlir compile [--model DIR] [--target T] [--weights f32|f16|bf16|q8_0] --out DIR
 //                    [--emit-ir IRDIR]
 //                                                every program of the model, as a bundle;
@@ -65,6 +66,9 @@ constexpr uint64_t kDefaultSeed = 42;
 const char kUsageGenerate[] =
     "usage: %s generate [options] [--] \"prompt\"\n"
     "       %s generate [options] -f FILE       (the prompt from FILE; - for standard input)\n";
+const char kUsagePerplexity[] =
+    "       %s perplexity [options] -f FILE     (FILE's text, - for standard input; or a\n"
+    "                        text as the last argument)\n";
 const char kUsageCompile[] =
     "       tinymlir compile [--model DIR] [--target T] [--weights W] --out DIR\n"
     "                        [--emit-ir IRDIR]\n";
@@ -89,7 +93,8 @@ const char kUsageCompileOptions[] =
     "      --emit-ir IRDIR    (compile) also write every stage of every program, as text\n";
 const char kUsageGenerateOptions[] =
     "  -p, --prompt TEXT      (generate) the prompt (instead of the last argument)\n"
-    "  -f, --file FILE        (generate) the prompt is FILE's text (- reads standard input),\n"
+    "  -f, --file FILE        the prompt (perplexity: the text) is FILE's text (- reads\n"
+    "                         standard input),\n"
     "                         less one final newline\n"
     "                         An empty prompt starts the text from <|endoftext|>.\n"
     "  -n, --tokens N         (generate) tokens to generate (default %d)\n"
@@ -101,7 +106,10 @@ const char kUsageGenerateOptions[] =
     "  -s, --seed S           random seed for sampling, 0 to 2^64-1 (default 42)\n"
     "      --no-kv-cache      recompute the whole prefix for every token\n"
     "      --stop-at-eos      stop after the end-of-text token\n"
-    "      --ids              the prompt is token ids (\"1 2 3\"); print ids, not text\n"
+    "      --ids              the prompt (or perplexity's text) is token ids (\"1 2 3\");\n"
+    "                         generate prints ids, not text\n"
+    "      --stride N         (perplexity) tokens from one window's start to the next's, for\n"
+    "                         a text longer than the context (default: half the context)\n"
     "      --                 the next argument is the prompt, even if it starts with -\n"
     "  -h, --help             this text\n"
     "  -V, --version          the version\n";
@@ -120,11 +128,17 @@ void PrintLoadReport(const tm_model *model) {
   }
 }
 
-// Which subcommand an option belongs to.
-enum class For { kBoth, kGenerate, kCompile };
+// The subcommands, as bits: an option goes with a set of them.
+enum Command : unsigned { kGenerate = 1, kCompile = 2, kPerplexity = 4 };
+const char *CommandName(unsigned command) {
+  return command == kCompile ? "compile" : command == kPerplexity ? "perplexity" : "generate";
+}
 
 struct Args {
-  bool compile = false;  // `tinymlir compile`
+  Command command = kGenerate;
+  bool compile = false;     // `tinymlir compile`
+  bool perplexity = false;  // `tinymlir perplexity`
+  int64_t stride = 0;       // perplexity's window stride; 0: half the context
   std::string model;
   std::string bundle;
   std::string out;
@@ -235,6 +249,8 @@ std::string Usage() {
   char line[2048];
   std::snprintf(line, sizeof line, kUsageGenerate, kCommand, kCommand);
   text += line;
+  std::snprintf(line, sizeof line, kUsagePerplexity, kCommand);
+  text += line;
   if (kHasCompiler) text += kUsageCompile;
   std::snprintf(line, sizeof line, kUsageOptions, kCommand, TargetNames(" or ").c_str());
   text += line;
@@ -257,7 +273,7 @@ enum OptionId {
   kOptModel = 'm', kOptPrompt = 'p', kOptFile = 'f', kOptTokens = 'n', kOptThreads = 't',
   kOptSeed = 's', kOptHelp = 'h', kOptVersion = 'V',
   kOptBundle = 256, kOptOut, kOptEmitIr, kOptTarget, kOptWeights, kOptGreedy, kOptTemperature,
-  kOptTopK, kOptTopP, kOptNoKvCache, kOptStopAtEos, kOptIds, kOptVerbose,
+  kOptTopK, kOptTopP, kOptNoKvCache, kOptStopAtEos, kOptIds, kOptVerbose, kOptStride,
 };
 const char kShortOptions[] = ":m:p:f:n:t:s:hV";  // ':' first: a missing value returns ':'
 const option kLongOptions[] = {
@@ -282,17 +298,29 @@ const option kLongOptions[] = {
     {"stop-at-eos", no_argument, nullptr, kOptStopAtEos},
     {"ids", no_argument, nullptr, kOptIds},
     {"verbose", no_argument, nullptr, kOptVerbose},
+    {"stride", required_argument, nullptr, kOptStride},
     {nullptr, 0, nullptr, 0},
 };
 
-// Which subcommand an option goes with.
-For OptionFor(int id) {
+// The subcommands option `id` goes with.
+unsigned OptionCommands(int id) {
   switch (id) {
-    case kOptOut: case kOptEmitIr: return For::kCompile;
+    case kOptOut: case kOptEmitIr: return kCompile;
     case kOptModel: case kOptTarget: case kOptWeights: case kOptThreads: case kOptVerbose:
-    case kOptHelp: case kOptVersion: return For::kBoth;
-    default: return For::kGenerate;
+    case kOptHelp: case kOptVersion: return kGenerate | kCompile | kPerplexity;
+    case kOptBundle: case kOptPrompt: case kOptFile: case kOptIds:
+      return kGenerate | kPerplexity;
+    case kOptStride: return kPerplexity;
+    default: return kGenerate;
   }
+}
+
+// "generate", "generate or perplexity": the subcommands of `commands`, in words.
+std::string CommandNames(unsigned commands) {
+  std::string names;
+  for (unsigned c : {kGenerate, kCompile, kPerplexity})
+    if (commands & c) names += (names.empty() ? "" : " or ") + std::string(CommandName(c));
+  return names;
 }
 
 // The long name of option `id`, as "--name".
@@ -327,11 +355,13 @@ Args ParseArgs(int argc, char **argv) {
   if (command == "--help" || command == "-h") Exit0(Usage());
   if (command == "--version" || command == "-V")
     Exit0(std::string(kCommand) + " " + tm_version() + "\n");
-  if (command != "generate" && command != "compile")
+  if (command != "generate" && command != "compile" && command != "perplexity")
     Die((command.empty() ? "no command given" : "unknown command '" + command + "'") +
-        " (generate" + (kHasCompiler ? " or compile" : "") + ")\n" + Usage());
+        " (generate, " + (kHasCompiler ? "compile " : "") + "or perplexity)\n" + Usage());
   Args a;
-  a.compile = command == "compile";
+  a.command = command == "compile" ? kCompile : command == "perplexity" ? kPerplexity : kGenerate;
+  a.compile = a.command == kCompile;
+  a.perplexity = a.command == kPerplexity;
   if (!kHasCompiler && a.compile)
     Die("this command has no compiler; write the bundle with `tinymlir compile --out DIR`");
   tm_generate_options_init(&a.options);
@@ -378,11 +408,10 @@ Args ParseArgs(int argc, char **argv) {
     if (index >= 0 && name != std::string("--") + kLongOptions[index].name)
       Die(name + ": write the option in full (" + LongName(id) + ")");
     const std::string option = LongName(id);
-    // An option of the other subcommand is an error, not silently ignored.
-    if (OptionFor(id) == For::kCompile && !a.compile)
-      Die(option + " goes with compile, not generate");
-    if (OptionFor(id) == For::kGenerate && a.compile)
-      Die(option + " goes with generate, not compile");
+    // An option of another subcommand is an error, not silently ignored.
+    if (!(OptionCommands(id) & a.command))
+      Die(option + " goes with " + CommandNames(OptionCommands(id)) + ", not " +
+          CommandName(a.command));
     // A value is not empty (an unset shell variable must not quietly mean the default),
     // except a prompt's: an empty prompt starts from <|endoftext|>.
     if (optarg && *optarg == '\0' && id != kOptPrompt)
@@ -440,6 +469,7 @@ Args ParseArgs(int argc, char **argv) {
       case kOptIds: a.ids = true; break;
       case kOptGreedy: a.greedy = true; break;
       case kOptVerbose: a.verbose = true; break;
+      case kOptStride: a.stride = ParseInteger("--stride", optarg, 1, INT32_MAX); break;
       default: Die("unknown option " + name + "\n" + Usage());
     }
   }
@@ -455,6 +485,10 @@ Args ParseArgs(int argc, char **argv) {
   if (a.compile) {
     if (a.out.empty()) Die("compile needs --out DIR\n" + Usage());
     if (!a.prompt_from.empty()) Die("compile takes no prompt");
+    return a;
+  }
+  if (a.perplexity) {
+    if (a.prompt_from.empty()) Die("perplexity needs a text: -f FILE (- for standard input)");
     return a;
   }
   if (a.prompt_from.empty())
@@ -714,6 +748,63 @@ void PrintCompileBreakdown(const tm_model_stats &st, tm_context *ctx) {
   PrintDiskCacheState(ctx);
 }
 
+// The token ids of `text`; `what` (the prompt, the text) names it in errors.
+std::vector<int32_t> Tokenize(tm_model *model, const std::string &text, const char *what) {
+  const std::string doing = std::string("tokenizing ") + what;
+  size_t n = 0;  // first ask for the size, then fill
+  tm_status s = tm_tokenize(model, text.data(), text.size(), nullptr, 0, &n);
+  if (s == TM_ERROR_UNSUPPORTED) Die(CliMessage(tm_last_error()) + " (pass --ids)");
+  Check(s, doing.c_str());
+  std::vector<int32_t> ids(n);
+  Check(tm_tokenize(model, text.data(), text.size(), ids.data(), n, &n), doing.c_str());
+  return ids;
+}
+
+// `tinymlir perplexity`: the exponential of the mean negative log-likelihood of every token
+// after the first, each given the tokens before it. A text longer than the model's context
+// is scored in windows of n_ctx tokens, each starting `stride` tokens after the last one
+// began and scoring only the tokens the windows before it did not (Hugging Face's
+// "perplexity of fixed-length models"): every token but the first n_ctx has at least
+// n_ctx - stride tokens of context.
+int Perplexity(tm_model *model, const Args &args, const std::vector<int32_t> &ids) {
+  const size_t n = ids.size();
+  if (n < 2)
+    Die("perplexity needs a text of 2 tokens at least (the first token is never scored: "
+        "nothing comes before it), got " + std::to_string(n));
+  int32_t n_ctx = 0;
+  Check(tm_model_info(model, nullptr, &n_ctx, nullptr, nullptr), "reading the model");
+  const size_t context = static_cast<size_t>(n_ctx);
+  const size_t stride = args.stride > 0 ? static_cast<size_t>(args.stride)
+                                        : std::max<size_t>(1, context / 2);
+  if (stride >= context)
+    Die("--stride must be less than the model's context of " + std::to_string(context) +
+        " tokens, got " + std::to_string(stride));
+  const size_t windows = n <= context ? 1 : 1 + (n - context + stride - 1) / stride;
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  std::vector<double> logprobs(context);
+  double nll = 0;
+  size_t scored = 0, done_end = 0, window = 0;
+  for (size_t begin = 0;; begin += stride) {
+    const size_t end = std::min(begin + context, n);
+    if (terminal) std::fprintf(stderr, "\r[tinymlir] scoring window %zu of %zu", ++window, windows);
+    Check(tm_model_score(model, &ids[begin], end - begin, logprobs.data(), logprobs.size(),
+                         nullptr, 0),
+          "scoring");
+    for (size_t k = std::max(done_end, begin + 1); k < end; ++k, ++scored)
+      nll -= logprobs[k - begin - 1];
+    done_end = end;
+    if (end == n) break;
+  }
+  if (terminal) std::fputs("\n", stderr);
+  std::printf("perplexity %.6f\ntokens %zu (%zu scored, in %zu window%s of up to %zu tokens, "
+              "stride %zu)\n",
+              std::exp(nll / static_cast<double>(scored)), n, scored, windows,
+              windows == 1 ? "" : "s", context, stride);
+  if (std::fflush(stdout) != 0)
+    Die(std::string("cannot write the output: ") + std::strerror(errno));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -770,15 +861,9 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  if (!args.ids) {
-    size_t n = 0;  // first ask for the size, then fill
-    tm_status s = tm_tokenize(model, args.prompt.data(), args.prompt.size(), nullptr, 0, &n);
-    if (s == TM_ERROR_UNSUPPORTED) Die(CliMessage(tm_last_error()) + " (pass --ids)");
-    Check(s, "tokenizing the prompt");
-    prompt.resize(n);
-    Check(tm_tokenize(model, args.prompt.data(), args.prompt.size(), prompt.data(), n, &n),
-          "tokenizing the prompt");
-  }
+  if (args.perplexity)
+    return Perplexity(model, args, args.ids ? prompt : Tokenize(model, args.prompt, "the text"));
+  if (!args.ids) prompt = Tokenize(model, args.prompt, "the prompt");
   // An empty prompt starts from <|endoftext|>. Token ids are printed from the start of the
   // sequence, the starting id included; text shows nothing for it (the prompt was empty).
   if (prompt.empty()) {

@@ -235,6 +235,34 @@ func (m *Model) Logits(ids []int32) ([]float32, error) {
 	return logits, nil
 }
 
+// Score returns the log-probability (natural log) of each of ids[1:] given the ids before
+// it, from one forward pass over all positions: len(ids) - 1 values. A text's perplexity is
+// the exponential of their negated mean. It fails with StatusBusy while another computation
+// runs on the model.
+func (m *Model) Score(ids []int32) ([]float64, error) {
+	logprobs := make([]float64, 0, len(ids))
+	if len(ids) > 1 {
+		logprobs = logprobs[:len(ids)-1]
+	}
+	err := m.use(func(c *C.tm_model) error {
+		ptr := (*C.int32_t)(nil)
+		if len(ids) > 0 {
+			ptr = (*C.int32_t)(unsafe.Pointer(&ids[0]))
+		}
+		out := (*C.double)(nil)
+		if len(logprobs) > 0 {
+			out = (*C.double)(unsafe.Pointer(&logprobs[0]))
+		}
+		return call(func() C.tm_status {
+			return C.tm_model_score(c, ptr, C.size_t(len(ids)), out, C.size_t(len(logprobs)), nil, 0)
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return logprobs, nil
+}
+
 // GenerateOptions are tm_generate_options; DefaultGenerateOptions gives the library's
 // defaults (32 tokens, greedy, KV cache on, no stop at end-of-text).
 type GenerateOptions struct {

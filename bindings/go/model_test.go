@@ -467,3 +467,36 @@ func TestModelOptionsPassTheTarget(t *testing.T) {
 	_, err := LoadModel(ctx, tinyA(), &ModelOptions{Target: GPU, Weights: BF16})
 	wantStatus(t, err, StatusUnsupported)
 }
+
+// Score's log-probabilities are the log-softmax, in float64, of the logits of each prefix
+// (Logits: the last-position program) within 1e-4.
+func TestScoreIsTheLogSoftmaxOfEachPrefix(t *testing.T) {
+	_, model := loadKJV(t)
+	c := goldenCases(t)[0]
+	ids := append(append([]int32(nil), c.PromptIDs...), c.GreedyIDs[:8]...)
+	logprobs := must[[]float64](t)(model.Score(ids))
+	if len(logprobs) != len(ids)-1 {
+		t.Fatalf("%d log-probabilities for %d ids", len(logprobs), len(ids))
+	}
+	for i, got := range logprobs {
+		logits := must[[]float32](t)(model.Logits(ids[:i+1]))
+		top := math.Inf(-1)
+		for _, v := range logits {
+			top = math.Max(top, float64(v))
+		}
+		sum := 0.0
+		for _, v := range logits {
+			sum += math.Exp(float64(v) - top)
+		}
+		want := float64(logits[ids[i+1]]) - top - math.Log(sum)
+		if math.Abs(got-want) > 1e-4 {
+			t.Errorf("position %d: %v against %v", i, got, want)
+		}
+	}
+	if got := must[[]float64](t)(model.Score(ids[:1])); len(got) != 0 {
+		t.Errorf("one token scored %v", got)
+	}
+	if _, err := model.Score(nil); err == nil {
+		t.Error("no ids: no error")
+	}
+}

@@ -86,6 +86,7 @@ TMPY_RELEASE_GIL(tm_compile)
 TMPY_RELEASE_GIL(tm_invoke)
 TMPY_RELEASE_GIL(tm_model_load)
 TMPY_RELEASE_GIL(tm_model_logits)
+TMPY_RELEASE_GIL(tm_model_score)
 
 %include "swig/values.i"
 %include "swig/tensors.i"

@@ -181,6 +181,17 @@ TM_API tm_status tm_model_logits(tm_model *model, const int32_t *ids, size_t n, 
   });
 }
 
+TM_API tm_status tm_model_score(tm_model *model, const int32_t *ids, size_t n, double *logprobs,
+                                size_t logprobs_capacity, float *logits,
+                                size_t logits_capacity) {
+  if (!model) return Report(Null("tm_model_score", "model"));
+  return Guard("tm_model_score", [&]() -> Status {
+    std::unique_ptr<Gpt2Model::Claim> claim;
+    TM_RETURN_IF_ERROR(model->impl->TryClaim("tm_model_score", &claim));
+    return model->impl->Score(ids, n, logprobs, logprobs_capacity, logits, logits_capacity);
+  });
+}
+
 TM_API tm_status tm_generate_options_init_size(tm_generate_options *options,
                                                size_t struct_size) {
   return Report(tinymlir::InitVersionedStruct(

@@ -342,7 +342,7 @@ Status Gpt2Model::CheckIds(const char *fn, const int32_t *ids, size_t n) const {
   return Status::Ok();
 }
 
-Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logits) {
+Status Gpt2Model::ForwardLayers(const int32_t *ids, size_t n, int64_t pos) {
   const Gpt2Config &c = config_;
   const int64_t d = c.n_embd;
   const int64_t t = NextPowerOfTwo(static_cast<int64_t>(n));
@@ -392,11 +392,10 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
   for (Floats *scratch : {&x_, &x_next_, &q_, &k_, &v_})
     TM_RETURN_IF_ERROR(scratch->Resize(static_cast<size_t>(t * d)));
 
-  tm_program *embed, *qkv, *attn_mlp, *head;
+  tm_program *embed, *qkv, *attn_mlp;
   TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kEmbed, t, 0, &embed));
   TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kQkv, t, 0, &qkv));
   TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kAttnMlp, t, l, &attn_mlp));
-  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, 1, 0, &head));
 
   {
     Tensors in, out;
@@ -449,13 +448,25 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
     TM_RETURN_IF_ERROR(Run(ProgramKind::kAttnMlp, attn_mlp, in, out));
     std::swap(x_, x_next_);
   }
+  return Status::Ok();
+}
+
+Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logits) {
+  const int64_t d = config_.n_embd;
+  tm_program *head;
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, 1, 0, &head));
+  TM_RETURN_IF_ERROR(ForwardLayers(ids, n, pos));
   Tensors in, out;
   in.Add(&x_[(n - 1) * d], {1, d});
   in.Add(weights_.ln_f_g);
   in.Add(weights_.ln_f_b);
   in.Add(weights_.wte);
-  out.Add(logits, {c.vocab_size});
-  return Run(ProgramKind::kHead, head, in, out);
+  out.Add(logits, {config_.vocab_size});
+  const auto start = Clock::now();
+  const Status status = Invoke(head, in, out);
+  forward_invoke_seconds_[static_cast<int>(ProgramKind::kHead)] += Seconds(start);
+  forward_invokes_ += 1;
+  return status;
 }
 
 Status Gpt2Model::Logits(const int32_t *ids, size_t n, float *logits, size_t capacity) {
@@ -466,6 +477,72 @@ Status Gpt2Model::Logits(const int32_t *ids, size_t n, float *logits, size_t cap
                            " floats, the model has " + std::to_string(config_.vocab_size) +
                            " logits");
   return Forward(ids, n, 0, logits);
+}
+
+Status Gpt2Model::Score(const int32_t *ids, size_t n, double *logprobs, size_t logprobs_capacity,
+                        float *logits, size_t logits_capacity) {
+  constexpr const char *fn = "tm_model_score";
+  TM_RETURN_IF_ERROR(CheckIds(fn, ids, n));
+  const int64_t d = config_.n_embd, vocab = config_.vocab_size;
+  if (logprobs && logprobs_capacity < n - 1)
+    return InvalidArgument(std::string(fn) + ": logprobs has room for " +
+                           std::to_string(logprobs_capacity) + " values, " +
+                           std::to_string(n) + " tokens have " + std::to_string(n - 1));
+  if (logits && logits_capacity / n < static_cast<size_t>(vocab))
+    return InvalidArgument(std::string(fn) + ": logits has room for " +
+                           std::to_string(logits_capacity) + " floats, " + std::to_string(n) +
+                           " positions of " + std::to_string(vocab) + " logits need " +
+                           std::to_string(n * static_cast<size_t>(vocab)));
+  if (!logprobs && logprobs_capacity > 0)
+    return InvalidArgument(std::string(fn) + ": logprobs is NULL with a capacity of " +
+                           std::to_string(logprobs_capacity));
+  if (!logits && logits_capacity > 0)
+    return InvalidArgument(std::string(fn) + ": logits is NULL with a capacity of " +
+                           std::to_string(logits_capacity));
+
+  const int64_t t = NextPowerOfTwo(static_cast<int64_t>(n));
+  TM_RETURN_IF_ERROR(EnsurePrograms({{static_cast<int>(ProgramKind::kEmbed), t, 0},
+                                     {static_cast<int>(ProgramKind::kQkv), t, 0},
+                                     {static_cast<int>(ProgramKind::kAttnMlp), t,
+                                      CacheRows(static_cast<int64_t>(n))},
+                                     {static_cast<int>(ProgramKind::kHead), kScoreRows, 0}},
+                                    nullptr, nullptr));
+  tm_program *head;
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, kScoreRows, 0, &head));
+  TM_RETURN_IF_ERROR(head_rows_.Resize(static_cast<size_t>(kScoreRows * d)));
+  TM_RETURN_IF_ERROR(head_logits_.Resize(static_cast<size_t>(kScoreRows * vocab)));
+  TM_RETURN_IF_ERROR(ForwardLayers(ids, n, 0));
+
+  // The head runs kScoreRows positions at a time; the rows of the last chunk past n are
+  // zero (their logits unused).
+  for (size_t first = 0; first < n; first += kScoreRows) {
+    const size_t rows = std::min(n - first, static_cast<size_t>(kScoreRows));
+    std::copy(x_.data() + first * d, x_.data() + (first + rows) * d, head_rows_.data());
+    std::fill(head_rows_.data() + rows * d, head_rows_.data() + head_rows_.size(), 0.0f);
+    Tensors in, out;
+    in.Add(head_rows_.data(), {kScoreRows, d});
+    in.Add(weights_.ln_f_g);
+    in.Add(weights_.ln_f_b);
+    in.Add(weights_.wte);
+    out.Add(head_logits_.data(), {kScoreRows, vocab});
+    TM_RETURN_IF_ERROR(Invoke(head, in, out));
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t i = first + r;
+      const float *row = head_logits_.data() + r * vocab;
+      if (logits) std::copy(row, row + vocab, logits + i * vocab);
+      if (!logprobs || i + 1 == n) continue;
+      if (const int32_t id = FirstNonFinite(row, static_cast<int32_t>(vocab)); id >= 0)
+        return RuntimeError(std::string(fn) + ": position " + std::to_string(i) +
+                            " has a non-finite logit (" + std::to_string(row[id]) +
+                            ") for token " + std::to_string(id));
+      // log softmax in double: the largest logit first, so that no exponential overflows.
+      const double top = *std::max_element(row, row + vocab);
+      double sum = 0.0;
+      for (int64_t j = 0; j < vocab; ++j) sum += std::exp(static_cast<double>(row[j]) - top);
+      logprobs[i] = static_cast<double>(row[ids[i + 1]]) - top - std::log(sum);
+    }
+  }
+  return Status::Ok();
 }
 
 Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateRequest &request,
@@ -537,10 +614,11 @@ Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback pro
         "tm_model_compile_bundle: this model runs from a bundle already "
         "(load it without options.bundle_dir to compile one)");
   TM_RETURN_IF_ERROR(PrepareBundleFolder(dir));
-  // Every (T, L) Forward can ask for: prompts and no-KV-cache steps of any length n run in
+  // Every (T, L) Forward and Score can ask for: prompts and no-KV-cache steps of any length n run in
   // T = NextPowerOfTwo(n) against L = CacheRows(n) rows; decode steps in T = 1 against any L.
   std::vector<ProgramKey> keys;
   keys.emplace_back(static_cast<int>(ProgramKind::kHead), 1, 0);
+  keys.emplace_back(static_cast<int>(ProgramKind::kHead), kScoreRows, 0);  // tm_model_score
   for (int64_t t = 1;; t *= 2) {
     keys.emplace_back(static_cast<int>(ProgramKind::kEmbed), t, 0);
     keys.emplace_back(static_cast<int>(ProgramKind::kQkv), t, 0);

@@ -90,6 +90,11 @@ class Gpt2Model {
   // Logits of the last position for ids[0..n), recomputing everything from position 0.
   Status Logits(const int32_t *ids, size_t n, float *logits, size_t capacity);
 
+  // Log-probabilities of ids[i + 1] after ids[0..i] (logprobs: n - 1 of them) and, where
+  // `logits` is not null, every position's logits, in one forward pass (tm_model_score).
+  Status Score(const int32_t *ids, size_t n, double *logprobs, size_t logprobs_capacity,
+               float *logits, size_t logits_capacity);
+
   // Generates tokens after the prompt into *out (also streamed to the callback).
   Status Generate(const int32_t *prompt, size_t n, const GenerateRequest &request,
                   std::vector<int32_t> *out);
@@ -104,6 +109,8 @@ class Gpt2Model {
   // Runs ids[0..n) at positions [pos, pos + n): fills the cache rows and writes the last
   // position's logits.
   Status Forward(const int32_t *ids, size_t n, int64_t pos, float *logits);
+  // Forward up to the head: the final hidden state of position pos + i in row i of x_.
+  Status ForwardLayers(const int32_t *ids, size_t n, int64_t pos);
   Status GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program **out);
   // Cache rows the attention reads once `filled` positions are in the cache.
   int64_t CacheRows(int64_t filled) const;
@@ -134,6 +141,7 @@ class Gpt2Model {
   int64_t cache_dirty_end_ = 0;  // rows at and above are zero in every layer's cache
   int64_t cache_written_rows_ = 0;  // rows below were written by the host (TouchCacheRows)
   Floats x_, x_next_, q_, k_, v_, mask_;  // scratch
+  Floats head_rows_, head_logits_;         // scoring's (kScoreRows, d) and (kScoreRows, V)
   // The last Forward's time inside tm_invoke, per ProgramKind, and its number of calls.
   double forward_invoke_seconds_[TM_MODEL_NUM_PROGRAM_KINDS] = {};
   uint64_t forward_invokes_ = 0;

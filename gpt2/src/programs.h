@@ -31,6 +31,10 @@ enum class ProgramKind { kEmbed, kQkv, kAttnMlp, kHead };
 // attn_mlp's input holding the (T, L) additive attention mask.
 inline constexpr int kAttnMlpMaskInput = 4;
 
+// The rows of the head program that scoring runs (kHead with T = kScoreRows): positions
+// are scored this many at a time.
+inline constexpr int64_t kScoreRows = 64;
+
 // One program of a model: (ProgramKind, T, L), L = 0 except for kAttnMlp.
 using ProgramKey = std::tuple<int, int64_t, int64_t>;
 

@@ -50,6 +50,8 @@ refused "--out goes with compile, not generate" generate --out "$work/b" x
 refused "--emit-ir goes with compile" generate --emit-ir "$work/ir" x
 refused "--tokens goes with generate, not compile" compile --tokens 3 --out "$work/b"
 refused "--bundle goes with generate" compile --bundle "$work/b" --out "$work/c"
+refused "--stride goes with perplexity, not generate" generate --stride 3 x
+refused "--greedy goes with generate, not perplexity" perplexity --greedy x
 # Options that contradict each other.
 refused "--greedy does not sample: it cannot go with --temperature" generate --greedy --temperature 0.5 x
 refused "--greedy does not sample: it cannot go with --seed" generate --seed 3 --greedy x
@@ -85,7 +87,7 @@ refused "more than one prompt given: -p and -f" generate -p a -f /dev/null
 refused "-f: cannot open $work/none: No such file or directory" generate -f "$work/none"
 refused "--file needs a value, got an empty string" generate -f ""
 refused "no prompt given (\"\" starts the text from <|endoftext|>)" generate -n 3
-refused "--prompt goes with generate, not compile" compile --out "$work/b" -p x
+refused "--prompt goes with generate or perplexity, not compile" compile --out "$work/b" -p x
 refused "compile takes no prompt" compile --out "$work/b" x
 # A folder for --out or --emit-ir that cannot be written fails before anything compiles.
 touch "$work/a-file"

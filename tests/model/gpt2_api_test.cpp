@@ -146,6 +146,61 @@ TEST_F(ModelApi, BadPromptsAreErrorsWithMessages) {
             TM_ERROR_INVALID_ARGUMENT);
 }
 
+// tm_model_score refuses each bad argument with a message naming it, and writes nothing.
+TEST_F(ModelApi, ScoreArgumentsAreCheckedAndNamed) {
+  tm_model *m = Load(kTinyA);  // vocab 512, n_ctx 64
+  int32_t ids[] = {1, 2, 3, 4};
+  std::vector<double> logprobs(3, 7.0);
+  std::vector<float> logits(4 * 512);
+  auto refused = [&](tm_status status, const char *words) {
+    EXPECT_NE(std::string(tm_last_error()).find(words), std::string::npos) << tm_last_error();
+    return status;
+  };
+  EXPECT_EQ(refused(tm_model_score(m, ids, 4, logprobs.data(), 2, nullptr, 0),
+                    "logprobs has room for 2 values, 4 tokens have 3"),
+            TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(refused(tm_model_score(m, ids, 4, nullptr, 0, logits.data(), 4 * 512 - 1),
+                    "logits has room for 2047 floats, 4 positions of 512 logits need 2048"),
+            TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(refused(tm_model_score(m, ids, 4, nullptr, 3, nullptr, 0),
+                    "logprobs is NULL with a capacity of 3"),
+            TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(refused(tm_model_score(m, ids, 4, nullptr, 0, nullptr, 9),
+                    "logits is NULL with a capacity of 9"),
+            TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(refused(tm_model_score(m, ids, 0, logprobs.data(), 3, nullptr, 0), "empty"),
+            TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(refused(tm_model_score(m, nullptr, 4, logprobs.data(), 3, nullptr, 0), "NULL"),
+            TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(tm_model_score(nullptr, ids, 4, logprobs.data(), 3, nullptr, 0),
+            TM_ERROR_INVALID_ARGUMENT);
+  int32_t outside[] = {1, 512};
+  EXPECT_EQ(refused(tm_model_score(m, outside, 2, logprobs.data(), 3, nullptr, 0),
+                    "token id 512 at position 1"),
+            TM_ERROR_OUT_OF_RANGE);
+  std::vector<int32_t> longer(65, 1);  // n_ctx + 1
+  std::vector<double> room(64);
+  EXPECT_EQ(refused(tm_model_score(m, longer.data(), 65, room.data(), 64, nullptr, 0),
+                    "65 tokens exceed the model's context of 64"),
+            TM_ERROR_OUT_OF_RANGE);
+  EXPECT_EQ(logprobs, std::vector<double>(3, 7.0)) << "a refused call wrote its output";
+  // One token: nothing to score, and its logits when asked.
+  ASSERT_EQ(tm_model_score(m, ids, 1, nullptr, 0, logits.data(), 512), TM_OK) << tm_last_error();
+  std::vector<float> last(512);
+  ASSERT_EQ(tm_model_logits(m, ids, 1, last.data(), last.size()), TM_OK);
+  for (int j = 0; j < 512; ++j) EXPECT_NEAR(logits[j], last[j], 1e-4 * std::max(1.f, std::fabs(last[j])));
+  // Every length up to the context (the head runs 64 rows at a time; lengths around the
+  // powers of two pad differently): each log-probability is finite and at most 0.
+  std::vector<int32_t> text(64);
+  for (int i = 0; i < 64; ++i) text[i] = (i * 37 + 11) % 512;
+  for (size_t n : {2, 3, 16, 17, 33, 63, 64}) {
+    std::vector<double> lp(n - 1);
+    ASSERT_EQ(tm_model_score(m, text.data(), n, lp.data(), lp.size(), nullptr, 0), TM_OK)
+        << n << ": " << tm_last_error();
+    for (double v : lp) EXPECT_TRUE(std::isfinite(v) && v <= 0) << n << ": " << v;
+  }
+}
+
 // A buffer that is too small is a size query, as with snprintf: what fits is written and
 // the needed size reported, and the call succeeds.
 TEST_F(ModelApi, SmallCapacityIsASizeQuery) {
@@ -808,6 +863,18 @@ TEST_F(ModelApiFolder, NonFiniteLogitsAreARuntimeErrorNamingStepAndPosition) {
     ASSERT_EQ(tm_model_logits(m, prompt, 3, logits.data(), logits.size()), TM_OK);
     for (float l : logits) ASSERT_TRUE(std::isfinite(l));
   }
+  // Scoring through position 5 meets the NaN (which the attention's products carry to every
+  // row of the pass, as 0 * NaN is NaN): a runtime error naming the first position with one;
+  // below position 5, scores are finite.
+  std::vector<int32_t> seven = {1, 2, 3, 4, 5, 6, 7};
+  std::vector<double> logprobs(6);
+  EXPECT_EQ(tm_model_score(m, seven.data(), 7, logprobs.data(), 6, nullptr, 0), TM_ERROR_RUNTIME);
+  EXPECT_NE(std::string(tm_last_error()).find("tm_model_score: position 0 has a non-finite logit"),
+            std::string::npos)
+      << tm_last_error();
+  ASSERT_EQ(tm_model_score(m, seven.data(), 5, logprobs.data(), 6, nullptr, 0), TM_OK)
+      << tm_last_error();
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(std::isfinite(logprobs[i])) << i;
   // Poisoned from the start: the first step fails.
   std::filesystem::remove(dir_ + "/model.safetensors");
   CopyTinyA();

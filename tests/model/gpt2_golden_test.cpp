@@ -249,6 +249,65 @@ TEST_P(Gpt2Golden, LogitSumsAtEveryPromptPositionMatchHuggingFace) {
   }
 }
 
+// tm_model_score over a prompt and its golden continuation, in one pass: each position's
+// logits sum as Hugging Face's do; each log-probability equals one computed here in double
+// from tm_model_logits of its prefix (another program, run as the last position) within
+// twice the logit tolerance, and from score's own logits row within 1e-9; each row's
+// largest logit is the golden greedy token up to the first margin below 0.01.
+TEST_P(Gpt2Golden, ScoreOfEveryPositionMatchesHuggingFaceAndTheLastPositionsLogits) {
+  int32_t n_ctx = 0;
+  ASSERT_EQ(tm_model_info(model_.get(), nullptr, &n_ctx, nullptr, nullptr), TM_OK);
+  for (const json &c : Cases(golden_)) {
+    auto ids = c["prompt_ids"].get<std::vector<int32_t>>();
+    auto greedy = c["greedy_ids"].get<std::vector<int32_t>>();
+    auto margins = c["margins"].get<std::vector<double>>();
+    auto sums = c["prompt_logits_all_positions_sum"].get<std::vector<double>>();
+    const size_t prompt = ids.size();
+    ids.insert(ids.end(), greedy.begin(), greedy.end());
+    ids.resize(std::min(ids.size(), static_cast<size_t>(n_ctx)));
+    const size_t n = ids.size();
+    std::vector<double> logprobs(n - 1);
+    std::vector<float> rows(n * vocab_);
+    ASSERT_EQ(tm_model_score(model_.get(), ids.data(), n, logprobs.data(), logprobs.size(),
+                             rows.data(), rows.size()),
+              TM_OK)
+        << tm_last_error();
+    // log softmax(logits)[id], in double.
+    auto log_softmax_at = [&](const float *row, int32_t id) {
+      double top = *std::max_element(row, row + vocab_), sum = 0;
+      for (int32_t j = 0; j < vocab_; ++j) sum += std::exp(double(row[j]) - top);
+      return double(row[id]) - top - std::log(sum);
+    };
+    bool tie_seen = false;
+    for (size_t i = 0; i < n; ++i) {
+      const float *row = &rows[i * vocab_];
+      if (i < prompt) {
+        double sum = 0, magnitude = 0;
+        for (int32_t j = 0; j < vocab_; ++j) sum += row[j], magnitude += std::fabs(row[j]);
+        EXPECT_NEAR(sum, sums[i], 1e-5 * magnitude + 1e-3) << GetParam() << " position " << i;
+      }
+      const size_t step = i + 1 - prompt;  // the greedy step this row chooses
+      if (i + 1 >= prompt && step < greedy.size() && !tie_seen) {
+        if (margins[step] < kTinyMargin) {
+          tie_seen = true;
+        } else {
+          EXPECT_EQ(std::max_element(row, row + vocab_) - row, greedy[step])
+              << GetParam() << " position " << i << " (margin " << margins[step] << ")";
+        }
+      }
+      if (i + 1 == n) continue;
+      EXPECT_NEAR(logprobs[i], log_softmax_at(row, ids[i + 1]), 1e-9)
+          << GetParam() << " position " << i;
+      std::vector<float> last = Logits(std::vector<int32_t>(ids.begin(), ids.begin() + i + 1));
+      double largest = 0;
+      for (float v : last) largest = std::max(largest, double(std::fabs(v)));
+      EXPECT_NEAR(logprobs[i], log_softmax_at(last.data(), ids[i + 1]),
+                  2 * LogitTolerance(largest))
+          << GetParam() << " position " << i;
+    }
+  }
+}
+
 // Every golden token, teacher-forced: the logits after prompt + greedy_ids[:i] (recomputed
 // from scratch, as the golden was made) against greedy_ids[i] and margins[i].
 TEST_P(Gpt2Golden, EveryGoldenTokenUnderTeacherForcing) {

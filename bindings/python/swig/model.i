@@ -35,6 +35,27 @@ static PyArrayObject *tmpy_ids_in(PyObject *obj) {
   $2 = (size_t)PyArray_SIZE((PyArrayObject *)$input);
 }
 
+/* tm_model_score's outputs: None, or a writable, C-contiguous array of the output's dtype,
+ * passed with its size as the capacity (the library checks that it is large enough). */
+%define TMPY_OPTIONAL_OUT(ctype, name, npy_type, npy_name)
+%typemap(in) (ctype *name, size_t name##_capacity) {
+  if ($input == Py_None) {
+    $1 = NULL;
+    $2 = 0;
+  } else {
+    if (!PyArray_Check($input) || PyArray_TYPE((PyArrayObject *)$input) != npy_type ||
+        !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)$input) ||
+        !PyArray_ISWRITEABLE((PyArrayObject *)$input))
+      SWIG_exception_fail(SWIG_TypeError,
+                          #name " must be None or a writable, C-contiguous numpy." npy_name " array");
+    $1 = (ctype *)PyArray_DATA((PyArrayObject *)$input);
+    $2 = (size_t)PyArray_SIZE((PyArrayObject *)$input);
+  }
+}
+%enddef
+TMPY_OPTIONAL_OUT(double, logprobs, NPY_FLOAT64, "float64")
+TMPY_OPTIONAL_OUT(float, logits, NPY_FLOAT32, "float32")
+
 %{
 /* A growable result of the helpers below. */
 typedef struct tmpy_buffer {

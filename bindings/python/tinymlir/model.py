@@ -7,7 +7,7 @@
         print(piece, end="", flush=True)
 
 A model runs one computation at a time (it owns one KV cache). The library refuses, with
-BusyError, a logits(), generate() or stats while another runs on the same model: on another
+BusyError, a logits(), score(), generate() or stats while another runs on the same model: on another
 thread, from a generate() callback, or while a stream is open (a stream keeps its
 generation running until it is exhausted or closed; the BusyError then says so).
 Tokenizing and detokenizing are always allowed. Use one model per thread; models may share
@@ -129,6 +129,32 @@ class Model(_Handle):
                 capi.tm_model_logits(ptr, ids, out)
         call_interruptibly(call)
         return out
+
+    @overload
+    def score(self, ids: Prompt, logits: Literal[False] = ...) -> np.ndarray: ...
+
+    @overload
+    def score(self, ids: Prompt, logits: Literal[True]) -> "tuple[np.ndarray, np.ndarray]": ...
+
+    def score(self, ids: Prompt, logits: bool = False) -> Any:
+        """How likely each token of a text is after the ones before it, in one forward pass.
+
+        Returns the n - 1 log-probabilities (float64, natural log) of ids[1:], each given
+        the ids before it (text is tokenized first); with logits=True, also every
+        position's logits as an (n, vocab_size) float32 array. A text's perplexity is
+        exp(-mean(log-probabilities)).
+        """
+        ids = _ids(self.tokenize(ids) if isinstance(ids, (str, bytes, bytearray, memoryview))
+                   else ids)
+        n = ids.size
+        logprobs = np.empty(max(n - 1, 0), np.float64)
+        all_logits = np.empty((n, self.info.vocab_size), np.float32) if logits else None
+
+        def call():
+            with self._calling() as ptr:
+                capi.tm_model_score(ptr, ids, logprobs, all_logits)
+        call_interruptibly(call)
+        return (logprobs, all_logits) if logits else logprobs
 
     @overload
     def generate(self, prompt: Prompt, max_new_tokens: Optional[int] = ...,

@@ -34,9 +34,10 @@
  *   TM_ERROR_INVALID_ARGUMENT before a byte beyond the library's own layout is read.
  * - Nothing aborts the process on bad input, and nothing is printed to stderr.
  *
- * ABI (version 1.0 declared with tinymlir 1.0.0; this header is 1.2: 1.1 added
+ * ABI (version 1.0 declared with tinymlir 1.0.0; this header is 1.3: 1.1 added
  * tm_model_load_report, TM_Q8_0 and tm_quantize_q8_0, 1.2 the targets' functions
- * tm_target_*): everything declared here and in gpt2.h
+ * tm_target_* and the op table's tm_op*, 1.3 tm_model_score): everything declared here
+ * and in gpt2.h
  * is stable for the life of the library's SONAME, libtinymlir.so.1 (and
  * libtinymlir_runtime.so.1): a function's signature and meaning, an enum value, a struct's
  * published layouts never change. What may be added within 1.x: functions, enum values

@@ -148,6 +148,21 @@ TM_API tm_status tm_detokenize(const tm_model *model, const int32_t *ids, size_t
 TM_API tm_status tm_model_logits(tm_model *model, const int32_t *ids, size_t n, float *logits,
                                  size_t capacity);
 
+/* Scores ids[0..n) in one forward pass over all its positions (no cache). For i in
+ * [0, n - 1), logprobs[i] receives log P(ids[i + 1] | ids[0..i]): position i's logit of
+ * ids[i + 1] less the log of the sum of the exponentials of all vocab_size logits of that
+ * position, in double precision (API 1.3). When `logits` is not NULL it receives every
+ * position's vocab_size logits, n rows one after the other. Either output may be NULL (its
+ * capacity then 0); the sum of a text's -logprobs over n - 1, exponentiated, is its
+ * perplexity.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (null model or ids, n == 0, logprobs_capacity < n - 1,
+ * logits_capacity < n * vocab_size), TM_ERROR_OUT_OF_RANGE (an id outside the vocabulary,
+ * n > n_ctx), TM_ERROR_RUNTIME (a logit is NaN or infinite), TM_ERROR_COMPILE,
+ * TM_ERROR_BUSY. */
+TM_API tm_status tm_model_score(tm_model *model, const int32_t *ids, size_t n, double *logprobs,
+                                size_t logprobs_capacity, float *logits,
+                                size_t logits_capacity);
+
 /* Generation options. Published layouts: */
 #define TM_GENERATE_OPTIONS_SIZE_V1 40 /* up to stop_at_eos */
 #define TM_GENERATE_OPTIONS_SIZE_V2 56 /* progress */

@@ -63,15 +63,22 @@ void TraceAttnMlp(Tracer &tr, const Gpt2Config &c, int64_t t, int64_t l) {
   tr.end({tr.add(x1, Linear(tr, c, hidden, mp_w, mp_b))});
 }
 
-void TraceHead(Tracer &tr, const Gpt2Config &c) {
+// The final layer norm and the tied LM head over t rows: (t, d) -> (vocab_size) for one
+// row, (t, vocab_size) for more (scoring).
+void TraceHead(Tracer &tr, const Gpt2Config &c, int64_t t) {
   const int64_t d = c.n_embd;
-  tm_value x = tr.input(TM_F32, {1, d});
+  tm_value x = tr.input(TM_F32, {t, d});
   tm_value g = tr.input(TM_F32, {d}), b = tr.input(TM_F32, {d});
   tm_value wte = tr.input(c.matrices, {c.vocab_size, d});
-  // wte @ x^T: the tied LM head without transposing the (V, d) table; N = 1 makes it a
-  // single GEMV on the CPU target.
-  tm_value col = tr.reshape(tr.layer_norm(x, g, b, c.layer_norm_epsilon), {d, 1});
-  tr.end({tr.reshape(tr.matmul(wte, col), {c.vocab_size})});
+  tm_value xn = tr.layer_norm(x, g, b, c.layer_norm_epsilon);
+  if (t == 1) {
+    // wte @ x^T: the head without transposing the (V, d) table; N = 1 makes it a single
+    // GEMV on the CPU target.
+    tr.end({tr.reshape(tr.matmul(wte, tr.reshape(xn, {d, 1})), {c.vocab_size})});
+    return;
+  }
+  // x @ wte^T, wte read in place as a (d, V) view, as a projection stored (out, in) is.
+  tr.end({tr.matmul(xn, tr.transpose(wte, {1, 0}))});
 }
 
 }  // namespace
@@ -82,7 +89,7 @@ void TraceProgram(const Gpt2Config &config, ProgramKind kind, int64_t t, int64_t
     case ProgramKind::kEmbed: TraceEmbed(*tracer, config, t); break;
     case ProgramKind::kQkv: TraceQkv(*tracer, config, t); break;
     case ProgramKind::kAttnMlp: TraceAttnMlp(*tracer, config, t, l); break;
-    case ProgramKind::kHead: TraceHead(*tracer, config); break;
+    case ProgramKind::kHead: TraceHead(*tracer, config, t); break;
   }
 }
 

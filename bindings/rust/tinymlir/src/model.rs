@@ -267,6 +267,26 @@ impl Model {
         Ok(logits)
     }
 
+    /// The log-probability (natural log) of each of `ids[1..]` given the ids before it, from
+    /// one forward pass over all positions: `ids.len() - 1` values. A text's perplexity is
+    /// the exponential of their negated mean. Fails with [`ErrorKind::Busy`] while another
+    /// computation runs on the model.
+    pub fn score(&self, ids: &[i32]) -> Result<Vec<f64>> {
+        let mut logprobs = vec![0f64; ids.len().saturating_sub(1)];
+        check(unsafe {
+            sys::tm_model_score(
+                self.raw,
+                ids.as_ptr(),
+                ids.len(),
+                logprobs.as_mut_ptr(),
+                logprobs.len(),
+                std::ptr::null_mut(),
+                0,
+            )
+        })?;
+        Ok(logprobs)
+    }
+
     /// Generates up to `options.max_new_tokens` tokens after `prompt` and returns them.
     /// `callback` sees each token as soon as it is chosen and returns `true` to stop after
     /// that token (which is kept), `false` to go on. A panic in the callback stops

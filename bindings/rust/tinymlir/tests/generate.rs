@@ -180,6 +180,32 @@ fn tokenizer_round_trip_and_logits() -> tinymlir::Result<()> {
     Ok(())
 }
 
+/// log softmax(logits)[token], in f64.
+fn log_softmax_at(logits: &[f32], token: i32) -> f64 {
+    let top = logits.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+    let sum: f64 = logits.iter().map(|&v| (f64::from(v) - top).exp()).sum();
+    f64::from(logits[token as usize]) - top - sum.ln()
+}
+
+#[test]
+fn score_is_the_log_softmax_of_each_prefix() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let model = load(&ctx);
+    let case = &golden_cases()[0];
+    let mut ids = case.prompt_ids.clone();
+    ids.extend_from_slice(&case.greedy_ids[..8]);
+    let logprobs = model.score(&ids)?;
+    assert_eq!(logprobs.len(), ids.len() - 1);
+    for (i, &got) in logprobs.iter().enumerate() {
+        let want = log_softmax_at(&model.logits(&ids[..=i])?, ids[i + 1]);
+        assert!((got - want).abs() <= 1e-4, "position {i}: {got} against {want}");
+    }
+    assert!(model.score(&ids[..1])?.is_empty());
+    assert_eq!(model.score(&[]).unwrap_err().kind(), tinymlir::ErrorKind::InvalidArgument);
+    assert_eq!(model.score(&[1, 60000]).unwrap_err().kind(), tinymlir::ErrorKind::OutOfRange);
+    Ok(())
+}
+
 #[test]
 fn callback_true_stops_after_that_token() -> tinymlir::Result<()> {
     let ctx = Context::new()?;
