@@ -285,10 +285,10 @@ TEST(HalfPrecision, MatmulWithAHalfWeight) {
   }
 }
 
-// Prefill products whose half weight is widened in several panels (2 MB of f32 each: 1744
-// rows or columns at k = 300, so n = 3600 takes three, the last one partial), in the three
-// forms: panels of B's stored columns (x @ W), of B's stored rows (x @ W^T) and of A's
-// stored rows (W @ x^T). Against the double-precision sum of the widened values.
+// Prefill products whose half weight is widened in many strips (128 columns or 256 rows
+// each: n = 3600 takes 29, the last one partial), in the three forms: strips of B's stored
+// columns (x @ W), of B's stored rows (x @ W^T) and of A's stored rows (W @ x^T). Against
+// the double-precision sum of the widened values.
 TEST(HalfPrecision, PrefillProductsSpanningSeveralPanels) {
   const int64_t m = 20, k = 300, n = 3600;
   const int32_t swap[] = {1, 0};
@@ -314,17 +314,24 @@ TEST(HalfPrecision, PrefillProductsSpanningSeveralPanels) {
       ASSERT_EQ(CompileInvoke(ctx, t, {x.view(), w.view()}, {got.view()}, &o, &p), TM_OK)
           << tm_last_error();
       EXPECT_GE(CountSubstr(StageText(p, TM_STAGE_LOWERED), "llvm.call @tm_rt_sgemm_half"), 1);
-      std::vector<double> want;
+      // A sum of k products in f32 is within k * 2^-24 * sum |products| of the exact one.
+      size_t wrong = 0;
       for (int64_t r = 0; r < out_shape[0]; ++r)
         for (int64_t col = 0; col < out_shape[1]; ++col) {
           const int64_t i = weight_left ? col : r, j = weight_left ? r : col;
-          double acc = 0;
-          for (int64_t q = 0; q < k; ++q)
-            acc += double(x[i * k + q]) * w.at(stored_nk ? j * k + q : q * n + j);
-          want.push_back(acc);
+          double acc = 0, magnitude = 0;
+          for (int64_t q = 0; q < k; ++q) {
+            const double product = double(x[i * k + q]) * w.at(stored_nk ? j * k + q : q * n + j);
+            acc += product;
+            magnitude += std::fabs(product);
+          }
+          const double bound = double(k) * 0x1p-24 * magnitude;
+          const double value = got[r * out_shape[1] + col];
+          if (!(std::fabs(value - acc) <= bound) && wrong++ < 5)
+            ADD_FAILURE() << "element (" << r << ", " << col << "): " << value << ", exactly "
+                          << acc << " (bound " << bound << ")";
         }
-      // Sums of 300 products of values in [-1, 1) in f32: |error| < 300 * 2^-24 * sum|.|.
-      EXPECT_TRUE(AllClose(got.data, want, 1e-5, 2e-5));
+      EXPECT_EQ(wrong, 0u);
     }
 }
 
@@ -361,6 +368,41 @@ TEST(HalfPrecision, DecodeKernelsGiveTheBitsOfTheWidenedWeight) {
       }
     }
   }
+}
+
+// Prefill products (more than 16 rows) with a half weight are bit for bit the products with
+// its f32 widening, in the three forms, at sizes with partial strips of 128 columns and 256
+// rows and more than one row block (m = 300): the strips are the f32 product's blocks.
+TEST(HalfPrecision, PrefillProductsGiveTheBitsOfTheWidenedWeight) {
+  const int64_t m = 300, k = 200, n = 1031;
+  const int32_t swap[] = {1, 0};
+  for (tm_dtype dtype : {TM_F16, TM_BF16})
+    for (int form = 0; form < 3; ++form) {
+      const bool transposed = form == 1, weight_left = form == 2, stored_nk = form != 0;
+      SCOPED_TRACE(std::string(Name(dtype)) + " form " + std::to_string(form));
+      HalfHost w = RandomHalf(dtype, stored_nk ? std::vector<int64_t>{n, k}
+                                               : std::vector<int64_t>{k, n}, 71 + form);
+      Host<float> wide(w.shape, 0.0f);
+      for (size_t i = 0; i < w.bits.size(); ++i) wide[i] = static_cast<float>(w.at(i));
+      Host<float> x({m, k}, Cast<float>(Pseudo(static_cast<size_t>(m * k), -1, 1, 81 + form)));
+      auto run = [&](tm_dtype wdtype, tm_tensor weight) {
+        Context ctx = NewContext();
+        Trace t = NewTrace(ctx);
+        tm_value xv = Input(t, TM_F32, {m, k}), wv = Input(t, wdtype, w.shape);
+        End(t, {weight_left ? Op(tm_op_matmul, t, wv, Op(tm_op_transpose, t, xv, swap, 2))
+                            : Op(tm_op_matmul, t, xv,
+                                 transposed ? Op(tm_op_transpose, t, wv, swap, 2) : wv)});
+        Host<float> y(weight_left ? std::vector<int64_t>{n, m} : std::vector<int64_t>{m, n},
+                      0.0f);
+        tm_compile_options o = Options();
+        EXPECT_EQ(CompileInvoke(ctx, t, {x.view(), weight}, {y.view()}, &o), TM_OK)
+            << tm_last_error();
+        return y.data;
+      };
+      std::vector<float> from_half = run(dtype, w.view()), from_f32 = run(TM_F32, wide.view());
+      ASSERT_EQ(from_half.size(), from_f32.size());
+      EXPECT_EQ(0, std::memcmp(from_half.data(), from_f32.data(), from_half.size() * sizeof(float)));
+    }
 }
 
 }  // namespace

@@ -354,7 +354,7 @@ class BlasEmitter {
   }
 
   // A product with one half-precision operand that the kernels above do not take (a
-  // prompt longer than kMaxKernelRows): tm_rt_sgemm_half widens panels for sgemm.
+  // prompt longer than kMaxKernelRows): tm_rt_sgemm_half widens strips for sgemm.
   void EmitHalfGemm(Location loc, int64_t m, int64_t n, int64_t k, const Matrix &a,
                     const Matrix &b, const Matrix &c) {
     const bool half_b = b.elem != c.elem;
@@ -406,7 +406,7 @@ class BlasEmitter {
   // (core/targets/cpu/run/q8_0.h) with the blocks in place: the f32 copy, four times the
   // bytes, is never made. A matrix of rows of A (or W^T's transposed rows), up to
   // kMaxKernelRows of x, goes to the GEMV kernel (each output summed as a decode step sums
-  // it); more, to sgemm on dequantized panels. Anything else keeps the copy (slower, same
+  // it); more, to sgemm on dequantized strips. Anything else keeps the copy (slower, same
   // values up to summation order).
 
   // The q8_0 blocks a dequantizing copy reads: their address and row stride in bytes, and

@@ -137,8 +137,8 @@ namespace {
 // The blocks of C. 128 columns keep the share of a call spent packing its A block near 1%
 // (GPT-2's prefill products: 6 to 24 blocks per product); 256 rows leave a prompt of up to
 // 256 tokens in one row block, so its weights are packed once per column block.
-constexpr int64_t kBlockRows = 256;
-constexpr int64_t kBlockCols = 128;
+constexpr int64_t kBlockRows = kBlasBlockRows;
+constexpr int64_t kBlockCols = kBlasBlockCols;
 
 // Products under this many multiply-adds run on the calling thread: waking the pool would
 // cost more than it saves. The blocks, and so the bits, are the same either way.
@@ -204,9 +204,9 @@ struct Product {
     }
   }
 
-  void Run(int64_t batch) const {
+  void Run(int64_t batch, bool here = false) const {
     const int64_t blocks = batch * row_blocks() * col_blocks();
-    if (BlasProductThreads(batch, m, n, k) == 1) {
+    if (here || BlasProductThreads(batch, m, n, k) == 1) {
       for (int64_t i = 0; i < blocks; ++i) RunBlock(i);
       return;
     }
@@ -217,25 +217,41 @@ struct Product {
   }
 };
 
-}  // namespace
-
-void RunBlasProducts(int32_t dtype, int64_t batch, int32_t trans_a, int32_t trans_b,
-                     int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                     int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b, void *c,
-                     int64_t ldc, int64_t stride_c) {
+void RunProducts(bool here, int32_t dtype, int64_t batch, int32_t trans_a, int32_t trans_b,
+                 int64_t m, int64_t n, int64_t k, const void *a, int64_t lda, int64_t stride_a,
+                 const void *b, int64_t ldb, int64_t stride_b, void *c, int64_t ldc,
+                 int64_t stride_c) {
   if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return;  // C keeps its initial value
   const bool ta = trans_a == CblasTrans, tb = trans_b == CblasTrans;
   if (dtype == 2) {
     Product<double>{ta, tb, m, n, k, static_cast<const double *>(a), lda, stride_a,
                     static_cast<const double *>(b), ldb, stride_b, static_cast<double *>(c),
                     ldc, stride_c}
-        .Run(batch);
+        .Run(batch, here);
   } else {
     Product<float>{ta, tb, m, n, k, static_cast<const float *>(a), lda, stride_a,
                    static_cast<const float *>(b), ldb, stride_b, static_cast<float *>(c), ldc,
                    stride_c}
-        .Run(batch);
+        .Run(batch, here);
   }
+}
+
+}  // namespace
+
+void RunBlasProducts(int32_t dtype, int64_t batch, int32_t trans_a, int32_t trans_b,
+                     int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                     int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b, void *c,
+                     int64_t ldc, int64_t stride_c) {
+  RunProducts(false, dtype, batch, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb,
+              stride_b, c, ldc, stride_c);
+}
+
+void RunBlasProductsHere(int32_t dtype, int64_t batch, int32_t trans_a, int32_t trans_b,
+                         int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                         int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+                         void *c, int64_t ldc, int64_t stride_c) {
+  RunProducts(true, dtype, batch, trans_a, trans_b, m, n, k, a, lda, stride_a, b, ldb,
+              stride_b, c, ldc, stride_c);
 }
 
 int BlasProductThreads(int64_t batch, int64_t m, int64_t n, int64_t k) {

@@ -34,6 +34,11 @@ namespace tinymlir {
 int ReserveBlasBuffers(int threads);
 void ReleaseBlasBuffers(int reserved);
 
+// The blocks of C that RunBlasProducts cuts a product into: their sizes, with the shapes,
+// decide the bits.
+inline constexpr int64_t kBlasBlockRows = 256;
+inline constexpr int64_t kBlasBlockCols = 128;
+
 // How many threads RunBlasProducts runs a product of these sizes on.
 int BlasProductThreads(int64_t batch, int64_t m, int64_t n, int64_t k);
 
@@ -43,5 +48,12 @@ void RunBlasProducts(int32_t dtype, int64_t batch, int32_t trans_a, int32_t tran
                      int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                      int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b, void *c,
                      int64_t ldc, int64_t stride_c);
+
+// RunBlasProducts on the calling thread alone (the same blocks, so the same bits), for a
+// kernel that runs on the worker pool itself.
+void RunBlasProductsHere(int32_t dtype, int64_t batch, int32_t trans_a, int32_t trans_b,
+                         int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                         int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+                         void *c, int64_t ldc, int64_t stride_c);
 
 }  // namespace tinymlir

@@ -1,6 +1,6 @@
 // Widening half-precision values to f32, exactly, with the fastest instructions the
-// machine has (F16C for f16, checked at run time; bf16 is a shift): for the panels
-// tm_rt_sgemm_half hands to sgemm, and one element at a time for the kernels' tails. (The
+// machine has (AVX-512 or F16C for f16, checked at run time; bf16 is a shift): for the
+// strips tm_rt_sgemm_half hands to sgemm, and one element at a time for the kernels' tails. (The
 // GEMV kernels widen in registers as they load: gemv_kernels.cpp.)
 #pragma once
 

@@ -1,7 +1,8 @@
 // Matrix products with one half-precision operand that are not matrix-vector products
-// (prefill with f16/bf16 weights): the half operand is widened panel by panel into a
-// scratch block that stays in the cache, and each panel goes through OpenBLAS on fixed
-// blocks (RunBlasProducts, blas_products.h).
+// (prefill with f16/bf16 weights): each thread widens a strip of the half operand, one
+// OpenBLAS block wide, into scratch that stays in its cache, and runs the strip's blocks
+// through OpenBLAS (ProductByStrips, strip_products.h): the bits of the product with the
+// widened f32 operand.
 // Called from generated code (the BLAS rewrite), so it has C linkage.
 #pragma once
 

@@ -22,7 +22,7 @@
 #include "core/targets/cpu/run/half_convert.h"
 #include "core/runtime/kernel_times.h"
 #include "core/targets/cpu/run/lane_tree.h"
-#include "core/targets/cpu/run/panel_products.h"
+#include "core/targets/cpu/run/strip_products.h"
 #include "core/targets/cpu/run/row_dots.h"
 #include "core/runtime/worker_pool.h"
 #include "core/support/fork_safe_once.h"
@@ -166,7 +166,7 @@ Variant PickedVariant() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Dequantization (exact: an f16 times an int8 fits in f32), for the prefill panels.
+// Dequantization (exact: an f16 times an int8 fits in f32), for the prefill strips.
 
 void DequantizeRowsPortable(const uint8_t *src, int64_t ld, int64_t rows, int64_t blocks,
                             float *dst, int64_t ldd) {
@@ -590,18 +590,6 @@ Status BadCall(const char *function, const char *why) {
   std::abort();
 }
 
-// Scratch per panel: up to 16 MB of f32 (within the L3 cache), so that each of GPT-2's
-// matrices is one panel: dequantized on every thread, then one OpenBLAS product over it.
-// With 2 MB panels (tm_rt_sgemm_half's), a 3072-deep product was 18 panels of 160
-// columns, each a narrow sgemm after a pause for its dequantization: GPT-2 124M's
-// prefill-128 took 9.4-9.6 ms per block against 7.0-7.2 ms with F32 weights; with one panel
-// per matrix, 7.0-7.3 ms (gpt2_profile_programs --t 128, interleaved runs).
-constexpr int64_t kPanelFloats = int64_t{1} << 22;
-
-int64_t PanelWidth(int64_t k) {
-  return std::max<int64_t>(16, (kPanelFloats / std::max<int64_t>(k, 1)) / 16 * 16);
-}
-
 }  // namespace
 
 int64_t FindUnquantizableQ8_0(const float *x, int64_t n) {
@@ -732,15 +720,11 @@ extern "C" void tm_rt_sgemm_q8_0(int32_t q8_operand, int32_t trans_a, int32_t tr
   const int64_t f32_ld = q8_operand == 0 ? ldb : lda;
   if ((q8_rows > 1 && q8_ld < Q8RowBytes(k)) || f32_ld < f32_cols || ldc < n)
     Refuse(kName, "a leading dimension below its rows' length");
-  // Panels of C's columns from B^T's stored rows (q8_operand 1), or of C's rows from A's:
-  // either way `count` stored rows of k, dequantized. No wider than the q8_0 operand's
-  // rows: a small product takes a small panel.
+  // Strips of C's columns from B^T's stored rows (q8_operand 1), or of C's rows from A's:
+  // either way `count` stored rows of k, dequantized.
   const auto *q8 = static_cast<const uint8_t *>(q8_operand == 0 ? a : b);
-  ProductByPanels(q8_operand, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
-                  std::min(PanelWidth(k), (q8_rows + 15) / 16 * 16),
-                  [&](int64_t first, int64_t count, float *panel) {
-                    ConvertRowsOnPool(count, k, [&](int64_t r, int64_t rows) {
-                      DequantizeRowsAny(q8 + (first + r) * q8_ld, q8_ld, rows, k, panel + r * k, k);
-                    });
+  ProductByStrips(q8_operand, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+                  [&](int64_t first, int64_t count, float *strip) {
+                    DequantizeRowsAny(q8 + first * q8_ld, q8_ld, count, k, strip, k);
                   });
 }

@@ -162,9 +162,10 @@ int tm_rt_quantize_q8_0(const float *src, int64_t rows, int64_t k, void *dst);
 //                 trans_b either, ldb in elements;
 //   q8_operand 1: B given as B^T, n stored rows (trans_b CblasTrans, 112), ldb in bytes; A is
 //                 f32, trans_a either, lda in elements.
-// The q8_0 operand is dequantized panel by panel (on every thread of the pool) into a
-// scratch block from tm_rt_malloc, and each panel goes through OpenBLAS on fixed blocks
-// (RunBlasProducts): the bits of an f32 product with the dequantized matrix.
+// Each thread of the pool dequantizes a strip of the q8_0 operand, one OpenBLAS block wide,
+// into scratch from tm_rt_malloc and runs the strip's blocks through OpenBLAS
+// (ProductByStrips, strip_products.h): the bits of an f32 product with the dequantized
+// matrix.
 // Any other combination, a k that is not a multiple of 32 or a leading dimension too small
 // is refused: inside an invoke the call ends with TM_ERROR_INVALID_ARGUMENT
 // (FailGuardedCall); outside one, where nothing can be reported, the process aborts with a
