@@ -46,6 +46,22 @@ class TorchGPT2:
     def forward(self, ids, pos):
         """ids: NumPy array of T new tokens at positions pos..pos+T-1.
         Returns the last position's logits as a NumPy (V,) array."""
+        x = self.hidden(ids, pos)
+        last = x if x.dim() == 1 else x[-1]  # (d,)
+        return torch.mv(self.wte, self.ln(last, *self.ln_f)).numpy()  # (V,) tied LM head
+
+    @torch.no_grad()
+    def score(self, ids):
+        """Log-probabilities (float64 NumPy, natural log) of ids[1:], each given the ids
+        before it, from one forward pass over all positions (as tm_model_score)."""
+        x = self.hidden(ids, 0)  # (T, d)
+        logits = self.ln(x[:-1], *self.ln_f) @ self.wte.T  # (T - 1, V)
+        logprobs = torch.log_softmax(logits.double(), dim=-1)
+        return logprobs.gather(1, torch.from_numpy(ids[1:]).long()[:, None])[:, 0].numpy()
+
+    def hidden(self, ids, pos):
+        """The final hidden states (T, d) of ids at positions pos..pos+T-1, filling the KV
+        cache; (d,) for one token."""
         T, H, d = len(ids), self.n_head, self.d
         hd, L = d // H, pos + len(ids)
         x = self.wte[torch.from_numpy(ids)] + self.wpe[pos:L]  # (T, d)
@@ -67,8 +83,7 @@ class TorchGPT2:
             x = x + (att @ wp + bp)
             h = F.gelu(self.ln(x, g2, b2) @ wf + bf, approximate="tanh")  # (T, 4d) or (4d,)
             x = x + (h @ wm + bm)
-        last = x if T == 1 else x[-1]  # (d,)
-        return torch.mv(self.wte, self.ln(last, *self.ln_f)).numpy()  # (V,) tied LM head
+        return x
 
 
 def main():
