@@ -285,29 +285,47 @@ TEST(HalfPrecision, MatmulWithAHalfWeight) {
   }
 }
 
+// The three forms of a prefill product with a weight W: x @ W (W stored (k, n)), x @ W^T
+// (W stored (n, k)) and W @ x^T (W stored (n, k), on the left), for x of (m, k).
+struct ProductForm {
+  int form;  // 0, 1, 2 in that order
+  bool stored_nk() const { return form != 0; }
+  bool weight_left() const { return form == 2; }
+  std::vector<int64_t> weight_shape(int64_t n, int64_t k) const {
+    return stored_nk() ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+  }
+  std::vector<int64_t> out_shape(int64_t m, int64_t n) const {
+    return weight_left() ? std::vector<int64_t>{n, m} : std::vector<int64_t>{m, n};
+  }
+  // Element (i, j) of W as op(W) is read, for row i of x (or column i of W @ x^T).
+  int64_t weight_index(int64_t q, int64_t j, int64_t n, int64_t k) const {
+    return stored_nk() ? j * k + q : q * n + j;
+  }
+  tm_value Product(Trace &t, tm_value x, tm_value w) const {
+    const int32_t swap[] = {1, 0};
+    if (weight_left()) return Op(tm_op_matmul, t, w, Op(tm_op_transpose, t, x, swap, 2));
+    return Op(tm_op_matmul, t, x, form == 1 ? Op(tm_op_transpose, t, w, swap, 2) : w);
+  }
+};
+
 // Prefill products whose half weight is widened in many strips (128 columns or 256 rows
 // each: n = 3600 takes 29, the last one partial), in the three forms: strips of B's stored
 // columns (x @ W), of B's stored rows (x @ W^T) and of A's stored rows (W @ x^T). Against
 // the double-precision sum of the widened values.
 TEST(HalfPrecision, PrefillProductsSpanningSeveralPanels) {
   const int64_t m = 20, k = 300, n = 3600;
-  const int32_t swap[] = {1, 0};
   for (tm_dtype dtype : {TM_F16, TM_BF16})
-    for (int form = 0; form < 3; ++form) {
-      const bool transposed = form == 1, weight_left = form == 2, stored_nk = form != 0;
-      SCOPED_TRACE(std::string(Name(dtype)) + " form " + std::to_string(form));
-      HalfHost w = RandomHalf(dtype, stored_nk ? std::vector<int64_t>{n, k}
-                                               : std::vector<int64_t>{k, n}, 51 + form);
-      Host<float> x({m, k}, Cast<float>(Pseudo(static_cast<size_t>(m * k), -1, 1, 61 + form)));
+    for (const ProductForm form : {ProductForm{0}, ProductForm{1}, ProductForm{2}}) {
+      SCOPED_TRACE(std::string(Name(dtype)) + " form " + std::to_string(form.form));
+      HalfHost w = RandomHalf(dtype, form.weight_shape(n, k), 51 + form.form);
+      Host<float> x({m, k},
+                    Cast<float>(Pseudo(static_cast<size_t>(m * k), -1, 1, 61 + form.form)));
       Context ctx = NewContext();
       Trace t = NewTrace(ctx);
-      tm_value xv = Input(t, TM_F32, {m, k}), wv = Input(t, dtype, w.shape);
-      tm_value y = weight_left
-                       ? Op(tm_op_matmul, t, wv, Op(tm_op_transpose, t, xv, swap, 2))
-                       : Op(tm_op_matmul, t, xv, transposed ? Op(tm_op_transpose, t, wv, swap, 2) : wv);
-      End(t, {y});
-      const std::vector<int64_t> out_shape =
-          weight_left ? std::vector<int64_t>{n, m} : std::vector<int64_t>{m, n};
+      tm_value xv = Input(t, TM_F32, {m, k});  // input 0, then the weight: in this order
+      tm_value wv = Input(t, dtype, w.shape);
+      End(t, {form.Product(t, xv, wv)});
+      const std::vector<int64_t> out_shape = form.out_shape(m, n);
       Host<float> got(out_shape, -7.0f);
       tm_compile_options o = Options();
       Program p;
@@ -318,10 +336,10 @@ TEST(HalfPrecision, PrefillProductsSpanningSeveralPanels) {
       size_t wrong = 0;
       for (int64_t r = 0; r < out_shape[0]; ++r)
         for (int64_t col = 0; col < out_shape[1]; ++col) {
-          const int64_t i = weight_left ? col : r, j = weight_left ? r : col;
+          const int64_t i = form.weight_left() ? col : r, j = form.weight_left() ? r : col;
           double acc = 0, magnitude = 0;
           for (int64_t q = 0; q < k; ++q) {
-            const double product = double(x[i * k + q]) * w.at(stored_nk ? j * k + q : q * n + j);
+            const double product = double(x[i * k + q]) * w.at(form.weight_index(q, j, n, k));
             acc += product;
             magnitude += std::fabs(product);
           }
@@ -375,25 +393,21 @@ TEST(HalfPrecision, DecodeKernelsGiveTheBitsOfTheWidenedWeight) {
 // rows and more than one row block (m = 300): the strips are the f32 product's blocks.
 TEST(HalfPrecision, PrefillProductsGiveTheBitsOfTheWidenedWeight) {
   const int64_t m = 300, k = 200, n = 1031;
-  const int32_t swap[] = {1, 0};
   for (tm_dtype dtype : {TM_F16, TM_BF16})
-    for (int form = 0; form < 3; ++form) {
-      const bool transposed = form == 1, weight_left = form == 2, stored_nk = form != 0;
-      SCOPED_TRACE(std::string(Name(dtype)) + " form " + std::to_string(form));
-      HalfHost w = RandomHalf(dtype, stored_nk ? std::vector<int64_t>{n, k}
-                                               : std::vector<int64_t>{k, n}, 71 + form);
+    for (const ProductForm form : {ProductForm{0}, ProductForm{1}, ProductForm{2}}) {
+      SCOPED_TRACE(std::string(Name(dtype)) + " form " + std::to_string(form.form));
+      HalfHost w = RandomHalf(dtype, form.weight_shape(n, k), 71 + form.form);
       Host<float> wide(w.shape, 0.0f);
       for (size_t i = 0; i < w.bits.size(); ++i) wide[i] = static_cast<float>(w.at(i));
-      Host<float> x({m, k}, Cast<float>(Pseudo(static_cast<size_t>(m * k), -1, 1, 81 + form)));
+      Host<float> x({m, k},
+                    Cast<float>(Pseudo(static_cast<size_t>(m * k), -1, 1, 81 + form.form)));
       auto run = [&](tm_dtype wdtype, tm_tensor weight) {
         Context ctx = NewContext();
         Trace t = NewTrace(ctx);
-        tm_value xv = Input(t, TM_F32, {m, k}), wv = Input(t, wdtype, w.shape);
-        End(t, {weight_left ? Op(tm_op_matmul, t, wv, Op(tm_op_transpose, t, xv, swap, 2))
-                            : Op(tm_op_matmul, t, xv,
-                                 transposed ? Op(tm_op_transpose, t, wv, swap, 2) : wv)});
-        Host<float> y(weight_left ? std::vector<int64_t>{n, m} : std::vector<int64_t>{m, n},
-                      0.0f);
+        tm_value xv = Input(t, TM_F32, {m, k});  // input 0, then the weight
+        tm_value wv = Input(t, wdtype, w.shape);
+        End(t, {form.Product(t, xv, wv)});
+        Host<float> y(form.out_shape(m, n), 0.0f);
         tm_compile_options o = Options();
         EXPECT_EQ(CompileInvoke(ctx, t, {x.view(), weight}, {y.view()}, &o), TM_OK)
             << tm_last_error();
