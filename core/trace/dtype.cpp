@@ -1,5 +1,8 @@
 #include "core/trace/dtype.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace tinymlir {
 namespace {
 // Kinds in NumPy's order: bool < integer < float.
@@ -57,6 +60,25 @@ DType PromoteTypes(DType a, DType b) {
 DType PromoteWithWeakScalar(DType tensor, DType scalar) {
   if (Kind(scalar) <= Kind(tensor)) return tensor;
   return Kind(scalar) == 2 ? DType::kF64 : DType::kI64;  // Python float/int default types
+}
+
+double RoundToFloatDtype(double value, DType d) {
+  // Significand bits (the leading one included), smallest normal exponent, largest finite.
+  int bits, min_exponent;
+  double largest;
+  switch (d) {
+    case DType::kF32: bits = 24, min_exponent = -126, largest = 0x1.fffffep127; break;
+    case DType::kF16: bits = 11, min_exponent = -14, largest = 65504.0; break;
+    case DType::kBF16: bits = 8, min_exponent = -126, largest = 0x1.fep127; break;
+    default: return value;  // f64 is a double; integers and bool are not rounded here
+  }
+  if (!std::isfinite(value) || value == 0.0) return value;
+  int exponent;
+  std::frexp(value, &exponent);  // |value| in [2^(exponent-1), 2^exponent)
+  const int step = std::max(exponent - 1, min_exponent) - (bits - 1);
+  // value / 2^step is exact (a power of two), nearbyint rounds ties to even.
+  const double rounded = std::ldexp(std::nearbyint(std::ldexp(value, -step)), step);
+  return std::fabs(rounded) > largest ? std::copysign(INFINITY, value) : rounded;
 }
 
 }  // namespace tinymlir

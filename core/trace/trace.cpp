@@ -170,10 +170,13 @@ ValueId Trace::Convert(ValueId v, DType dtype) {
   const Node &n = nodes_[v];
   if (n.type.dtype == dtype) return v;
   if (n.kind == OpKind::kScalar) {
+    // A scalar holds a value of its type: converted as a cast would (a narrower float
+    // rounds, so that widening it again gives the narrow value, not the original).
     Node s = n;
     s.type.dtype = dtype;
     if (IsInteger(dtype)) s.scalar = static_cast<double>(static_cast<int64_t>(n.scalar));
     if (dtype == DType::kBool) s.scalar = n.scalar != 0.0 ? 1.0 : 0.0;
+    s.scalar = RoundToFloatDtype(s.scalar, dtype);
     return Add(std::move(s));
   }
   Node c;
@@ -237,7 +240,7 @@ Status Trace::Scalar(const char *op, DType dtype, double value, ValueId *out) {
   n.type = {dtype, {}};
   n.scalar = IsInteger(dtype) ? static_cast<double>(static_cast<int64_t>(value))
              : dtype == DType::kBool ? (value != 0.0 ? 1.0 : 0.0)
-                                : value;
+                                : RoundToFloatDtype(value, dtype);
   n.weak = true;
   *out = Add(std::move(n));
   return Status::Ok();

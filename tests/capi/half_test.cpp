@@ -104,6 +104,44 @@ TEST(HalfPrecision, CastsRoundToNearestEvenAndWidenExactly) {
   }
 }
 
+// A scalar constant holds a value of its type: a Python float cast to f16, bf16 or f32, or a
+// scalar made in that type, is the rounded value wherever it goes next (cast back to f64,
+// or promoted by an op with an f64 tensor), as a tensor cast gives it, never the original.
+TEST(HalfPrecision, ScalarsHoldTheValueOfTheirType) {
+  const std::vector<double> xs = {0.1, -2.5, 1.0 / 3.0, 65504.0, 65519.0, 65520.0, 1e6,
+                                  6e-8, 3e-8, 1e-5, 1.0 + 1.0 / 2048.0, 1.0 + 3.0 / 2048.0,
+                                  1.0 + 1.0 / 256.0, 3.4e38, 1e-40, 1e300, -1e-300};
+  for (tm_dtype dtype : {TM_F16, TM_BF16, TM_F32}) {
+    SCOPED_TRACE(Name(dtype));
+    Context ctx = NewContext();
+    Trace t = NewTrace(ctx);
+    tm_value low = Input(t, TM_F64, {});  // -inf: maximum(low, v) is v
+    std::vector<tm_value> outs;
+    for (double x : xs) {
+      tm_value from_f64 = Op(tm_op_cast, t, Op(tm_op_scalar, t, TM_F64, x), dtype);
+      outs.push_back(Op(tm_op_cast, t, from_f64, TM_F64));
+      outs.push_back(Op(tm_op_maximum, t, from_f64, low));
+      outs.push_back(Op(tm_op_cast, t, Op(tm_op_scalar, t, dtype, x), TM_F64));
+    }
+    End(t, outs);
+    const std::vector<int64_t> scalar_shape;
+    double minus_inf = -INFINITY;
+    std::vector<double> got(outs.size(), 7.0);
+    std::vector<tm_tensor> out_views;
+    for (double &g : got) out_views.push_back(View(&g, scalar_shape));
+    ASSERT_EQ(CompileInvoke(ctx, t, {View(&minus_inf, scalar_shape)}, out_views), TM_OK)
+        << tm_last_error();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      // The reference: IEEE round-to-nearest-even of the double, through float only where
+      // that is exact (every x above is a float, or needs f32 only).
+      const float f = static_cast<float>(xs[i]);
+      const double want = dtype == TM_F32 ? static_cast<double>(f) : Widen(dtype, Narrow(dtype, f));
+      for (int form = 0; form < 3; ++form)
+        EXPECT_EQ(got[3 * i + form], want) << xs[i] << " form " << form;
+    }
+  }
+}
+
 // f16 <-> bf16 and half <-> integer casts go through f32.
 TEST(HalfPrecision, CastsBetweenHalfTypesAndIntegers) {
   Context ctx = NewContext();
