@@ -35,7 +35,7 @@ import (
 // in, which may be closed first.
 //
 // A model is safe for concurrent use, but it runs one computation at a time (it owns one
-// KV cache): Logits, Generate and Stats called while another of them runs on the same
+// KV cache): Logits, Score, Generate and Stats called while another of them runs on the same
 // model (in another goroutine, or from inside a Generate callback) fail at once with
 // StatusBusy and change nothing. Tokenize, Detokenize and Info are always allowed. Use one
 // model per goroutine for parallel generation; models may share a context.

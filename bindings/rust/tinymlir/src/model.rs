@@ -18,8 +18,8 @@ use crate::tensor::DType;
 /// [`Context`] may be dropped first.
 ///
 /// `Send + Sync`: the library guards the model itself. A model runs one computation at a
-/// time (it owns one KV cache): [`Model::logits`], [`Model::generate`] and [`Model::stats`]
-/// called while another of them runs on the same model (on another thread, or from inside
+/// time (it owns one KV cache): [`Model::logits`], [`Model::score`], [`Model::generate`] and
+/// [`Model::stats`] called while another of them runs on the same model (on another thread, or from inside
 /// a `generate` callback) fail at once with [`ErrorKind::Busy`] and change nothing; they
 /// never block. Tokenizing, detokenizing and [`Model::info`] are always allowed. For
 /// parallel generation use one model per thread (they may share a context), or wrap one in
