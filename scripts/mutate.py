@@ -478,6 +478,11 @@ MUTATIONS = [
      "  if (!args.compile && args.bundle.empty() && tm_target_check(args.target) != TM_OK)",
      "  if (false && tm_target_check(args.target) != TM_OK)",
      "cli_messages_in_its_own_words"),
+    ("trace: a scalar converted to a narrower float keeps its value",
+     "core/trace/trace.cpp",
+     "    s.scalar = RoundToFloatDtype(s.scalar, dtype);\n",
+     "",
+     "HalfPrecision.ScalarsHoldTheValueOfTheirType"),
 ]
 
 

@@ -72,6 +72,7 @@ double RoundToFloatDtype(double value, DType d) {
     case DType::kBF16: bits = 8, min_exponent = -126, largest = 0x1.fep127; break;
     default: return value;  // f64 is a double; integers and bool are not rounded here
   }
+  if (d != DType::kF32) value = static_cast<float>(value);  // halves round through f32
   if (!std::isfinite(value) || value == 0.0) return value;
   int exponent;
   std::frexp(value, &exponent);  // |value| in [2^(exponent-1), 2^exponent)

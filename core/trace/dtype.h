@@ -40,8 +40,9 @@ size_t DtypeSize(DType d);
 int64_t StorageBytes(DType d, int64_t elements);
 const char *DtypeName(DType d);  // "f32", "i64", "bool", ...
 
-// `value` rounded to the nearest value of float type `d` (ties to even; beyond its largest
-// finite value, an infinity), as a constant of that type holds it; other types unchanged.
+// `value` converted to float type `d` as tm_op_cast converts it: to the nearest value (ties
+// to even; beyond the largest finite value, an infinity), through f32 for f16 and bf16;
+// other types unchanged.
 double RoundToFloatDtype(double value, DType d);
 
 // NumPy's result type for two tensors (f32+f64 -> f64, i32+f32 -> f64, bool+i32 -> i32);

@@ -170,8 +170,9 @@ ValueId Trace::Convert(ValueId v, DType dtype) {
   const Node &n = nodes_[v];
   if (n.type.dtype == dtype) return v;
   if (n.kind == OpKind::kScalar) {
-    // A scalar holds a value of its type: converted as a cast would (a narrower float
-    // rounds, so that widening it again gives the narrow value, not the original).
+    // Converted as a cast converts (a narrower float rounds, so that widening it again
+    // gives the narrow value, not the original). A scalar as made keeps its value whatever
+    // its dtype says, as a Python float does, until an op converts it.
     Node s = n;
     s.type.dtype = dtype;
     if (IsInteger(dtype)) s.scalar = static_cast<double>(static_cast<int64_t>(n.scalar));
@@ -240,7 +241,7 @@ Status Trace::Scalar(const char *op, DType dtype, double value, ValueId *out) {
   n.type = {dtype, {}};
   n.scalar = IsInteger(dtype) ? static_cast<double>(static_cast<int64_t>(value))
              : dtype == DType::kBool ? (value != 0.0 ? 1.0 : 0.0)
-                                : RoundToFloatDtype(value, dtype);
+                                : value;
   n.weak = true;
   *out = Add(std::move(n));
   return Status::Ok();
