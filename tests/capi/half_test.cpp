@@ -465,20 +465,25 @@ TEST(HalfPrecision, PrefillProductsGiveTheBitsOfTheWidenedWeight) {
 namespace tmtest {
 namespace {
 
-// With a half-precision weight, the rows of a short prompt's product (up to 16) get exactly
-// the bits each row gets alone, as in a decode step: x @ W (rows of W streamed) and x @ W^T
-// (dot products), in f16 and bf16. So with half weights the KV cache and recomputing the
-// prefix agree to the bit on prompts of up to 16 tokens. (An f32 prompt goes to OpenBLAS,
-// faster from two rows on: its rows differ from decode's in their last bits.)
+// The rows of a short prompt's product (up to 16), or of a batch's decode step, get exactly
+// the bits each row gets alone, as in a decode step: with a half-precision weight x @ W (rows
+// of W streamed) and x @ W^T (dot products, four rows of x at a time), in f16 and bf16; with
+// an f32 weight x @ W^T (a weight stored output-major, as GPT-2's on the CPU). So the KV
+// cache, recomputing the prefix and a batch agree to the bit on up to 16 rows. (An f32 x @ W
+// goes to OpenBLAS from two rows on: its rows differ from decode's in their last bits.)
 TEST(GemvKernels, RowsOfAShortPromptHaveTheirDecodeBits) {
   const int64_t k = 300, n = 257, m = 16;
   const int32_t swap[] = {1, 0};
   Host<float> x({m, k}, Cast<float>(Pseudo(static_cast<size_t>(m * k), -1, 1, 61)));
-  for (tm_dtype dtype : {TM_F16, TM_BF16}) {
+  for (tm_dtype dtype : {TM_F16, TM_BF16, TM_F32}) {
     for (bool transposed : {false, true}) {
-      SCOPED_TRACE(std::string(dtype == TM_F16 ? "f16" : "bf16") + (transposed ? " x @ W^T" : " x @ W"));
+      if (dtype == TM_F32 && !transposed) continue;
+      SCOPED_TRACE(std::string(dtype == TM_F16 ? "f16" : dtype == TM_BF16 ? "bf16" : "f32") +
+                   (transposed ? " x @ W^T" : " x @ W"));
       const std::vector<int64_t> wshape = transposed ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
-      HalfHost half = RandomHalf(dtype, wshape, 62);
+      HalfHost half = RandomHalf(dtype == TM_F32 ? TM_F16 : dtype, wshape, 62);
+      Host<float> wide(wshape, 0.0f);  // the f32 weight: the f16 one widened
+      for (size_t i = 0; i < half.bits.size(); ++i) wide[i] = static_cast<float>(half.at(i));
       auto run = [&](int64_t rows, const float *xdata) {
         Context ctx = NewContext();
         Trace t = NewTrace(ctx);
@@ -486,7 +491,7 @@ TEST(GemvKernels, RowsOfAShortPromptHaveTheirDecodeBits) {
         End(t, {Op(tm_op_matmul, t, xv, transposed ? Op(tm_op_transpose, t, wv, swap, 2) : wv)});
         std::vector<int64_t> xs = {rows, k};
         Host<float> y({rows, n}, 0.0f);
-        tm_tensor weight = half.view();
+        tm_tensor weight = dtype == TM_F32 ? wide.view() : half.view();
         tm_compile_options o = Options();
         EXPECT_EQ(CompileInvoke(ctx, t, {View(const_cast<float *>(xdata), xs), weight}, {y.view()}, &o),
                   TM_OK)
@@ -494,7 +499,7 @@ TEST(GemvKernels, RowsOfAShortPromptHaveTheirDecodeBits) {
         return y.data;
       };
       const std::vector<float> all = run(m, x.data.data());
-      for (int64_t i : {int64_t{0}, int64_t{5}, m - 1}) {
+      for (int64_t i : {int64_t{0}, int64_t{5}, int64_t{10}, m - 1}) {
         const std::vector<float> one = run(1, x.data.data() + i * k);
         EXPECT_EQ(0, std::memcmp(one.data(), all.data() + i * n, static_cast<size_t>(n) * sizeof(float)))
             << "row " << i;

@@ -110,7 +110,7 @@ func.func @heads_times_keys(%q: memref<12x1x64xf32>, %k: memref<12x32x64xf32>, %
 // argument in place through a memref.transpose view and its transpose flag (112); the copy
 // and its buffer go.
 // CHECK-LABEL: func.func @transposed_argument
-// CHECK-SAME:      (%{{.*}}: memref<8x16xf32>, %[[K:.*]]: memref<32x16xf32>, %{{.*}}: memref<8x32xf32>)
+// CHECK-SAME:      (%{{.*}}: memref<24x16xf32>, %[[K:.*]]: memref<32x16xf32>, %{{.*}}: memref<24x32xf32>)
 // CHECK-NOT:     memref.alloc
 // CHECK-NOT:     linalg.transpose
 // CHECK:         %[[VIEW:.*]] = memref.transpose %[[K]] (d0, d1) -> (d1, d0)
@@ -119,13 +119,31 @@ func.func @heads_times_keys(%q: memref<12x1x64xf32>, %k: memref<12x32x64xf32>, %
 // CHECK:         call @tm_rt_gemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[TRANS]],
 // CHECK-NOT:     memref.dealloc
 // CHECK:         return
-func.func @transposed_argument(%a: memref<8x16xf32>, %k: memref<32x16xf32>,
-                               %c: memref<8x32xf32>) {
+func.func @transposed_argument(%a: memref<24x16xf32>, %k: memref<32x16xf32>,
+                               %c: memref<24x32xf32>) {
   %t = memref.alloc() : memref<16x32xf32>
   linalg.transpose ins(%k : memref<32x16xf32>) outs(%t : memref<16x32xf32>) permutation = [1, 0]
-  linalg.matmul ins(%a, %t : memref<8x16xf32>, memref<16x32xf32>)
-                outs(%c : memref<8x32xf32>)
+  linalg.matmul ins(%a, %t : memref<24x16xf32>, memref<16x32xf32>)
+                outs(%c : memref<24x32xf32>)
   memref.dealloc %t : memref<16x32xf32>
+  return
+}
+
+// -----
+
+// Up to 16 rows against a transposed f32 weight (stored output-major, as a batch's decode
+// step multiplies it): the GEMV kernels' dot products, 8 rows of x against the weight's 32
+// rows, each output summed as it is for one row.
+// CHECK-LABEL: func.func @few_rows_times_a_transposed_weight
+// CHECK-DAG:     %[[ROWS:.*]] = arith.constant 8 : i64
+// CHECK:         call @tm_rt_gemv_dots(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ROWS]],
+// CHECK-NOT:     tm_rt_gemm
+// CHECK:         return
+func.func @few_rows_times_a_transposed_weight(%a: memref<8x16xf32>, %w: memref<32x16xf32>,
+                                              %c: memref<8x32xf32>) {
+  %wt = memref.transpose %w (d0, d1) -> (d1, d0) : memref<32x16xf32> to memref<16x32xf32, strided<[1, 16]>>
+  linalg.matmul ins(%a, %wt : memref<8x16xf32>, memref<16x32xf32, strided<[1, 16]>>)
+                outs(%c : memref<8x32xf32>)
   return
 }
 

@@ -23,9 +23,9 @@ using mlir::Location;
 using mlir::Type;
 using mlir::Value;
 
-// Products with a half-precision matrix of at most this many rows go to tinymlir's GEMV
-// kernels, each row summed as a decode step sums it (a prompt of up to 16 tokens gets its
-// decode steps' bits); with an f32 matrix only single rows do.
+// Products with a half-precision or transposed matrix of at most this many rows go to
+// tinymlir's GEMV kernels, each row summed as a decode step sums it (a prompt of up to 16
+// tokens, or a batch of up to 16 sequences, gets its decode steps' bits).
 constexpr int64_t kMaxKernelRows = 16;
 
 // CBLAS transpose flags (cblas.h), as tm_rt_gemm and tm_rt_sgemm_half take them.
@@ -277,10 +277,14 @@ class BlasEmitter {
   // The C API's dtype value of an element type (the kernels' `dtype` argument).
   static int64_t DtypeCode(Type t) { return t.isF16() ? 6 : t.isBF16() ? 7 : 1; }
 
-  // With an f32 matrix, OpenBLAS's GEMM beats the kernels from two rows on (prefill-16 of
-  // GPT-2 124M: 84-95 ms through them against 64-71 ms through sgemm); a half matrix would
-  // need widening for it, and the kernels win up to kMaxKernelRows.
-  static int64_t MaxKernelRows(const Matrix &b) { return b.elem.isF32() ? 1 : kMaxKernelRows; }
+  // Rows of A up to kMaxKernelRows go to the kernels when B is a half matrix (sgemm would
+  // need it widened) or a transposed one, a weight stored output-major (the dot products,
+  // four rows of A at a time: a batch's decode step gets each sequence's own bits); an f32
+  // B that is not transposed goes to OpenBLAS's GEMM from two rows on, which beats the
+  // kernels that scale B's rows.
+  static int64_t MaxKernelRows(const Matrix &b) {
+    return b.elem.isF32() && b.layout != Layout::kTransposed ? 1 : kMaxKernelRows;
+  }
 
   // The two kinds of f32 product the GEMV kernels take: A's rows (an f32 A, not transposed,
   // at most MaxKernelRows of them) against B or B^T's rows; or any A's rows against one f32

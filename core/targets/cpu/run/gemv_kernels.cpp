@@ -275,6 +275,30 @@ TM_GEMV_AVX512 void DotRowsAvx512Pair(const typename E::T *const *row, const flo
   }
 }
 
+// DotRowsAvx512Pair for four rows of x: sixteen accumulators, each weight vector loaded once
+// for all four rows, so that a few rows (a batch's decode step, a short prompt) are bound by
+// the multiply-adds rather than by loads; each sum is still the same bits.
+template <typename E, int S>
+TM_GEMV_AVX512 void DotRowsAvx512Quad(const typename E::T *const *row, const float *const *x,
+                                      int64_t k, int64_t ahead, float (*out)[S]) {
+  __m512 acc[4][S];
+  for (int v = 0; v < 4; ++v)
+    for (int s = 0; s < S; ++s) acc[v][s] = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16) {
+    for (int s = 0; s < S; ++s)
+      _mm_prefetch(reinterpret_cast<const char *>(row[s] + ahead + j), _MM_HINT_T0);
+    __m512 xv[4];
+    for (int v = 0; v < 4; ++v) xv[v] = _mm512_loadu_ps(x[v] + j);
+    for (int s = 0; s < S; ++s) {
+      const __m512 w = E::Sixteen(row[s] + j);
+      for (int v = 0; v < 4; ++v) acc[v][s] = _mm512_fmadd_ps(w, xv[v], acc[v][s]);
+    }
+  }
+  for (int v = 0; v < 4; ++v)
+    for (int s = 0; s < S; ++s) out[v][s] = DotTail<E>(Tree512(acc[v][s]), row[s], x[v], j, k);
+}
+
 template <typename E, int S>
 void DotRowsPortable(const typename E::T *const *row, const float *x, int64_t k, float *out) {
   for (int s = 0; s < S; ++s) {
@@ -292,6 +316,12 @@ void DotRowsPortable(const typename E::T *const *row, const float *x, int64_t k,
 // machine's read bandwidth than eight.
 struct Avx512Dots {
   static constexpr int kStreams = 4, kPairStreams = 4;
+  static constexpr bool kQuads = true;  // four rows of x at once (Quad)
+  template <typename E, int S>
+  TM_GEMV_AVX512 static void Quad(const typename E::T *const *row, const float *const *x,
+                                  int64_t k, int64_t ahead, float (*out)[S]) {
+    DotRowsAvx512Quad<E, S>(row, x, k, ahead, out);
+  }
   template <typename E, int S>
   TM_GEMV_AVX512 static void Rows(const typename E::T *const *row, const float *x, int64_t k,
                                   float *out) {
@@ -305,6 +335,7 @@ struct Avx512Dots {
 };
 struct Avx2Dots {
   static constexpr int kStreams = 4, kPairStreams = 2;
+  static constexpr bool kQuads = false;
   template <typename E, int S>
   __attribute__((target("avx2,fma,f16c"))) static void Rows(
       const typename E::T *const *row, const float *x, int64_t k, float *out) {
@@ -327,8 +358,8 @@ struct PortableDots {
 
 // Y[v * ldy + i * incy] += A row i . X row v for rows [i0, i1) of A and the nx rows of X
 // (row stride ldx, contiguous): A's range cut into S parts read side by side, each group of
-// S A rows (one per part) dotted with every X row while it is in the cache, two X rows at
-// a time when kPairs. Each output is one DotRows sum, the same for any nx and any number
+// S A rows (one per part) dotted with every X row while it is in the cache, four or two X
+// rows at a time when kPairs (four where the variant has Quad). Each output is one DotRows sum, the same for any nx and any number
 // of streams.
 template <typename E, typename D, int S, bool kPairs>
 void DotsLoop(const typename E::T *a, int64_t lda, int64_t nx, const float *x, int64_t ldx,
@@ -338,6 +369,18 @@ void DotsLoop(const typename E::T *a, int64_t lda, int64_t nx, const float *x, i
     const typename E::T *rows[S];
     for (int s = 0; s < S; ++s) rows[s] = a + (i0 + s * part + r) * lda;
     int64_t v = 0;
+    if constexpr (kPairs) {
+      if constexpr (D::kQuads)
+        for (; v + 4 <= nx; v += 4) {
+          float sums[4][S];
+          const float *xs[4] = {x + v * ldx, x + (v + 1) * ldx, x + (v + 2) * ldx,
+                                x + (v + 3) * ldx};
+          D::template Quad<E, S>(rows, xs, k, lda, sums);
+          for (int u = 0; u < 4; ++u)
+            for (int s = 0; s < S; ++s)
+              y[(v + u) * ldy + (i0 + s * part + r) * incy] += sums[u][s];
+        }
+    }
     if constexpr (kPairs)
       for (; v + 2 <= nx; v += 2) {
         float sums0[S], sums1[S];
