@@ -5,6 +5,7 @@
 // in the process, so it runs where there is none, from a bundle `tinymlir compile` wrote.
 //
 //   tinymlir generate [options] [--] "prompt"     (or -p TEXT, or -f FILE, -f - for stdin)
+//   tinymlir generate [options] --batch FILE      a prompt per line, generated together
 //   tinymlir perplexity [options] -f FILE         the perplexity of a text (FILE, - for stdin)
 //   tinymlir compile [--model DIR] [--target T] [--weights f32|f16|bf16|q8_0] --out DIR
 //                    [--emit-ir IRDIR]
@@ -65,7 +66,8 @@ constexpr uint64_t kDefaultSeed = 42;
 // The usage text; %d is the library's default token count (tm_generate_options_init).
 const char kUsageGenerate[] =
     "usage: %s generate [options] [--] \"prompt\"\n"
-    "       %s generate [options] -f FILE       (the prompt from FILE; - for standard input)\n";
+    "       %s generate [options] -f FILE       (the prompt from FILE; - for standard input)\n"
+    "       %s generate [options] --batch FILE  (a prompt per line, generated together)\n";
 const char kUsagePerplexity[] =
     "       %s perplexity [options] -f FILE     (FILE's text, - for standard input; or a\n"
     "                        text as the last argument)\n";
@@ -97,6 +99,12 @@ const char kUsageGenerateOptions[] =
     "                         standard input),\n"
     "                         less one final newline\n"
     "                         An empty prompt starts the text from <|endoftext|>.\n"
+    "      --batch FILE       (generate) FILE's lines (- reads standard input) are prompts,\n"
+    "                         generated together, each as it would be alone (the same\n"
+    "                         options and seed); prints a line per prompt, in order (a\n"
+    "                         newline of the text as \\n, a backslash as \\\\); with --ids the\n"
+    "                         lines are ids. Up to %d prompts decode at once; a longer file\n"
+    "                         runs in batches of that many\n"
     "  -n, --tokens N         (generate) tokens to generate (default %d)\n"
     "      --greedy           always the most likely token (exact; what the golden tests use)\n"
     "      --temperature T    sampling temperature (default 0.8; 0 = greedy)\n"
@@ -149,6 +157,7 @@ struct Args {
   int threads = 0;                               // 0: the library's choice
   std::string prompt;
   std::string prompt_from;  // how the prompt was given ("the prompt argument", "-p", "-f")
+  std::string batch;        // --batch: the file of prompts, a line each
   tm_generate_options options;
   bool greedy = false;
   std::string sampling_flag;  // the last of --temperature, --top-k, --top-p, --seed given
@@ -247,7 +256,7 @@ std::string Usage() {
   tm_generate_options_init(&defaults);
   std::string text;
   char line[2048];
-  std::snprintf(line, sizeof line, kUsageGenerate, kCommand, kCommand);
+  std::snprintf(line, sizeof line, kUsageGenerate, kCommand, kCommand, kCommand);
   text += line;
   std::snprintf(line, sizeof line, kUsagePerplexity, kCommand);
   text += line;
@@ -255,7 +264,8 @@ std::string Usage() {
   std::snprintf(line, sizeof line, kUsageOptions, kCommand, TargetNames(" or ").c_str());
   text += line;
   if (kHasCompiler) text += kUsageCompileOptions;
-  std::snprintf(line, sizeof line, kUsageGenerateOptions, defaults.max_new_tokens);
+  std::snprintf(line, sizeof line, kUsageGenerateOptions, TM_MAX_BATCH_SEQUENCES,
+                defaults.max_new_tokens);
   text += line;
   if (!kHasCompiler)
     text += "tinymlir-run has no compiler: it runs bundles that `tinymlir compile` wrote.\n";
@@ -273,7 +283,7 @@ enum OptionId {
   kOptModel = 'm', kOptPrompt = 'p', kOptFile = 'f', kOptTokens = 'n', kOptThreads = 't',
   kOptSeed = 's', kOptHelp = 'h', kOptVersion = 'V',
   kOptBundle = 256, kOptOut, kOptEmitIr, kOptTarget, kOptWeights, kOptGreedy, kOptTemperature,
-  kOptTopK, kOptTopP, kOptNoKvCache, kOptStopAtEos, kOptIds, kOptVerbose, kOptStride,
+  kOptTopK, kOptTopP, kOptNoKvCache, kOptStopAtEos, kOptIds, kOptVerbose, kOptStride, kOptBatch,
 };
 const char kShortOptions[] = ":m:p:f:n:t:s:hV";  // ':' first: a missing value returns ':'
 const option kLongOptions[] = {
@@ -299,6 +309,7 @@ const option kLongOptions[] = {
     {"ids", no_argument, nullptr, kOptIds},
     {"verbose", no_argument, nullptr, kOptVerbose},
     {"stride", required_argument, nullptr, kOptStride},
+    {"batch", required_argument, nullptr, kOptBatch},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -470,6 +481,7 @@ Args ParseArgs(int argc, char **argv) {
       case kOptGreedy: a.greedy = true; break;
       case kOptVerbose: a.verbose = true; break;
       case kOptStride: a.stride = ParseInteger("--stride", optarg, 1, INT32_MAX); break;
+      case kOptBatch: a.batch = optarg; break;
       default: Die("unknown option " + name + "\n" + Usage());
     }
   }
@@ -489,6 +501,12 @@ Args ParseArgs(int argc, char **argv) {
   }
   if (a.perplexity) {
     if (a.prompt_from.empty()) Die("perplexity needs a text: -f FILE (- for standard input)");
+    return a;
+  }
+  if (!a.batch.empty()) {
+    if (!a.prompt_from.empty())
+      Die("--batch takes its prompts from its file: it cannot go with " + a.prompt_from);
+    if (!a.options.use_kv_cache) Die("--batch decodes with the KV cache: drop --no-kv-cache");
     return a;
   }
   if (a.prompt_from.empty())
@@ -805,6 +823,183 @@ int Perplexity(tm_model *model, const Args &args, const std::vector<int32_t> &id
   return 0;
 }
 
+
+// The lines of `path` (standard input for "-"), for --batch: each a prompt, less its "\r"
+// when the file has Windows line ends. An empty line is an error (it would be a prompt of
+// no tokens, which a file of prompts means by mistake), and so is a file of none.
+std::vector<std::string> ReadBatchFile(const std::string &path) {
+  std::FILE *f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!f) Die("--batch: cannot open " + path + ": " + std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  const int error = errno;
+  if (f != stdin) std::fclose(f);
+  const std::string name = path == "-" ? std::string("standard input") : path;
+  if (failed) Die("--batch: cannot read " + name + ": " + std::strerror(error));
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty())
+      Die("--batch: line " + std::to_string(lines.size() + 1) + " of " + name +
+          " is empty; each line is a prompt");
+    lines.push_back(std::move(line));
+    at = end + 1;
+  }
+  if (lines.empty()) Die("--batch: " + name + " has no prompts");
+  return lines;
+}
+
+// A generated text on one line: a newline as \n, a carriage return as \r, a backslash as \\.
+std::string OneLine(const std::string &text) {
+  std::string line;
+  for (char c : text) {
+    if (c == '\n') line += "\\n";
+    else if (c == '\r') line += "\\r";
+    else if (c == '\\') line += "\\\\";
+    else line += c;
+  }
+  return line;
+}
+
+// The text of ids (tm_detokenize).
+std::string Detokenize(tm_model *model, const std::vector<int32_t> &ids) {
+  size_t len = 0;
+  Check(tm_detokenize(model, ids.data(), ids.size(), nullptr, 0, &len), "decoding tokens");
+  std::string text(len, '\0');
+  Check(tm_detokenize(model, ids.data(), ids.size(), &text[0], text.size(), &len),
+        "decoding tokens");
+  return text;
+}
+
+// `tinymlir generate --batch FILE`: every line's prompt and continuation on a line of its
+// own, in order; TM_MAX_BATCH_SEQUENCES lines at a time decode together. Returns the
+// statistics summed over the batches.
+tm_model_stats GenerateBatch(tm_model *model, Args &args) {
+  const std::vector<std::string> lines = ReadBatchFile(args.batch);
+  int32_t vocab = 0, n_ctx = 0;
+  Check(tm_model_info(model, &vocab, &n_ctx, nullptr, nullptr), "reading the model");
+  std::vector<std::vector<int32_t>> prompts;
+  size_t shortest = SIZE_MAX, longest = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string what = "--batch line " + std::to_string(i + 1);
+    std::vector<int32_t> ids = args.ids ? ParseIds(lines[i]) : Tokenize(model, lines[i], what.c_str());
+    if (ids.empty()) Die(what + " has no tokens");
+    for (int32_t id : ids)
+      if (id >= vocab)
+        Die(what + ": token id " + std::to_string(id) + " is outside the vocabulary (" +
+            std::to_string(vocab) + " tokens)");
+    if (ids.size() + static_cast<size_t>(args.options.max_new_tokens) > static_cast<size_t>(n_ctx))
+      Die(what + ": the prompt (" + std::to_string(ids.size()) + " tokens) plus --tokens " +
+          std::to_string(args.options.max_new_tokens) + " exceed the model's context of " +
+          std::to_string(n_ctx) + " tokens");
+    shortest = std::min(shortest, ids.size());
+    longest = std::max(longest, ids.size());
+    prompts.push_back(std::move(ids));
+  }
+  std::fprintf(stderr, "[tinymlir] batch: %zu prompts of %zu to %zu tokens\n", prompts.size(),
+               shortest, longest);
+  Progress progress;
+  args.options.progress = Progress::OnProgress;
+  args.options.progress_user = &progress;
+  tm_model_stats total{};
+  const size_t width = TM_MAX_BATCH_SEQUENCES;
+  for (size_t first = 0; first < prompts.size(); first += width) {
+    const size_t n = std::min(width, prompts.size() - first);
+    std::vector<std::vector<int32_t>> outputs(n);
+    std::vector<tm_batch_sequence> batch(n);
+    for (size_t i = 0; i < n; ++i) {
+      outputs[i].resize(static_cast<size_t>(args.options.max_new_tokens));
+      batch[i] = {prompts[first + i].data(), prompts[first + i].size(), &args.options,
+                  outputs[i].data(), outputs[i].size(), 0};
+    }
+    Check(tm_generate_batch(model, batch.data(), n, nullptr, nullptr), "generating");
+    std::string text;
+    for (size_t i = 0; i < n; ++i) {
+      outputs[i].resize(batch[i].n_out);
+      if (args.ids) {
+        std::string line;
+        for (int32_t id : prompts[first + i]) line += (line.empty() ? "" : " ") + std::to_string(id);
+        for (int32_t id : outputs[i]) line += " " + std::to_string(id);
+        text += line + "\n";
+      } else {
+        text += OneLine(lines[first + i] + Detokenize(model, outputs[i])) + "\n";
+      }
+    }
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+      Die(std::string("cannot write the output: ") + std::strerror(errno));
+    // The model's totals (load, compile), and the sum of every batch's prefill and decode.
+    tm_model_stats st;
+    st.struct_size = sizeof st;
+    Check(tm_model_get_stats(model, &st), "reading statistics");
+    const tm_model_stats sums = total;
+    total = st;
+    total.prefill_seconds += sums.prefill_seconds;
+    total.decode_seconds += sums.decode_seconds;
+    total.decode_tokens += sums.decode_tokens;
+  }
+  return total;
+}
+// `tinymlir generate` with one prompt: the prompt and its continuation, streamed to stdout.
+void GenerateOne(tm_model *model, Args &args, std::vector<int32_t> prompt) {
+  if (!args.ids) prompt = Tokenize(model, args.prompt, "the prompt");
+  // An empty prompt starts from <|endoftext|>. Token ids are printed from the start of the
+  // sequence, the starting id included; text shows nothing for it (the prompt was empty).
+  if (prompt.empty()) {
+    prompt = EndOfTextPrompt(model);
+    if (args.ids) args.prompt = std::to_string(prompt[0]);
+  }
+  int32_t n_ctx = 0;
+  Check(tm_model_info(model, nullptr, &n_ctx, nullptr, nullptr), "reading the model");
+  if (prompt.size() + static_cast<size_t>(args.options.max_new_tokens) > static_cast<size_t>(n_ctx))
+    Die("the prompt (" + std::to_string(prompt.size()) + " tokens) plus --tokens " +
+        std::to_string(args.options.max_new_tokens) + " exceed the model's context of " +
+        std::to_string(n_ctx) + " tokens");
+  std::fprintf(stderr, "[tinymlir] prompt: %zu tokens\n", prompt.size());
+  Progress progress;
+  args.options.progress = Progress::OnProgress;
+  args.options.progress_user = &progress;
+
+  Streamer streamer{model, args.ids, args.prompt, false, {}, 0};
+  size_t produced = 0;
+  Check(tm_generate(model, prompt.data(), prompt.size(), &args.options, Streamer::OnToken, &streamer,
+                    nullptr, 0, &produced),
+        "generating");
+  streamer.ShowPrompt();  // no token was asked for
+  streamer.Write(streamer.pending.data(), streamer.pending.size());
+  streamer.Write("\n", 1);
+  if (!streamer.Flush())
+    Die(std::string("cannot write the output: ") + std::strerror(streamer.write_error));
+}
+
+// The report on stderr after a generation: load, compile, prefill and decode speed (of every
+// sequence of a batch), and with --verbose where the compile time went, the load report
+// and the peak resident memory.
+void PrintReport(const tm_model_stats &st, const Args &args, tm_context *ctx, tm_model *model) {
+  std::fprintf(stderr,
+               "[tinymlir] load %.0f ms | compile %.0f ms (%llu programs compiled, %llu %s) | "
+               "prefill %.1f ms | decode %.1f tokens/s (%llu tokens)\n",
+               st.load_seconds * 1e3, st.compile_seconds * 1e3,
+               static_cast<unsigned long long>(st.programs_compiled),
+               static_cast<unsigned long long>(st.programs_from_disk),
+               args.bundle.empty() ? "read from the disk cache" : "loaded from the bundle",
+               st.prefill_seconds * 1e3,
+               st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0,
+               static_cast<unsigned long long>(st.decode_tokens));
+  if (args.verbose) {
+    PrintCompileBreakdown(st, ctx);
+    PrintLoadReport(model);
+    std::fprintf(stderr, "[tinymlir] peak resident memory: %.1f MB\n", PeakResidentMb());
+  } else if (args.bundle.empty()) {
+    PrintDiskCacheProblem(ctx);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -863,54 +1058,14 @@ int main(int argc, char **argv) {
 
   if (args.perplexity)
     return Perplexity(model, args, args.ids ? prompt : Tokenize(model, args.prompt, "the text"));
-  if (!args.ids) prompt = Tokenize(model, args.prompt, "the prompt");
-  // An empty prompt starts from <|endoftext|>. Token ids are printed from the start of the
-  // sequence, the starting id included; text shows nothing for it (the prompt was empty).
-  if (prompt.empty()) {
-    prompt = EndOfTextPrompt(model);
-    if (args.ids) args.prompt = std::to_string(prompt[0]);
-  }
-  int32_t n_ctx = 0;
-  Check(tm_model_info(model, nullptr, &n_ctx, nullptr, nullptr), "reading the model");
-  if (prompt.size() + static_cast<size_t>(args.options.max_new_tokens) > static_cast<size_t>(n_ctx))
-    Die("the prompt (" + std::to_string(prompt.size()) + " tokens) plus --tokens " +
-        std::to_string(args.options.max_new_tokens) + " exceed the model's context of " +
-        std::to_string(n_ctx) + " tokens");
-  std::fprintf(stderr, "[tinymlir] prompt: %zu tokens\n", prompt.size());
-  Progress progress;
-  args.options.progress = Progress::OnProgress;
-  args.options.progress_user = &progress;
-
-  Streamer streamer{model, args.ids, args.prompt, false, {}, 0};
-  size_t produced = 0;
-  Check(tm_generate(model, prompt.data(), prompt.size(), &args.options, Streamer::OnToken, &streamer,
-                    nullptr, 0, &produced),
-        "generating");
-  streamer.ShowPrompt();  // no token was asked for
-  streamer.Write(streamer.pending.data(), streamer.pending.size());
-  streamer.Write("\n", 1);
-  if (!streamer.Flush())
-    Die(std::string("cannot write the output: ") + std::strerror(streamer.write_error));
-
   tm_model_stats st;
   st.struct_size = sizeof st;
-  Check(tm_model_get_stats(model, &st), "reading statistics");
-  std::fprintf(stderr,
-               "[tinymlir] load %.0f ms | compile %.0f ms (%llu programs compiled, %llu %s) | "
-               "prefill %.1f ms | decode %.1f tokens/s (%llu tokens)\n",
-               st.load_seconds * 1e3, st.compile_seconds * 1e3,
-               static_cast<unsigned long long>(st.programs_compiled),
-               static_cast<unsigned long long>(st.programs_from_disk),
-               args.bundle.empty() ? "read from the disk cache" : "loaded from the bundle",
-               st.prefill_seconds * 1e3,
-               st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0,
-               static_cast<unsigned long long>(st.decode_tokens));
-  if (args.verbose) {
-    PrintCompileBreakdown(st, ctx);
-    PrintLoadReport(model);
-    std::fprintf(stderr, "[tinymlir] peak resident memory: %.1f MB\n", PeakResidentMb());
-  } else if (args.bundle.empty()) {
-    PrintDiskCacheProblem(ctx);
+  if (!args.batch.empty()) {
+    st = GenerateBatch(model, args);
+  } else {
+    GenerateOne(model, args, prompt);
+    Check(tm_model_get_stats(model, &st), "reading statistics");
   }
+  PrintReport(st, args, ctx, model);
   return 0;
 }

@@ -13,6 +13,18 @@ static int tmg_token_trampoline(void *user, int32_t token) {
   return goTokenCallback((uintptr_t)user, token);
 }
 
+extern int goBatchTokenCallback(uintptr_t handle, size_t sequence, int32_t token);
+
+static int tmg_batch_token_trampoline(void *user, size_t sequence, int32_t token) {
+  return goBatchTokenCallback((uintptr_t)user, sequence, token);
+}
+
+static tm_status tmg_generate_batch(tm_model *model, tm_batch_sequence *sequences, size_t n,
+                                    uintptr_t handle) {
+  return tm_generate_batch(model, sequences, n, handle ? tmg_batch_token_trampoline : NULL,
+                           (void *)handle);
+}
+
 // The callback's user pointer carries a cgo.Handle, an integer: it becomes a void * only
 // on the C side, so Go never passes a non-pointer disguised as a pointer.
 static tm_status tmg_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
@@ -376,6 +388,85 @@ func (m *Model) Generate(prompt []int32, options *GenerateOptions, callback func
 	}
 	return out[:n], nil
 }
+
+// GenerateBatch generates for several prompts at once (tm_generate_batch, at most
+// MaxBatchSequences): each decode step reads the weights once for all of them. options has
+// one entry per prompt (its tokens, sampling and seed). It returns each prompt's tokens,
+// which are those Generate gives it alone with the same options. callback (may be nil)
+// sees each token with its prompt's index; true ends that sequence, the others go on.
+func (m *Model) GenerateBatch(prompts [][]int32, options []GenerateOptions, callback func(sequence int, token int32) bool) ([][]int32, error) {
+	if len(options) != len(prompts) {
+		return nil, newError(StatusInvalidArgument, "GenerateBatch: %d options for %d prompts (one each)", len(options), len(prompts))
+	}
+	info, err := m.Info()
+	if err != nil {
+		return nil, err
+	}
+	n := len(prompts)
+	// The sequences, their options, prompts and outputs in C memory: cgo lets C keep no Go
+	// pointer inside memory it is passed.
+	seqs := (*[1 << 20]C.tm_batch_sequence)(C.calloc(C.size_t(n+1), C.size_t(unsafe.Sizeof(C.tm_batch_sequence{}))))[: n+1 : n+1]
+	raws := (*[1 << 20]C.tm_generate_options)(C.calloc(C.size_t(n+1), C.size_t(unsafe.Sizeof(C.tm_generate_options{}))))[: n+1 : n+1]
+	var blocks []unsafe.Pointer
+	defer func() {
+		for _, b := range blocks {
+			C.free(b)
+		}
+		C.free(unsafe.Pointer(&seqs[0]))
+		C.free(unsafe.Pointer(&raws[0]))
+	}()
+	for i, prompt := range prompts {
+		if options[i].MaxNewTokens < 0 {
+			return nil, newError(StatusInvalidArgument, "GenerateBatch: prompt %d: MaxNewTokens is negative (%d)", i, options[i].MaxNewTokens)
+		}
+		if raws[i], err = options[i].raw(); err != nil {
+			return nil, err
+		}
+		capacity := options[i].MaxNewTokens
+		if capacity > info.NCtx {
+			capacity = info.NCtx
+		}
+		ids := C.calloc(C.size_t(len(prompt)+1), 4)
+		out := C.calloc(C.size_t(capacity+1), 4)
+		blocks = append(blocks, ids, out)
+		copy((*[1 << 28]int32)(ids)[:len(prompt):len(prompt)], prompt)
+		seqs[i] = C.tm_batch_sequence{prompt: (*C.int32_t)(ids), n_prompt: C.size_t(len(prompt)),
+			options: &raws[i], out_ids: (*C.int32_t)(out), capacity: C.size_t(capacity)}
+	}
+	var handle cgo.Handle
+	var state *tokenCallback
+	if callback != nil {
+		state = &tokenCallback{batch: callback}
+		handle = cgo.NewHandle(state)
+		defer handle.Delete()
+	}
+	err = m.use(func(c *C.tm_model) error {
+		return call(func() C.tm_status {
+			return C.tmg_generate_batch(c, &seqs[0], C.size_t(n), C.uintptr_t(handle))
+		})
+	})
+	if state != nil && state.panicked {
+		panic(state.panicValue)
+	}
+	if state != nil && state.exited {
+		runtime.Goexit()
+	}
+	if err != nil {
+		return nil, err
+	}
+	outs := make([][]int32, n)
+	for i := range outs {
+		made := int(seqs[i].n_out)
+		if made > int(seqs[i].capacity) {
+			made = int(seqs[i].capacity)
+		}
+		outs[i] = append([]int32(nil), (*[1 << 28]int32)(unsafe.Pointer(seqs[i].out_ids))[:made:made]...)
+	}
+	return outs, nil
+}
+
+// MaxBatchSequences is the most prompts one GenerateBatch decodes (TM_MAX_BATCH_SEQUENCES).
+const MaxBatchSequences = C.TM_MAX_BATCH_SEQUENCES
 
 // ModelStats is the model's work so far.
 type ModelStats struct {

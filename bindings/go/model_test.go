@@ -500,3 +500,41 @@ func TestScoreIsTheLogSoftmaxOfEachPrefix(t *testing.T) {
 		t.Error("no ids: no error")
 	}
 }
+
+func TestABatchGivesEachPromptItsTokensAlone(t *testing.T) {
+	_, model := loadKJV(t)
+	var prompts [][]int32
+	for _, p := range []string{"And", "In the beginning God created", "Thou shalt", "The LORD is my shepherd; I shall not want."} {
+		prompts = append(prompts, must[[]int32](t)(model.Tokenize(p)))
+	}
+	var options []GenerateOptions
+	for i := range prompts {
+		o := DefaultGenerateOptions()
+		o.MaxNewTokens = 6 + 3*i
+		if i%2 == 1 {
+			o.Temperature, o.TopK, o.Seed = 0.8, 40, uint64(11+i)
+		}
+		options = append(options, o)
+	}
+	seen := make([][]int32, len(prompts))
+	outs := must[[][]int32](t)(model.GenerateBatch(prompts, options, func(sequence int, token int32) bool {
+		seen[sequence] = append(seen[sequence], token)
+		return false
+	}))
+	for i, out := range outs {
+		alone := must[[]int32](t)(model.Generate(prompts[i], &options[i], nil))
+		if !equal(out, alone) || !equal(out, seen[i]) {
+			t.Errorf("prompt %d: batch %v, alone %v, callback %v", i, out, alone, seen[i])
+		}
+	}
+	if _, err := model.GenerateBatch(prompts, options[:1], nil); err == nil {
+		t.Error("one options entry for four prompts was accepted")
+	}
+	_, err := model.GenerateBatch([][]int32{prompts[0], {}}, options[:2], nil)
+	if err == nil || !strings.Contains(err.Error(), "sequence 1: the prompt is empty") {
+		t.Errorf("an empty prompt: %v", err)
+	}
+	if MaxBatchSequences != 16 {
+		t.Errorf("MaxBatchSequences is %d", MaxBatchSequences)
+	}
+}

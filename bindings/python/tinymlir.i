@@ -8,7 +8,7 @@
  * - shapes, permutations and value lists are Python sequences; tensors are NumPy arrays,
  *   passed as tm_tensor views (element strides) of the arrays' own memory, never copied;
  * - the three model functions that fill buffers of data-dependent size or call back
- *   (tm_tokenize, tm_detokenize, tm_generate) are wrapped by small C helpers that ask the
+ *   (tm_tokenize, tm_detokenize, tm_generate, tm_generate_batch) are wrapped by small C helpers that ask the
  *   library for the size and return Python objects.
  * Handles are plain SWIG pointers with no ownership: the package (tinymlir/_handles.py,
  * tinymlir/model.py) wraps each in an object that destroys or releases it exactly once.
@@ -97,6 +97,8 @@ TMPY_RELEASE_GIL(tm_model_score)
 %ignore tm_tokenize;
 %ignore tm_detokenize;
 %ignore tm_generate;
+%ignore tm_generate_batch;
+%ignore tm_batch_sequence;
 %ignore tm_free;
 %ignore tm_program_ir_text;     /* swig/values.i's helper, which returns a str, is it */
 %ignore tm_cache_disk_message;  /* a caller char buffer: not wrapped */

@@ -199,6 +199,37 @@ TM_API tm_status tm_generate_options_init_size(tm_generate_options *options,
       TM_OPTIONS_MAX_STRUCT_SIZE, options, struct_size));
 }
 
+namespace {
+
+// Reads and checks generation options (NULL: the defaults) into a request; `fn` names the
+// call (and the sequence of a batch) in a message.
+Status ReadGenerateRequest(const std::string &fn, const tm_generate_options *options,
+                           tinymlir::gpt2::GenerateRequest *request) {
+  tm_generate_options o = DefaultGenerateOptions();
+  TM_RETURN_IF_ERROR(ReadOptions(fn.c_str(), options, kGenerateOptionsFirstLayout, &o));
+  // Each field named with the value it has (NaN fails every comparison, so the checks say
+  // what is valid).
+  const auto bad = [&](const char *field, double value, const char *need) {
+    char text[160];
+    std::snprintf(text, sizeof text, ": options.%s is %.9g; it must be %s", field, value, need);
+    return tinymlir::InvalidArgument(fn + text);
+  };
+  if (o.max_new_tokens < 0) return bad("max_new_tokens", o.max_new_tokens, ">= 0");
+  if (!(o.temperature >= 0.0f)) return bad("temperature", o.temperature, ">= 0 (0: greedy)");
+  if (o.top_k < 0) return bad("top_k", o.top_k, ">= 0 (0: all tokens)");
+  if (!(o.top_p > 0.0f && o.top_p <= 1.0f))
+    return bad("top_p", o.top_p, "more than 0 and at most 1 (as a float: at least 1.2e-38)");
+  request->max_new_tokens = o.max_new_tokens;
+  request->sampling = {o.temperature, o.top_k, o.top_p, o.seed};
+  request->use_kv_cache = o.use_kv_cache != 0;
+  request->stop_at_eos = o.stop_at_eos != 0;
+  request->progress = o.progress;
+  request->progress_user = o.progress_user;
+  return Status::Ok();
+}
+
+}  // namespace
+
 TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
                              const tm_generate_options *options, tm_token_callback callback,
                              void *user, int32_t *out_ids, size_t capacity, size_t *n_out) {
@@ -206,37 +237,53 @@ TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_pr
   if (!n_out) return Report(Null("tm_generate", "n_out"));
   if (!out_ids && capacity > 0) return Report(Null("tm_generate", "out_ids"));
   return Guard("tm_generate", [&]() -> Status {
-    tm_generate_options o = DefaultGenerateOptions();
-    TM_RETURN_IF_ERROR(ReadOptions("tm_generate", options, kGenerateOptionsFirstLayout, &o));
-    // Each field named with the value it has (NaN fails every comparison, so the checks
-    // say what is valid).
-    const auto bad = [](const char *field, double value, const char *need) {
-      char text[160];
-      std::snprintf(text, sizeof text, "tm_generate: options.%s is %.9g; it must be %s", field,
-                    value, need);
-      return tinymlir::InvalidArgument(text);
-    };
-    if (o.max_new_tokens < 0) return bad("max_new_tokens", o.max_new_tokens, ">= 0");
-    if (!(o.temperature >= 0.0f)) return bad("temperature", o.temperature, ">= 0 (0: greedy)");
-    if (o.top_k < 0) return bad("top_k", o.top_k, ">= 0 (0: all tokens)");
-    if (!(o.top_p > 0.0f && o.top_p <= 1.0f))
-      return bad("top_p", o.top_p, "more than 0 and at most 1 (as a float: at least 1.2e-38)");
+    tinymlir::gpt2::GenerateRequest request;
+    TM_RETURN_IF_ERROR(ReadGenerateRequest("tm_generate", options, &request));
     std::unique_ptr<Gpt2Model::Claim> claim;
     TM_RETURN_IF_ERROR(model->impl->TryClaim("tm_generate", &claim));
-    tinymlir::gpt2::GenerateRequest request;
-    request.max_new_tokens = o.max_new_tokens;
-    request.sampling = {o.temperature, o.top_k, o.top_p, o.seed};
-    request.use_kv_cache = o.use_kv_cache != 0;
-    request.stop_at_eos = o.stop_at_eos != 0;
     request.callback = callback;
     request.user = user;
-    request.progress = o.progress;
-    request.progress_user = o.progress_user;
     std::vector<int32_t> generated;
     TM_RETURN_IF_ERROR(model->impl->Generate(prompt, n_prompt, request, &generated));
     std::copy_n(generated.begin(), std::min(capacity, generated.size()), out_ids);
     *n_out = generated.size();
     return Status::Ok();
+  });
+}
+
+TM_API tm_status tm_generate_batch(tm_model *model, tm_batch_sequence *sequences, size_t n,
+                                   tm_batch_token_callback callback, void *user) {
+  if (!model) return Report(Null("tm_generate_batch", "model"));
+  if (!sequences && n > 0) return Report(Null("tm_generate_batch", "sequences"));
+  return Guard("tm_generate_batch", [&]() -> Status {
+    std::vector<tinymlir::gpt2::BatchRequest> batch(n);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string fn = "tm_generate_batch: sequence " + std::to_string(i);
+      const tm_batch_sequence &s = sequences[i];
+      if (!s.out_ids && s.capacity > 0)
+        return tinymlir::InvalidArgument(fn + ": out_ids is NULL with a capacity of " +
+                                         std::to_string(s.capacity));
+      TM_RETURN_IF_ERROR(ReadGenerateRequest(fn, s.options, &batch[i].request));
+      batch[i].prompt = s.prompt;
+      batch[i].n = s.n_prompt;
+    }
+    std::unique_ptr<Gpt2Model::Claim> claim;
+    TM_RETURN_IF_ERROR(model->impl->TryClaim("tm_generate_batch", &claim));
+    std::vector<std::vector<int32_t>> generated;
+    // The first sequence's progress callback is the batch's (programs are made once).
+    tm_progress_callback progress = n > 0 ? batch[0].request.progress : nullptr;
+    void *progress_user = n > 0 ? batch[0].request.progress_user : nullptr;
+    const Status status =
+        model->impl->GenerateBatch(batch, callback, user, progress, progress_user, &generated);
+    // Every sequence's tokens so far, also after a failure.
+    for (size_t i = 0; i < n; ++i) {
+      const size_t made = i < generated.size() ? generated[i].size() : 0;
+      if (made > 0)
+        std::copy_n(generated[i].begin(), std::min(sequences[i].capacity, made),
+                    sequences[i].out_ids);
+      sequences[i].n_out = made;
+    }
+    return status;
   });
 }
 

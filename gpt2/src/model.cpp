@@ -95,6 +95,25 @@ Status Invoke(tm_program *p, const Tensors &in, const Tensors &out) {
   return FromC(tm_invoke(p, in.data(), in.size(), out.data(), out.size()));
 }
 
+// Invoke, its time added to seconds[StatsSlot(kind)] and the call to *calls.
+Status InvokeTimed(ProgramKind kind, tm_program *p, const Tensors &in, const Tensors &out,
+                   double *seconds, uint64_t *calls) {
+  const auto start = Clock::now();
+  const Status status = Invoke(p, in, out);
+  seconds[StatsSlot(kind)] += Seconds(start);
+  *calls += 1;
+  return status;
+}
+
+// Sets row i of the (t, l) additive mask for a row at `position` (-1: a padded row): cache
+// rows j <= position visible (0), the others hidden (the lowest float). A padded row sees
+// row 0 only, so that no row is fully masked.
+void SetMaskRow(float *row, int64_t l, int64_t position) {
+  const int64_t last = std::min(std::max<int64_t>(position, 0), l - 1);
+  std::fill(row, row + last + 1, 0.0f);
+  std::fill(row + last + 1, row + l, std::numeric_limits<float>::lowest());
+}
+
 }  // namespace
 
 Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target,
@@ -179,7 +198,8 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
   TM_RETURN_IF_ERROR(GetTargetInfo(m->source_->target(), &info));
   if (!info.host_memory) TM_RETURN_IF_ERROR(m->UploadWeights(&on_device));
   TM_RETURN_IF_ERROR(m->AllocateCaches(on_device));
-  for (Floats *scratch : {&m->x_, &m->x_next_, &m->q_, &m->k_, &m->v_, &m->mask_})
+  m->managed_ = on_device;
+  for (Floats *scratch : {&m->x_, &m->x_next_, &m->q_, &m->k_, &m->v_, &m->mask_, &m->merged_})
     scratch->set_managed(on_device);
   m->stats_.struct_size = sizeof(tm_model_stats);
   m->stats_.load_seconds = Seconds(start);
@@ -328,15 +348,15 @@ Status Gpt2Model::EnsurePrograms(const std::vector<ProgramKey> &wanted,
   return Status::Ok();
 }
 
-Status Gpt2Model::CheckIds(const char *fn, const int32_t *ids, size_t n) const {
-  if (n == 0) return InvalidArgument(std::string(fn) + ": the prompt is empty");
-  if (!ids) return InvalidArgument(std::string(fn) + ": ids is NULL");
+Status Gpt2Model::CheckIds(const std::string &fn, const int32_t *ids, size_t n) const {
+  if (n == 0) return InvalidArgument(fn + ": the prompt is empty");
+  if (!ids) return InvalidArgument(fn + ": ids is NULL");
   if (n > static_cast<size_t>(config_.n_ctx))
-    return OutOfRange(std::string(fn) + ": " + std::to_string(n) +
+    return OutOfRange(fn + ": " + std::to_string(n) +
                       " tokens exceed the model's context of " + std::to_string(config_.n_ctx));
   for (size_t i = 0; i < n; ++i)
     if (ids[i] < 0 || ids[i] >= config_.vocab_size)
-      return OutOfRange(std::string(fn) + ": token id " + std::to_string(ids[i]) +
+      return OutOfRange(fn + ": token id " + std::to_string(ids[i]) +
                         " at position " + std::to_string(i) + " is outside the vocabulary (" +
                         std::to_string(config_.vocab_size) + " tokens)");
   return Status::Ok();
@@ -356,13 +376,9 @@ Status Gpt2Model::ForwardLayers(const int32_t *ids, size_t n, int64_t pos) {
   }
   // Row i (position pos + i) sees cache rows j <= pos + i; padded rows see row 0 only, so
   // no row is fully masked.
-  const float hidden = std::numeric_limits<float>::lowest();
   TM_RETURN_IF_ERROR(mask_.Resize(static_cast<size_t>(t * l)));
-  std::fill(mask_.data(), mask_.data() + mask_.size(), hidden);
-  for (int64_t i = 0; i < t; ++i) {
-    int64_t last = i < static_cast<int64_t>(n) ? pos + i : 0;
-    for (int64_t j = 0; j <= last && j < l; ++j) mask_[i * l + j] = 0.0f;
-  }
+  for (int64_t i = 0; i < t; ++i)
+    SetMaskRow(mask_.data() + i * l, l, i < static_cast<int64_t>(n) ? pos + i : -1);
   // Rows [pos + n, l) of the cache are read under the mask, where they must contribute
   // exactly nothing: a row a previous computation left there (possibly NaN or infinite,
   // and 0 * NaN is NaN) is zeroed first. Only a computation that restarts below the rows
@@ -383,11 +399,7 @@ Status Gpt2Model::ForwardLayers(const int32_t *ids, size_t n, int64_t pos) {
   // tm_invoke, timed per program kind (tm_model_stats.decode_invoke_seconds).
   auto Run = [this](ProgramKind kind, tm_program *program, const Tensors &in,
                     const Tensors &out) {
-    auto start = Clock::now();
-    Status status = Invoke(program, in, out);
-    forward_invoke_seconds_[static_cast<int>(kind)] += Seconds(start);
-    forward_invokes_ += 1;
-    return status;
+    return InvokeTimed(kind, program, in, out, forward_invoke_seconds_, &forward_invokes_);
   };
   for (Floats *scratch : {&x_, &x_next_, &q_, &k_, &v_})
     TM_RETURN_IF_ERROR(scratch->Resize(static_cast<size_t>(t * d)));
@@ -462,11 +474,8 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
   in.Add(weights_.ln_f_b);
   in.Add(weights_.wte);
   out.Add(logits, {config_.vocab_size});
-  const auto start = Clock::now();
-  const Status status = Invoke(head, in, out);
-  forward_invoke_seconds_[static_cast<int>(ProgramKind::kHead)] += Seconds(start);
-  forward_invokes_ += 1;
-  return status;
+  return InvokeTimed(ProgramKind::kHead, head, in, out, forward_invoke_seconds_,
+                     &forward_invokes_);
 }
 
 Status Gpt2Model::Logits(const int32_t *ids, size_t n, float *logits, size_t capacity) {
@@ -545,21 +554,48 @@ Status Gpt2Model::Score(const int32_t *ids, size_t n, double *logprobs, size_t l
   return Status::Ok();
 }
 
-Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateRequest &request,
-                           std::vector<int32_t> *out) {
-  TM_RETURN_IF_ERROR(CheckIds("tm_generate", prompt, n));
+Status Gpt2Model::CheckRequest(const std::string &fn, const int32_t *prompt, size_t n,
+                               const GenerateRequest &request) const {
+  TM_RETURN_IF_ERROR(CheckIds(fn, prompt, n));
   if (request.max_new_tokens < 0)
-    return InvalidArgument("tm_generate: max_new_tokens must be >= 0, got " +
+    return InvalidArgument(fn + ": max_new_tokens must be >= 0, got " +
                            std::to_string(request.max_new_tokens));
   if (n + static_cast<size_t>(request.max_new_tokens) > static_cast<size_t>(config_.n_ctx))
-    return OutOfRange("tm_generate: the prompt (" + std::to_string(n) + " tokens) plus " +
+    return OutOfRange(fn + ": the prompt (" + std::to_string(n) + " tokens) plus " +
                       std::to_string(request.max_new_tokens) +
                       " new tokens exceed the model's context of " +
                       std::to_string(config_.n_ctx) + " tokens");
+  return Status::Ok();
+}
+
+void Gpt2Model::ResetGenerationStats() {
   stats_.prefill_seconds = stats_.decode_seconds = 0.0;
   stats_.decode_tokens = 0;
   for (double &seconds : stats_.decode_invoke_seconds) seconds = 0.0;
   stats_.decode_invokes = 0;
+}
+
+Status Gpt2Model::ChooseToken(const std::string &fn, const float *logits, int32_t step,
+                              size_t position, Sampler *sampler, int32_t *token) const {
+  // Checkpoints pad the embedding past the tokenizer (GPT-2: 50257 tokens, often 50304
+  // rows): with a tokenizer, only the ids it can decode are candidates. Load checked that
+  // it covers [0, its size) and is no larger than the model's vocabulary.
+  const int32_t candidates = tokenizer_ ? tokenizer_->vocab_size() : config_.vocab_size;
+  // A NaN or infinite logit (non-finite weights, or an overflow) has no meaningful
+  // sample; stop rather than emit whatever the comparison order picks.
+  if (const int32_t id = FirstNonFinite(logits, candidates); id >= 0)
+    return RuntimeError(fn + ": step " + std::to_string(step) + " (position " +
+                        std::to_string(position) + "): the logit of token " +
+                        std::to_string(id) + " is " + std::to_string(logits[id]) +
+                        "; the model's weights or activations are not finite");
+  *token = sampler->Next(logits, candidates);
+  return Status::Ok();
+}
+
+Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateRequest &request,
+                           std::vector<int32_t> *out) {
+  TM_RETURN_IF_ERROR(CheckRequest("tm_generate", prompt, n, request));
+  ResetGenerationStats();
   out->clear();
   if (request.max_new_tokens == 0) return Status::Ok();
 
@@ -568,10 +604,6 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
   Sampler sampler(request.sampling);
   std::vector<int32_t> tokens(prompt, prompt + n);
   std::vector<float> logits(config_.vocab_size);
-  // Checkpoints pad the embedding past the tokenizer (GPT-2: 50257 tokens, often 50304
-  // rows): with a tokenizer, only the ids it can decode are candidates. Load checked that
-  // it covers [0, its size) and is no larger than the model's vocabulary.
-  const int32_t candidates = tokenizer_ ? tokenizer_->vocab_size() : config_.vocab_size;
   const int32_t eos = config_.eos_token_id;
   for (int32_t step = 0; step < request.max_new_tokens; ++step) {
     auto start = Clock::now();
@@ -591,18 +623,260 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
         stats_.decode_invoke_seconds[kind] += forward_invoke_seconds_[kind];
       stats_.decode_invokes += forward_invokes_;
     }
-    // A NaN or infinite logit (non-finite weights, or an overflow) has no meaningful
-    // sample; stop rather than emit whatever the comparison order picks.
-    if (const int32_t id = FirstNonFinite(logits.data(), candidates); id >= 0)
-      return RuntimeError("tm_generate: step " + std::to_string(step) + " (position " +
-                          std::to_string(tokens.size() - 1) + "): the logit of token " +
-                          std::to_string(id) + " is " + std::to_string(logits[id]) +
-                          "; the model's weights or activations are not finite");
-    int32_t token = sampler.Next(logits.data(), candidates);
+    int32_t token;
+    TM_RETURN_IF_ERROR(
+        ChooseToken("tm_generate", logits.data(), step, tokens.size() - 1, &sampler, &token));
     tokens.push_back(token);
     out->push_back(token);
     if (request.callback && request.callback(request.user, token) != 0) break;
     if (request.stop_at_eos && token == eos) break;
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// A sequence of a batch as it generates: its tokens so far, its sampler and its own KV
+// cache (per layer, the rows it can reach).
+struct Lane {
+  Lane(size_t index, const BatchRequest &r)
+      : index(index), request(r.request), tokens(r.prompt, r.prompt + r.n), sampler(r.request.sampling) {}
+  size_t index;  // in the batch
+  GenerateRequest request;
+  std::vector<int32_t> tokens;
+  Sampler sampler;
+  int32_t produced = 0;
+  bool done = false;
+  std::vector<float *> k_cache, v_cache;  // per layer: the rows of its slot's cache
+
+  int64_t position() const { return static_cast<int64_t>(tokens.size()) - 1; }
+};
+
+}  // namespace
+
+std::vector<ProgramKey> Gpt2Model::BatchProgramKeys(const std::vector<BatchRequest> &batch) const {
+  std::vector<ProgramKey> keys;
+  auto want = [&](ProgramKind kind, int64_t t, int64_t l) {
+    keys.emplace_back(static_cast<int>(kind), t, l);
+  };
+  size_t decoding = 0;  // sequences that take a decode step
+  want(ProgramKind::kHead, 1, 0);
+  for (const BatchRequest &r : batch) {
+    if (r.request.max_new_tokens == 0) continue;
+    const int64_t n = static_cast<int64_t>(r.n);
+    want(ProgramKind::kEmbed, NextPowerOfTwo(n), 0);
+    want(ProgramKind::kQkv, NextPowerOfTwo(n), 0);
+    want(ProgramKind::kAttnMlp, NextPowerOfTwo(n), CacheRows(n));
+    if (r.request.max_new_tokens < 2) continue;
+    decoding += 1;
+    for (int64_t filled = n + 1; filled < n + r.request.max_new_tokens; ++filled)
+      want(ProgramKind::kAttention, 1, CacheRows(filled));
+  }
+  // As sequences end the batch narrows: every power of two up to its first width.
+  for (int64_t t = 1; decoding > 0 && t <= NextPowerOfTwo(static_cast<int64_t>(decoding)); t *= 2)
+    for (ProgramKind kind : {ProgramKind::kEmbed, ProgramKind::kQkv, ProgramKind::kProjMlp,
+                             ProgramKind::kHead})
+      want(kind, t, 0);
+  return keys;
+}
+
+Status Gpt2Model::GenerateBatch(const std::vector<BatchRequest> &batch,
+                                tm_batch_token_callback callback, void *user,
+                                tm_progress_callback progress, void *progress_user,
+                                std::vector<std::vector<int32_t>> *out) {
+  const std::string fn = "tm_generate_batch";
+  if (batch.empty()) return InvalidArgument(fn + ": the batch has no sequences");
+  if (batch.size() > kMaxBatchSequences)
+    return InvalidArgument(fn + ": " + std::to_string(batch.size()) +
+                           " sequences; a batch takes at most " +
+                           std::to_string(kMaxBatchSequences) +
+                           " (TM_MAX_BATCH_SEQUENCES): split it into batches of that size");
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const std::string name = fn + ": sequence " + std::to_string(i);
+    TM_RETURN_IF_ERROR(CheckRequest(name, batch[i].prompt, batch[i].n, batch[i].request));
+    if (!batch[i].request.use_kv_cache)
+      return InvalidArgument(name + ": use_kv_cache is 0; a batch decodes with the KV cache");
+  }
+  ResetGenerationStats();
+  out->assign(batch.size(), {});
+  TM_RETURN_IF_ERROR(EnsurePrograms(BatchProgramKeys(batch), progress, progress_user));
+
+  const Gpt2Config &c = config_;
+  const int64_t d = c.n_embd, vocab = c.vocab_size;
+  // Each sequence that takes a decode step has the caches of a slot of its own (kept by the
+  // model for the next batch, so that their pages are faulted in once), written whole
+  // before any program reads them: the prompt's rows, then zeros. A row a program reads
+  // under the mask must be finite (0 times NaN is NaN), and a page first read, then written
+  // takes a copy-on-write fault whose TLB flush interrupts every CPU (TouchCacheRows).
+  std::vector<std::unique_ptr<Lane>> lanes;
+  if (slot_k_caches_.size() < batch.size() * c.n_layer) {
+    slot_k_caches_.resize(batch.size() * c.n_layer);
+    slot_v_caches_.resize(batch.size() * c.n_layer);
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto lane = std::make_unique<Lane>(i, batch[i]);
+    lane->done = batch[i].request.max_new_tokens == 0;
+    if (!lane->done && batch[i].request.max_new_tokens > 1) {
+      const int64_t rows = CacheRows(static_cast<int64_t>(batch[i].n) +
+                                     batch[i].request.max_new_tokens);
+      for (int layer = 0; layer < c.n_layer; ++layer) {
+        for (Floats *cache : {&slot_k_caches_[i * c.n_layer + layer],
+                              &slot_v_caches_[i * c.n_layer + layer]}) {
+          if (cache->managed() != managed_) cache->set_managed(managed_);
+          const Status s = cache->Resize(static_cast<size_t>(rows * d));
+          if (!s.ok())
+            return {s.code(), fn + ": sequence " + std::to_string(i) +
+                                  ": cannot allocate its KV cache (" +
+                                  std::to_string(2 * c.n_layer * rows * d * sizeof(float)) +
+                                  " bytes): " + s.message()};
+          std::fill(cache->data(), cache->data() + rows * d, 0.0f);
+        }
+        lane->k_cache.push_back(slot_k_caches_[i * c.n_layer + layer].data());
+        lane->v_cache.push_back(slot_v_caches_[i * c.n_layer + layer].data());
+      }
+    }
+    lanes.push_back(std::move(lane));
+  }
+
+  // Takes lane's token of `step`, chosen from logits; marks the lane done when it ends.
+  auto take = [&](Lane &lane, const float *logits, int32_t step) -> Status {
+    int32_t token;
+    TM_RETURN_IF_ERROR(ChooseToken(fn + ": sequence " + std::to_string(lane.index), logits, step,
+                                   static_cast<size_t>(lane.position()), &lane.sampler, &token));
+    lane.tokens.push_back(token);
+    lane.produced += 1;
+    (*out)[lane.index].push_back(token);
+    if ((callback && callback(user, lane.index, token) != 0) ||
+        (lane.request.stop_at_eos && token == c.eos_token_id) ||
+        lane.produced == lane.request.max_new_tokens)
+      lane.done = true;
+    return Status::Ok();
+  };
+
+  // Each prompt alone, as tm_generate processes it; its cache rows then go to the lane.
+  std::vector<float> logits(vocab);
+  for (auto &lane : lanes) {
+    if (lane->done) continue;
+    const auto start = Clock::now();
+    const double compiling = stats_.compile_seconds;
+    const size_t n = lane->tokens.size();
+    TM_RETURN_IF_ERROR(Forward(lane->tokens.data(), n, 0, logits.data()));
+    for (int layer = 0; layer < c.n_layer && !lane->k_cache.empty(); ++layer) {
+      std::copy_n(k_cache_[layer].data(), n * d, lane->k_cache[layer]);
+      std::copy_n(v_cache_[layer].data(), n * d, lane->v_cache[layer]);
+    }
+    stats_.prefill_seconds += Seconds(start) - (stats_.compile_seconds - compiling);
+    TM_RETURN_IF_ERROR(take(*lane, logits.data(), 0));
+  }
+
+  // Decode steps: the lanes still going, in rows [0, b) of programs of T = NextPowerOfTwo(b)
+  // rows; padded rows read token 0 at position 0 and attend to nothing (their merged heads
+  // are zero), and their results are never used.
+  std::vector<Lane *> active;
+  std::vector<int32_t> ids, positions;
+  for (int32_t step = 1;; ++step) {
+    active.clear();
+    for (auto &lane : lanes)
+      if (!lane->done) active.push_back(lane.get());
+    if (active.empty()) break;
+    const auto start = Clock::now();
+    const double compiling = stats_.compile_seconds;
+    for (double &seconds : forward_invoke_seconds_) seconds = 0.0;
+    forward_invokes_ = 0;
+    auto Run = [this](ProgramKind kind, tm_program *program, const Tensors &in,
+                      const Tensors &out) {
+      return InvokeTimed(kind, program, in, out, forward_invoke_seconds_, &forward_invokes_);
+    };
+    const int64_t b = static_cast<int64_t>(active.size()), t = NextPowerOfTwo(b);
+    ids.assign(t, 0);
+    positions.assign(t, 0);
+    for (int64_t r = 0; r < b; ++r) {
+      ids[r] = active[r]->tokens.back();
+      positions[r] = static_cast<int32_t>(active[r]->position());
+    }
+    for (Floats *scratch : {&x_, &x_next_, &q_, &k_, &v_, &merged_})
+      TM_RETURN_IF_ERROR(scratch->Resize(static_cast<size_t>(t * d)));
+    TM_RETURN_IF_ERROR(head_logits_.Resize(static_cast<size_t>(t * vocab)));
+    std::fill(merged_.data() + b * d, merged_.data() + t * d, 0.0f);
+    tm_program *embed, *qkv, *proj_mlp, *head;
+    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kEmbed, t, 0, &embed));
+    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kQkv, t, 0, &qkv));
+    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kProjMlp, t, 0, &proj_mlp));
+    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, t, 0, &head));
+    {
+      Tensors in, out;
+      in.Add(ids.data(), TM_I32, {t});
+      in.Add(positions.data(), TM_I32, {t});
+      in.Add(weights_.wte);
+      in.Add(weights_.wpe);
+      out.Add(x_.data(), {t, d});
+      TM_RETURN_IF_ERROR(Run(ProgramKind::kEmbed, embed, in, out));
+    }
+    for (int layer = 0; layer < c.n_layer; ++layer) {
+      const Gpt2Layer &w = weights_.layers[layer];
+      {
+        Tensors in, out;
+        in.Add(x_.data(), {t, d});
+        in.Add(w.ln_1_g);
+        in.Add(w.ln_1_b);
+        in.Add(w.attn_w);
+        in.Add(w.attn_b);
+        out.Add(q_.data(), {t, d});
+        out.Add(k_.data(), {t, d});
+        out.Add(v_.data(), {t, d});
+        TM_RETURN_IF_ERROR(Run(ProgramKind::kQkv, qkv, in, out));
+      }
+      for (int64_t r = 0; r < b; ++r) {
+        Lane &lane = *active[r];
+        const int64_t pos = lane.position(), l = CacheRows(pos + 1);
+        std::copy_n(k_.data() + r * d, d, lane.k_cache[layer] + pos * d);
+        std::copy_n(v_.data() + r * d, d, lane.v_cache[layer] + pos * d);
+        TM_RETURN_IF_ERROR(mask_.Resize(static_cast<size_t>(l)));
+        SetMaskRow(mask_.data(), l, pos);
+        tm_program *attention;
+        TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kAttention, 1, l, &attention));
+        Tensors in, out;
+        in.Add(q_.data() + r * d, {1, d});
+        in.Add(lane.k_cache[layer], {l, d});
+        in.Add(lane.v_cache[layer], {l, d});
+        in.Add(mask_.data(), {1, l});
+        out.Add(merged_.data() + r * d, {1, d});
+        TM_RETURN_IF_ERROR(Run(ProgramKind::kAttention, attention, in, out));
+      }
+      Tensors in, out;
+      in.Add(x_.data(), {t, d});
+      in.Add(merged_.data(), {t, d});
+      in.Add(w.attn_proj_w);
+      in.Add(w.attn_proj_b);
+      in.Add(w.ln_2_g);
+      in.Add(w.ln_2_b);
+      in.Add(w.fc_w);
+      in.Add(w.fc_b);
+      in.Add(w.mlp_proj_w);
+      in.Add(w.mlp_proj_b);
+      out.Add(x_next_.data(), {t, d});
+      TM_RETURN_IF_ERROR(Run(ProgramKind::kProjMlp, proj_mlp, in, out));
+      std::swap(x_, x_next_);
+    }
+    {
+      Tensors in, out;
+      in.Add(x_.data(), {t, d});
+      in.Add(weights_.ln_f_g);
+      in.Add(weights_.ln_f_b);
+      in.Add(weights_.wte);
+      if (t == 1)
+        out.Add(head_logits_.data(), {vocab});
+      else
+        out.Add(head_logits_.data(), {t, vocab});
+      TM_RETURN_IF_ERROR(Run(ProgramKind::kHead, head, in, out));
+    }
+    stats_.decode_seconds += Seconds(start) - (stats_.compile_seconds - compiling);
+    stats_.decode_tokens += static_cast<uint64_t>(b);
+    for (int kind = 0; kind < TM_MODEL_NUM_PROGRAM_KINDS; ++kind)
+      stats_.decode_invoke_seconds[kind] += forward_invoke_seconds_[kind];
+    stats_.decode_invokes += forward_invokes_;
+    for (int64_t r = 0; r < b; ++r)
+      TM_RETURN_IF_ERROR(take(*active[r], head_logits_.data() + r * vocab, active[r]->produced));
   }
   return Status::Ok();
 }
@@ -614,16 +888,27 @@ Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback pro
         "tm_model_compile_bundle: this model runs from a bundle already "
         "(load it without options.bundle_dir to compile one)");
   TM_RETURN_IF_ERROR(PrepareBundleFolder(dir));
-  // Every (T, L) Forward and Score can ask for: prompts and no-KV-cache steps of any length n run in
-  // T = NextPowerOfTwo(n) against L = CacheRows(n) rows; decode steps in T = 1 against any L.
+  // Every (T, L) Forward, Score and GenerateBatch can ask for: prompts and no-KV-cache steps
+  // of any length n run in T = NextPowerOfTwo(n) against L = CacheRows(n) rows; decode steps
+  // in T = 1 against any L; a batch's decode steps in T up to kMaxBatchSequences rows, each
+  // sequence's attention against any L.
   std::vector<ProgramKey> keys;
-  keys.emplace_back(static_cast<int>(ProgramKind::kHead), 1, 0);
-  keys.emplace_back(static_cast<int>(ProgramKind::kHead), kScoreRows, 0);  // tm_model_score
+  auto want = [&](ProgramKind kind, int64_t t, int64_t l) {
+    const ProgramKey key(static_cast<int>(kind), t, l);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  };
+  want(ProgramKind::kHead, 1, 0);
+  want(ProgramKind::kHead, kScoreRows, 0);  // tm_model_score
   for (int64_t t = 1;; t *= 2) {
-    keys.emplace_back(static_cast<int>(ProgramKind::kEmbed), t, 0);
-    keys.emplace_back(static_cast<int>(ProgramKind::kQkv), t, 0);
-    keys.emplace_back(static_cast<int>(ProgramKind::kAttnMlp), t, CacheRows(t));
-    keys.emplace_back(static_cast<int>(ProgramKind::kAttnMlp), 1, CacheRows(t));
+    want(ProgramKind::kEmbed, t, 0);
+    want(ProgramKind::kQkv, t, 0);
+    want(ProgramKind::kAttnMlp, t, CacheRows(t));
+    want(ProgramKind::kAttnMlp, 1, CacheRows(t));
+    want(ProgramKind::kAttention, 1, CacheRows(t));
+    if (t <= static_cast<int64_t>(kMaxBatchSequences)) {
+      want(ProgramKind::kProjMlp, t, 0);
+      want(ProgramKind::kHead, t, 0);
+    }
     if (t >= config_.n_ctx) break;
   }
   TM_RETURN_IF_ERROR(EnsurePrograms(keys, progress, user));

@@ -43,6 +43,17 @@ struct GenerateRequest {
   void *progress_user = nullptr;
 };
 
+// The most sequences one tm_generate_batch decodes together (TM_MAX_BATCH_SEQUENCES).
+inline constexpr size_t kMaxBatchSequences = TM_MAX_BATCH_SEQUENCES;
+
+// One sequence of a batch: its prompt and its own request (tokens, sampling, seed, stop at
+// EOS; the callbacks are the batch's).
+struct BatchRequest {
+  const int32_t *prompt = nullptr;
+  size_t n = 0;
+  GenerateRequest request;
+};
+
 class Gpt2Model {
  public:
   // Loads config, weights and (when both files exist) the tokenizer from `dir`, the weight
@@ -99,13 +110,23 @@ class Gpt2Model {
   Status Generate(const int32_t *prompt, size_t n, const GenerateRequest &request,
                   std::vector<int32_t> *out);
 
+  // Generates for every sequence of `batch` at once (tm_generate_batch): each prompt is
+  // processed alone, then each decode step runs the token of every sequence still going
+  // through one product per weight matrix, each sequence attending to a KV cache of its
+  // own. (*out)[i] receives sequence i's tokens; callback (may be null) is told each one
+  // with its sequence's index, and a non-zero return ends that sequence. Every sequence's
+  // tokens are those it gets alone (tm_generate with the same request).
+  Status GenerateBatch(const std::vector<BatchRequest> &batch, tm_batch_token_callback callback,
+                       void *user, tm_progress_callback progress, void *progress_user,
+                       std::vector<std::vector<int32_t>> *out);
+
   // Compiles every program the model can run and exports them, with a manifest, to `dir`.
   Status CompileBundle(const std::string &dir, tm_progress_callback progress, void *user);
 
  private:
   Gpt2Model() = default;
 
-  Status CheckIds(const char *fn, const int32_t *ids, size_t n) const;
+  Status CheckIds(const std::string &fn, const int32_t *ids, size_t n) const;
   // Runs ids[0..n) at positions [pos, pos + n): fills the cache rows and writes the last
   // position's logits.
   Status Forward(const int32_t *ids, size_t n, int64_t pos, float *logits);
@@ -116,6 +137,18 @@ class Gpt2Model {
   int64_t CacheRows(int64_t filled) const;
   // Compiles (or finds) every program a generation of this shape will run.
   Status Prepare(size_t n_prompt, const GenerateRequest &request);
+  // The keys of the programs a batch's decode steps run (GenerateBatch).
+  std::vector<ProgramKey> BatchProgramKeys(const std::vector<BatchRequest> &batch) const;
+  // Checks a sequence's prompt and request (fn names it: "tm_generate", or the batch and the
+  // sequence's index).
+  Status CheckRequest(const std::string &fn, const int32_t *prompt, size_t n,
+                      const GenerateRequest &request) const;
+  // Clears the last generation's timings (tm_model_stats).
+  void ResetGenerationStats();
+  // Checks the logits of a step and picks its token; `step` and `position` name it in an
+  // error.
+  Status ChooseToken(const std::string &fn, const float *logits, int32_t step, size_t position,
+                     Sampler *sampler, int32_t *token) const;
   // Makes the programs of `keys` that the model does not hold yet (ProgramSource::Make).
   Status EnsurePrograms(const std::vector<ProgramKey> &keys, tm_progress_callback progress,
                         void *user);
@@ -142,6 +175,10 @@ class Gpt2Model {
   int64_t cache_written_rows_ = 0;  // rows below were written by the host (TouchCacheRows)
   Floats x_, x_next_, q_, k_, v_, mask_;  // scratch
   Floats head_rows_, head_logits_;         // scoring's (kScoreRows, d) and (kScoreRows, V)
+  Floats merged_;                          // a batch's attention output, (T, d)
+  // A batch's KV caches: slot i's layer l at [i * n_layer + l], kept for the next batch.
+  std::vector<Floats> slot_k_caches_, slot_v_caches_;
+  bool managed_ = false;                   // whether buffers the programs read are managed
   // The last Forward's time inside tm_invoke, per ProgramKind, and its number of calls.
   double forward_invoke_seconds_[TM_MODEL_NUM_PROGRAM_KINDS] = {};
   uint64_t forward_invokes_ = 0;

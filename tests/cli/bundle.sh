@@ -40,6 +40,17 @@ for c in "$run_cli" "$cli"; do
     >"$work/nokv.out" 2>"$work/nokv.err"
   grep -q "In the beginning of the first year of Darius" "$work/nokv.out" ||
     { echo "$c: wrong tokens without the KV cache:" >&2; cat "$work/nokv.out" "$work/nokv.err" >&2; exit 1; }
+
+  # A batch (every decode step's programs for several rows, each sequence's attention) runs
+  # from the bundle too, each line its prompt's tokens.
+  printf 'In the beginning\nAnd God said\nThou\n' >"$work/batch.txt"
+  "$c" generate --greedy --tokens 32 --bundle "$work/bundle" --batch "$work/batch.txt" \
+    >"$work/batch.out" 2>"$work/batch.err" ||
+    { echo "$c: a batch from the bundle failed:" >&2; cat "$work/batch.err" >&2; exit 1; }
+  test "$(wc -l <"$work/batch.out")" -eq 3 && head -n 1 "$work/batch.out" | grep -q "^$golden" ||
+    { echo "$c: wrong tokens in a batch:" >&2; cat "$work/batch.out" >&2; exit 1; }
+  grep -Eq "\(0 programs compiled, [1-9][0-9]* loaded from the bundle\)" "$work/batch.err" ||
+    { echo "$c compiled a batch's programs despite the bundle:" >&2; cat "$work/batch.err" >&2; exit 1; }
 done
 
 if "$run_cli" generate "In the beginning" >/dev/null 2>"$work/nobundle.err"; then

@@ -16,7 +16,8 @@
 //   when another is ahead) equals margins[i] within the error of two logits plus the
 //   golden's rounding. The number of tokens checked must equal the goldens' total, so that
 //   no early stop can hide a token.
-// - Free-running greedy generation (with and without the KV cache; it tests the decode loop)
+// - Free-running greedy generation (with and without the KV cache, and in a batch with the
+//   other cases: it tests the decode loops)
 //   equals greedy_ids exactly up to the first step whose margin is below kTinyMargin; a later
 //   divergence is reported, not failed (the teacher-forced test checks those tokens): each
 //   note goes to the file named by TM_TEST_NOTES, which scripts/test.sh prints after the
@@ -142,23 +143,28 @@ class Gpt2Golden : public ::testing::TestWithParam<std::string> {
 
   void ExpectGreedyMatches(const json &c, bool kv_cache) {
     auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
+    const size_t n = c["greedy_ids"].size();
+    ExpectGreedyTokens(c, Generate(prompt, static_cast<int>(n), kv_cache),
+                       kv_cache ? " with KV cache" : " without KV cache");
+  }
+
+  // `got`, case c's greedy generation (`how` it ran, for messages), against the golden.
+  void ExpectGreedyTokens(const json &c, const std::vector<int32_t> &got, const std::string &how) {
     auto expected = c["greedy_ids"].get<std::vector<int32_t>>();
     auto margins = c["margins"].get<std::vector<double>>();
-    std::vector<int32_t> got = Generate(prompt, static_cast<int>(expected.size()), kv_cache);
-    ASSERT_EQ(got.size(), expected.size());
+    ASSERT_EQ(got.size(), expected.size()) << how;
     for (size_t i = 0; i < expected.size(); ++i) {
       if (margins[i] < kTinyMargin) {
         // From here on a float32 tie may legitimately resolve either way (the tokens are
         // checked one by one in EveryGoldenTokenUnderTeacherForcing).
         if (got[i] != expected[i])
-          Note(GetParam() + (kv_cache ? " with" : " without") + " KV cache: greedy step " +
-               std::to_string(i) + " differs from Hugging Face (margin " +
-               std::to_string(margins[i]) + ", below 0.01)");
+          Note(GetParam() + how + ": greedy step " + std::to_string(i) +
+               " differs from Hugging Face (margin " + std::to_string(margins[i]) +
+               ", below 0.01)");
         return;
       }
-      ASSERT_EQ(got[i], expected[i]) << GetParam() << (kv_cache ? " with" : " without")
-                                     << " KV cache, step " << i << " (margin " << margins[i]
-                                     << ")";
+      ASSERT_EQ(got[i], expected[i]) << GetParam() << how << ", step " << i << " (margin "
+                                     << margins[i] << ")";
     }
   }
 
@@ -377,6 +383,32 @@ TEST_P(Gpt2Golden, GreedyWithKvCacheMatchesHuggingFace) {
 
 TEST_P(Gpt2Golden, GreedyRecomputingThePrefixMatchesHuggingFace) {
   for (const json &c : Cases(golden_)) ExpectGreedyMatches(c, /*kv_cache=*/false);
+}
+
+// Every case of the checkpoint in one tm_generate_batch (a checkpoint of one case runs it
+// twice, so that two sequences share the batch): each sequence's greedy tokens against the
+// golden, as generated alone.
+TEST_P(Gpt2Golden, GreedyInABatchMatchesHuggingFace) {
+  std::vector<json> cases = Cases(golden_);
+  if (cases.size() == 1) cases.push_back(cases[0]);
+  std::vector<std::vector<int32_t>> prompts, outputs;
+  std::vector<tm_generate_options> options(cases.size());
+  std::vector<tm_batch_sequence> batch(cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    prompts.push_back(cases[i]["prompt_ids"].get<std::vector<int32_t>>());
+    outputs.emplace_back(cases[i]["greedy_ids"].size());
+    tm_generate_options_init(&options[i]);
+    options[i].max_new_tokens = static_cast<int32_t>(outputs[i].size());
+  }
+  for (size_t i = 0; i < cases.size(); ++i)
+    batch[i] = {prompts[i].data(), prompts[i].size(), &options[i], outputs[i].data(),
+                outputs[i].size(), 0};
+  ASSERT_EQ(tm_generate_batch(model_.get(), batch.data(), batch.size(), nullptr, nullptr), TM_OK)
+      << tm_last_error();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    outputs[i].resize(batch[i].n_out);
+    ExpectGreedyTokens(cases[i], outputs[i], " in a batch, sequence " + std::to_string(i));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, Gpt2Golden,

@@ -163,6 +163,117 @@ static tm_status tmpy_generate(tm_model *model, const int32_t *prompt, size_t n_
 }
 %}
 
+%{
+/* The C trampoline of tm_generate_batch's callback: the Python callable gets (sequence,
+ * token); a true result or an exception ends that sequence (the exception ends the call's
+ * Python side: it is kept and raised once tm_generate_batch has returned). */
+static int tmpy_on_batch_token(void *user, size_t sequence, int32_t token) {
+  tmpy_callback *cb = (tmpy_callback *)user;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  int stop = 1;
+  PyObject *result = cb->type ? NULL
+                              : PyObject_CallFunction(cb->callable, "ni", (Py_ssize_t)sequence,
+                                                      (int)token);
+  if (result) {
+    stop = PyObject_IsTrue(result);
+    Py_DECREF(result);
+  }
+  if (!result || stop < 0) {
+    if (!cb->type) PyErr_Fetch(&cb->type, &cb->value, &cb->traceback);
+    stop = 1;
+  }
+  PyGILState_Release(gil);
+  return stop;
+}
+
+/* tm_generate_batch over a list of prompts (int32 arrays, converted by the package), one
+ * options struct for every sequence, and `seeds` (None, or an int per sequence, replacing
+ * options.seed): *result becomes the list of each sequence's generated ids. The GIL is
+ * released while the model runs. */
+static tm_status tmpy_generate_batch(tm_model *model, PyObject *prompts,
+                                     const tm_generate_options *options, PyObject *seeds,
+                                     PyObject *callback, PyObject **result) {
+  if (callback != Py_None && !PyCallable_Check(callback)) {
+    PyErr_SetString(PyExc_TypeError, "tm_generate_batch: callback must be callable or None");
+    return TM_ERROR_INVALID_ARGUMENT;
+  }
+  if (!PyList_Check(prompts) || (seeds != Py_None && !PyList_Check(seeds))) {
+    PyErr_SetString(PyExc_TypeError, "tm_generate_batch: prompts and seeds must be lists");
+    return TM_ERROR_INVALID_ARGUMENT;
+  }
+  const Py_ssize_t n = PyList_GET_SIZE(prompts);
+  if (seeds != Py_None && PyList_GET_SIZE(seeds) != n) {
+    PyErr_Format(PyExc_ValueError, "tm_generate_batch: %zd seeds for %zd prompts",
+                 PyList_GET_SIZE(seeds), n);
+    return TM_ERROR_INVALID_ARGUMENT;
+  }
+  tm_generate_options defaults;
+  tm_generate_options_init(&defaults);
+  if (!options) options = &defaults;
+  const size_t capacity = options->max_new_tokens > 0 ? (size_t)options->max_new_tokens : 0;
+  PyArrayObject **arrays = (PyArrayObject **)calloc((size_t)n + 1, sizeof *arrays);
+  tm_generate_options *each = (tm_generate_options *)calloc((size_t)n + 1, sizeof *each);
+  tm_batch_sequence *batch = (tm_batch_sequence *)calloc((size_t)n + 1, sizeof *batch);
+  int32_t *out = (int32_t *)calloc((size_t)n * capacity + 1, sizeof *out);
+  tm_status s = TM_OK;
+  if (!arrays || !each || !batch || !out) {
+    PyErr_NoMemory();
+    s = TM_ERROR_OUT_OF_MEMORY;
+  }
+  for (Py_ssize_t i = 0; s == TM_OK && i < n; ++i) {
+    arrays[i] = tmpy_ids_in(PyList_GET_ITEM(prompts, i));
+    each[i] = *options;
+    if (arrays[i] && seeds != Py_None)
+      each[i].seed = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(seeds, i));
+    if (!arrays[i] || PyErr_Occurred()) {
+      s = TM_ERROR_INVALID_ARGUMENT;
+      break;
+    }
+    batch[i].prompt = (const int32_t *)PyArray_DATA(arrays[i]);
+    batch[i].n_prompt = (size_t)PyArray_SIZE(arrays[i]);
+    batch[i].options = &each[i];
+    batch[i].out_ids = capacity > 0 ? out + (size_t)i * capacity : NULL;
+    batch[i].capacity = capacity;
+  }
+  tmpy_callback cb = {callback, NULL, NULL, NULL};
+  if (s == TM_OK) {
+    Py_BEGIN_ALLOW_THREADS
+    s = tm_generate_batch(model, batch, (size_t)n,
+                          callback == Py_None ? NULL : tmpy_on_batch_token, &cb);
+    Py_END_ALLOW_THREADS
+  }
+  if (cb.type) {
+    PyErr_Restore(cb.type, cb.value, cb.traceback);
+    s = TM_ERROR_RUNTIME;
+  }
+  if (s == TM_OK) {
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list && i < n; ++i) {
+      const size_t made = batch[i].n_out < capacity ? batch[i].n_out : capacity;
+      PyObject *ids = PyList_New((Py_ssize_t)made);
+      for (size_t j = 0; ids && j < made; ++j)
+        PyList_SET_ITEM(ids, (Py_ssize_t)j, PyLong_FromLong(batch[i].out_ids[j]));
+      if (!ids) {
+        Py_CLEAR(list);
+        break;
+      }
+      PyList_SET_ITEM(list, i, ids);
+    }
+    if (!list) s = TM_ERROR_OUT_OF_MEMORY;
+    *result = list;
+  }
+  for (Py_ssize_t i = 0; arrays && i < n; ++i) Py_XDECREF(arrays[i]);
+  free(arrays);
+  free(each);
+  free(batch);
+  free(out);
+  return s;
+}
+%}
+
+%typemap(in, numinputs=0) PyObject **result (PyObject *temp = NULL) { $1 = &temp; }
+%typemap(argout) PyObject **result { $result = SWIG_Python_AppendOutput($result, *$1); }
+
 /* Helper results: ids as a list of ints, bytes as bytes. */
 %typemap(in, numinputs=0) tmpy_buffer *ids (tmpy_buffer buffer = {NULL, 0}),
                           tmpy_buffer *bytes (tmpy_buffer buffer = {NULL, 0}) {
@@ -202,8 +313,12 @@ static tm_status tmpy_generate(tm_model *model, const int32_t *prompt, size_t n_
 %rename(tm_tokenize) tmpy_tokenize;
 %rename(tm_detokenize) tmpy_detokenize;
 %rename(tm_generate) tmpy_generate;
+%rename(tm_generate_batch) tmpy_generate_batch;
 tm_status tmpy_tokenize(tm_model *model, const char *text, size_t len, tmpy_buffer *ids);
 tm_status tmpy_detokenize(tm_model *model, const int32_t *ids, size_t n, tmpy_buffer *bytes);
 tm_status tmpy_generate(tm_model *model, const int32_t *prompt, size_t n_prompt,
                         const tm_generate_options *options, PyObject *callback,
                         tmpy_buffer *ids);
+tm_status tmpy_generate_batch(tm_model *model, PyObject *prompts,
+                              const tm_generate_options *options, PyObject *seeds,
+                              PyObject *callback, PyObject **result);

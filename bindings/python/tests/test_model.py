@@ -385,3 +385,36 @@ def test_generate_options_are_checked(kjv):
     want = kjv.generate([1, 2], max_new_tokens=2, use_kv_cache=False)
     assert kjv.generate([1, 2], max_new_tokens=np.int64(2), use_kv_cache=0,
                         temperature=np.float32(0)) == want
+
+
+def test_a_batch_gives_each_prompt_its_tokens_alone(kjv):
+    prompts = ["And", "In the beginning God created", "Thou shalt",
+               kjv.tokenize("The LORD is my shepherd; I shall not want.")]
+    seen = [[] for _ in prompts]
+
+    def record(sequence, token):
+        seen[sequence].append(token)
+    outs = kjv.generate(prompts, max_new_tokens=8, temperature=0.8, top_k=40,
+                        seed=[3, 4, 5, 6], callback=record)
+    assert len(outs) == len(prompts)
+    for i, prompt in enumerate(prompts):
+        alone = kjv.generate(prompt, max_new_tokens=8, temperature=0.8, top_k=40, seed=3 + i)
+        assert outs[i] == alone == seen[i], i
+    greedy = kjv.generate(prompts, max_new_tokens=5)
+    assert greedy == [kjv.generate(p, max_new_tokens=5) for p in prompts]
+    # A list of ints stays one prompt's ids.
+    assert kjv.generate([818, 262, 3726], max_new_tokens=3) == kjv.generate(
+        np.array([818, 262, 3726]), max_new_tokens=3)
+
+
+def test_batch_errors_name_the_prompt(kjv):
+    with pytest.raises(tm.InvalidArgumentError, match="sequence 1: the prompt is empty"):
+        kjv.generate(["And", []], max_new_tokens=2)
+    with pytest.raises(tm.InvalidArgumentError, match="at most 16"):
+        kjv.generate(["And"] * 17, max_new_tokens=2)
+    with pytest.raises(ValueError, match="2 seeds for 3 prompts"):
+        kjv.generate(["a", "b", "c"], max_new_tokens=2, seed=[1, 2])
+    with pytest.raises(ValueError, match="not streamed"):
+        kjv.generate(["a", "b"], stream=True)
+    with pytest.raises(tm.OutOfRangeError, match="sequence 0: token id 99999"):
+        kjv.generate([[1, 99999]], max_new_tokens=2)

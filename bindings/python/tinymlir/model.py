@@ -157,6 +157,15 @@ class Model(_Handle):
         return (logprobs, all_logits) if logits else logprobs
 
     @overload
+    def generate(self, prompt: List[Union[str, bytes, TokenIds]],
+                 max_new_tokens: Optional[int] = ...,
+                 temperature: Optional[float] = ..., top_k: Optional[int] = ...,
+                 top_p: Optional[float] = ..., seed: Union[None, int, Sequence[int]] = ...,
+                 use_kv_cache: Optional[bool] = ..., stop_at_eos: Optional[bool] = ...,
+                 stream: Literal[False] = ...,
+                 callback: Optional[Callable[[int, int], Any]] = ...) -> List[List[int]]: ...
+
+    @overload
     def generate(self, prompt: Prompt, max_new_tokens: Optional[int] = ...,
                  temperature: Optional[float] = ..., top_k: Optional[int] = ...,
                  top_p: Optional[float] = ..., seed: Optional[int] = ...,
@@ -172,12 +181,12 @@ class Model(_Handle):
                  stream: Literal[True, 'tokens'] = ...,
                  callback: Optional[Callable[[int], Any]] = ...) -> Stream: ...
 
-    def generate(self, prompt: Prompt, max_new_tokens: Optional[int] = None,
+    def generate(self, prompt: Any, max_new_tokens: Optional[int] = None,
                  temperature: Optional[float] = None, top_k: Optional[int] = None,
-                 top_p: Optional[float] = None, seed: Optional[int] = None,
+                 top_p: Optional[float] = None, seed: Any = None,
                  use_kv_cache: Optional[bool] = None, stop_at_eos: Optional[bool] = None,
                  stream: Union[bool, str] = False,
-                 callback: Optional[Callable[[int], Any]] = None) -> Union[List[int], Stream]:
+                 callback: Optional[Callable[..., Any]] = None) -> Any:
         """Generates tokens after `prompt`: text (a str or bytes-like object, tokenized) or
         token ids (a sequence or 1-D array of ints).
 
@@ -189,10 +198,27 @@ class Model(_Handle):
         it is exhausted or closed (close(), a `with` block, or dropping it).
         callback(token), if given, is called for each token; a true result stops the
         generation after that token (None or False goes on), and an exception it raises
-        stops the generation and is re-raised here."""
+        stops the generation and is re-raised here.
+
+        Several prompts at once, a list of them (each text or ids), decode together
+        (tm_generate_batch: each step reads the weights once for all of them, up to
+        TM_MAX_BATCH_SEQUENCES, 16): returns a list of each prompt's ids, each what
+        generate() gives that prompt alone with the same options. seed may then be a list,
+        one per prompt; callback(sequence, token) gets the prompt's index, and a true result
+        ends that sequence only. A batch is not streamed."""
         if stream not in (False, True, "tokens"):
             raise ValueError(f"stream must be False, True (text) or 'tokens', not {stream!r}")
-        ids = self.tokenize(prompt) if _is_text(prompt) else _ids(prompt)
+        batch = _is_batch(prompt)
+        seeds = None
+        if batch and isinstance(seed, (list, tuple)):
+            seeds, seed = [index_arg(s, "seed") for s in seed], None
+        if batch:
+            if stream:
+                raise ValueError("a batch of prompts is not streamed: use callback(sequence, "
+                                 "token) to see its tokens as they come")
+            ids_list = [self.tokenize(p) if _is_text(p) else _ids(p) for p in prompt]
+        else:
+            ids = self.tokenize(prompt) if _is_text(prompt) else _ids(prompt)
         options = capi.tm_generate_options()
         capi.tm_generate_options_init(options)
         for name, value in (("max_new_tokens", max_new_tokens), ("temperature", temperature),
@@ -205,6 +231,8 @@ class Model(_Handle):
                 except OverflowError:   # SWIG's message names only its setter
                     raise OverflowError(f"{name}={value!r} is outside the range of "
                                         "tm_generate_options." + name) from None
+        if batch:
+            return self._generate_batch(ids_list, options, seeds, callback)
         if stream:
             def run(on_token):
                 with self._calling() as ptr:
@@ -226,6 +254,25 @@ class Model(_Handle):
                 return capi.tm_generate(ptr, ids, options, on_token)
         return call_interruptibly(call, stop=interrupted.set)
 
+    def _generate_batch(self, prompts: List[np.ndarray], options: Any,
+                        seeds: Optional[List[int]],
+                        callback: Optional[Callable[[int, int], Any]]) -> List[List[int]]:
+        """tm_generate_batch: every prompt's tokens, each as generate() gives it alone."""
+        interrupted = threading.Event()
+        main = threading.current_thread() is threading.main_thread()
+
+        def on_token(sequence, token):
+            stop = callback is not None and callback(sequence, token)
+            return bool(stop) or interrupted.is_set()
+
+        def call():
+            with self._calling() as ptr:
+                return capi.tm_generate_batch(ptr, prompts, options, seeds,
+                                              on_token if (callback or main) else None)
+        if not main:
+            return call()
+        return call_interruptibly(call, stop=interrupted.set)
+
     @contextlib.contextmanager
     def _calling(self) -> Iterator[Any]:
         """_using() for a call the library may refuse as busy: a BusyError while a stream
@@ -242,6 +289,13 @@ class Model(_Handle):
         if self.closed:
             return "<tinymlir.Model closed>"
         return "<tinymlir.Model vocab_size={} n_ctx={} n_layer={} n_embd={}>".format(*self.info)
+
+
+def _is_batch(prompt: Any) -> bool:
+    """Whether generate() was given several prompts: a list or tuple whose items are each
+    text or a sequence of ids (a list of ints is one prompt's ids)."""
+    return (isinstance(prompt, (list, tuple)) and len(prompt) > 0 and
+            all(_is_text(p) or isinstance(p, (list, tuple, np.ndarray)) for p in prompt))
 
 
 def _is_text(prompt: Any) -> bool:

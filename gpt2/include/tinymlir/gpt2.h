@@ -8,12 +8,13 @@
  * buffers, size queries that report the needed size (snprintf-style), options structs
  * versioned by struct_size.
  *
- * Thread safety: a tm_model runs one computation at a time. tm_model_logits, tm_generate
- * and tm_model_get_stats called while another of them runs on the same model (from
- * another thread, or from inside a tm_generate callback) return TM_ERROR_BUSY at once and
- * change nothing; they never block or corrupt the model. tm_model_info, tm_tokenize and
- * tm_detokenize read immutable state and may run concurrently with anything. Use one model
- * per thread for parallel generation (models may share a context). In a process forked
+ * Thread safety: a tm_model runs one computation at a time. tm_model_logits,
+ * tm_model_score, tm_generate, tm_generate_batch and tm_model_get_stats called while another
+ * of them runs on the same model (from another thread, or from inside a generation's
+ * callback) return TM_ERROR_BUSY at once and change nothing; they never block or corrupt
+ * the model. tm_model_info, tm_tokenize and tm_detokenize read immutable state and may run
+ * concurrently with anything. Use one model per thread for parallel generation (models may
+ * share a context), or tm_generate_batch for many prompts on one model. In a process forked
  * while another thread computed with a model, that computation does not exist: the model is
  * free there (its first call takes it over).
  */
@@ -216,6 +217,43 @@ TM_API tm_status tm_generate(tm_model *model, const int32_t *prompt, size_t n_pr
                              const tm_generate_options *options, tm_token_callback callback,
                              void *user, int32_t *out_ids, size_t capacity, size_t *n_out);
 
+/* The most sequences one tm_generate_batch call decodes together (API 1.4). */
+#define TM_MAX_BATCH_SEQUENCES 16
+
+/* One sequence of tm_generate_batch. This layout is fixed: what a sequence may be given
+ * later goes in tm_generate_options, which is versioned. */
+typedef struct tm_batch_sequence {
+  const int32_t *prompt;              /* n_prompt ids */
+  size_t n_prompt;
+  const tm_generate_options *options; /* this sequence's; NULL: the defaults */
+  int32_t *out_ids;                   /* room for `capacity` ids; NULL when capacity is 0 */
+  size_t capacity;
+  size_t n_out;                       /* set by the call: the tokens generated */
+} tm_batch_sequence;
+
+/* Called with each token a batch generates, as soon as it is chosen, with the index of its
+ * sequence. Return 0 to go on; a non-zero return ends that sequence after this token (the
+ * others go on). */
+typedef int (*tm_batch_token_callback)(void *user, size_t sequence, int32_t token);
+
+/* Generates for n sequences at once (API 1.4): each prompt is processed alone, then every
+ * decode step runs the latest token of each sequence still going through one product per
+ * weight matrix (the weights are read once for all of them), each sequence attending to
+ * its own KV cache; a sequence that ends (its max_new_tokens, EOS with stop_at_eos, or the
+ * callback) leaves the batch. Each sequence has its own options: max_new_tokens,
+ * temperature, top_k, top_p, seed and stop_at_eos; the first sequence's progress callback
+ * is told as programs are made ready (the others' are not called). Every sequence gets the
+ * tokens tm_generate gives it with the same options. The first min(capacity, n_out) of a
+ * sequence's tokens are written to its out_ids; n_out is set for every sequence, also when
+ * the call fails (the tokens so far).
+ * Errors: TM_ERROR_INVALID_ARGUMENT (null, n == 0 or above TM_MAX_BATCH_SEQUENCES, an empty
+ * prompt, bad options, use_kv_cache 0), TM_ERROR_OUT_OF_RANGE (a prompt id outside the
+ * vocabulary, a prompt plus its new tokens beyond n_ctx), TM_ERROR_OUT_OF_MEMORY (the
+ * sequences' KV caches), TM_ERROR_COMPILE, TM_ERROR_RUNTIME (non-finite logits),
+ * TM_ERROR_BUSY. Each error names the sequence it is about. */
+TM_API tm_status tm_generate_batch(tm_model *model, tm_batch_sequence *sequences, size_t n,
+                                   tm_batch_token_callback callback, void *user);
+
 /* Statistics of the model's work so far. Published layouts: */
 #define TM_MODEL_STATS_SIZE_V1 64  /* up to decode_tokens */
 #define TM_MODEL_STATS_SIZE_V2 136 /* programs_from_disk, phase_seconds */
@@ -236,9 +274,10 @@ typedef struct tm_model_stats {
   uint64_t programs_cached;   /* programs this model's lookups found in the context's cache */
   double compile_seconds;
   double load_seconds;
-  double prefill_seconds;   /* last tm_generate: prompt processing */
-  double decode_seconds;    /* last tm_generate: all decode steps */
-  uint64_t decode_tokens;   /* last tm_generate: tokens produced by decode steps */
+  double prefill_seconds;   /* last tm_generate(_batch): prompt processing */
+  double decode_seconds;    /* last tm_generate(_batch): all decode steps */
+  uint64_t decode_tokens;   /* last tm_generate(_batch): tokens produced by decode steps,
+                             * of every sequence of a batch */
   /* From TM_MODEL_STATS_SIZE_V2: */
   uint64_t programs_from_disk; /* programs read from the disk cache (not counted above) */
   /* Seconds each compile phase (tm_compile_phase) took, summed over the programs this
@@ -248,7 +287,8 @@ typedef struct tm_model_stats {
   /* From TM_MODEL_STATS_SIZE_V3: where the last tm_generate's decode steps went. Seconds inside
    * tm_invoke for each program kind (indexed by tm_model_program) and the number of calls;
    * decode_seconds minus their sum is the model's own work between the calls (cache rows,
-   * the mask, sampling). */
+   * the mask, sampling). A batch's attention and proj_mlp programs, the two halves of
+   * attn_mlp, count as TM_MODEL_PROGRAM_ATTN_MLP. */
   double decode_invoke_seconds[TM_MODEL_NUM_PROGRAM_KINDS];
   uint64_t decode_invokes;
 } tm_model_stats;

@@ -38,29 +38,61 @@ void TraceQkv(Tracer &tr, const Gpt2Config &c, int64_t t) {
           tr.slice(qkv, {0, 2 * d}, {t, 3 * d})});
 }
 
-void TraceAttnMlp(Tracer &tr, const Gpt2Config &c, int64_t t, int64_t l) {
-  const int64_t d = c.n_embd, h = c.n_head, hd = c.head_dim(), inner = c.n_inner;
-  tm_value x = tr.input(TM_F32, {t, d});
-  tm_value q = tr.input(TM_F32, {t, d});
-  tm_value k = tr.input(TM_F32, {l, d});
-  tm_value v = tr.input(TM_F32, {l, d});
-  tm_value mask = tr.input(TM_F32, {t, l});  // 0 = visible, lowest float = hidden
-  tm_value proj_w = Projection(tr, c, d, d), proj_b = tr.input(TM_F32, {d});
-  tm_value ln2_g = tr.input(TM_F32, {d}), ln2_b = tr.input(TM_F32, {d});
-  tm_value fc_w = Projection(tr, c, d, inner), fc_b = tr.input(TM_F32, {inner});
-  tm_value mp_w = Projection(tr, c, inner, d), mp_b = tr.input(TM_F32, {d});
-
+// Causal self-attention of t query rows over l cache rows: the merged heads, (t, d).
+tm_value Attention(Tracer &tr, const Gpt2Config &c, int64_t t, int64_t l, tm_value q, tm_value k,
+                   tm_value v, tm_value mask) {
+  const int64_t d = c.n_embd, h = c.n_head, hd = c.head_dim();
   tm_value qh = tr.transpose(tr.reshape(q, {t, h, hd}), {1, 0, 2});   // (h, t, hd)
   tm_value kt = tr.transpose(tr.reshape(k, {l, h, hd}), {1, 2, 0});   // (h, hd, l)
   tm_value vh = tr.transpose(tr.reshape(v, {l, h, hd}), {1, 0, 2});   // (h, l, hd)
   tm_value scores = tr.mul(tr.matmul(qh, kt), tr.scalar(1.0 / std::sqrt(double(hd))));
   tm_value probs = tr.softmax(tr.add(scores, mask));                   // (h, t, l)
   tm_value heads = tr.matmul(probs, vh);                                // (h, t, hd)
-  tm_value merged = tr.reshape(tr.transpose(heads, {1, 0, 2}), {t, d});  // (t, d)
+  return tr.reshape(tr.transpose(heads, {1, 0, 2}), {t, d});           // (t, d)
+}
+
+// The attention inputs (q, then k and v of l cache rows, then the (t, l) mask).
+struct AttentionInputs {
+  tm_value q, k, v, mask;
+};
+AttentionInputs AttentionInputsOf(Tracer &tr, const Gpt2Config &c, int64_t t, int64_t l) {
+  const int64_t d = c.n_embd;
+  tm_value q = tr.input(TM_F32, {t, d});
+  tm_value k = tr.input(TM_F32, {l, d});
+  tm_value v = tr.input(TM_F32, {l, d});
+  tm_value mask = tr.input(TM_F32, {t, l});  // 0 = visible, lowest float = hidden
+  return {q, k, v, mask};
+}
+
+// The block's rest after the attention: its output projection and residual, then the MLP
+// and its residual, over x and the merged heads (t, d). Its weights are the next inputs.
+tm_value ProjMlp(Tracer &tr, const Gpt2Config &c, tm_value x, tm_value merged) {
+  const int64_t d = c.n_embd, inner = c.n_inner;
+  tm_value proj_w = Projection(tr, c, d, d), proj_b = tr.input(TM_F32, {d});
+  tm_value ln2_g = tr.input(TM_F32, {d}), ln2_b = tr.input(TM_F32, {d});
+  tm_value fc_w = Projection(tr, c, d, inner), fc_b = tr.input(TM_F32, {inner});
+  tm_value mp_w = Projection(tr, c, inner, d), mp_b = tr.input(TM_F32, {d});
   tm_value x1 = tr.add(x, Linear(tr, c, merged, proj_w, proj_b));
   tm_value hidden = tr.gelu_tanh(Linear(tr, c, tr.layer_norm(x1, ln2_g, ln2_b, c.layer_norm_epsilon),
                                       fc_w, fc_b));                     // (t, inner)
-  tr.end({tr.add(x1, Linear(tr, c, hidden, mp_w, mp_b))});
+  return tr.add(x1, Linear(tr, c, hidden, mp_w, mp_b));
+}
+
+void TraceAttnMlp(Tracer &tr, const Gpt2Config &c, int64_t t, int64_t l) {
+  tm_value x = tr.input(TM_F32, {t, c.n_embd});
+  const AttentionInputs a = AttentionInputsOf(tr, c, t, l);
+  tr.end({ProjMlp(tr, c, x, Attention(tr, c, t, l, a.q, a.k, a.v, a.mask))});
+}
+
+void TraceAttention(Tracer &tr, const Gpt2Config &c, int64_t t, int64_t l) {
+  const AttentionInputs a = AttentionInputsOf(tr, c, t, l);
+  tr.end({Attention(tr, c, t, l, a.q, a.k, a.v, a.mask)});
+}
+
+void TraceProjMlp(Tracer &tr, const Gpt2Config &c, int64_t t) {
+  tm_value x = tr.input(TM_F32, {t, c.n_embd});
+  tm_value merged = tr.input(TM_F32, {t, c.n_embd});
+  tr.end({ProjMlp(tr, c, x, merged)});
 }
 
 // The final layer norm and the tied LM head over t rows: (t, d) -> (vocab_size) for one
@@ -90,16 +122,20 @@ void TraceProgram(const Gpt2Config &config, ProgramKind kind, int64_t t, int64_t
     case ProgramKind::kQkv: TraceQkv(*tracer, config, t); break;
     case ProgramKind::kAttnMlp: TraceAttnMlp(*tracer, config, t, l); break;
     case ProgramKind::kHead: TraceHead(*tracer, config, t); break;
+    case ProgramKind::kAttention: TraceAttention(*tracer, config, t, l); break;
+    case ProgramKind::kProjMlp: TraceProjMlp(*tracer, config, t); break;
   }
 }
 
 // LLVM optimisation per program, by what it is worth (bench/profile_programs --opt N shows
-// both sides). At -O3 LLVM fully unrolls and unswitches attn_mlp's loops over the L cache
+// both sides). At -O3 LLVM fully unrolls and unswitches the attention's loops over the L cache
 // rows: 3x the code and 2.3x the compile time at GPT-2 124M's L = 256 (1.4 s against 0.6 s,
 // growing with L) for no measurable gain in its invoke time, which BLAS dominates. The other
 // programs compile as fast at -O3 as at -O2.
 namespace {
-int OptLevel(ProgramKind kind) { return kind == ProgramKind::kAttnMlp ? 2 : 3; }
+int OptLevel(ProgramKind kind) {
+  return kind == ProgramKind::kAttnMlp || kind == ProgramKind::kAttention ? 2 : 3;
+}
 }  // namespace
 
 Status CompileProgram(tm_context *ctx, const Gpt2Config &config, tm_target target,

@@ -188,6 +188,29 @@ unsafe extern "C" fn token_trampoline(user: *mut c_void, token: i32) -> c_int {
     }
 }
 
+/// State shared with the batch's C callback: the user's closure and a panic caught in it.
+struct BatchCallback<'a> {
+    f: &'a mut dyn FnMut(usize, i32) -> bool,
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+/// The batch's C-ABI token callback: as [`token_trampoline`], with the sequence's index. A
+/// true result (or a panic, caught and resumed later) ends that sequence.
+unsafe extern "C" fn batch_token_trampoline(user: *mut c_void, sequence: usize, token: i32) -> c_int {
+    // SAFETY: `user` is the &mut BatchCallback that `generate_batch` passed, alive for the call.
+    let state = unsafe { &mut *(user as *mut BatchCallback<'_>) };
+    if state.panic.is_some() {
+        return 1;
+    }
+    match panic::catch_unwind(AssertUnwindSafe(|| (state.f)(sequence, token))) {
+        Ok(stop) => stop as c_int,
+        Err(payload) => {
+            state.panic = Some(payload);
+            1
+        }
+    }
+}
+
 /// Runs a size query of the C API (snprintf-style: `f(buffer, capacity, &mut needed)` writes
 /// min(capacity, needed) items and reports `needed`): first with capacity 0 for the size,
 /// then with a buffer of exactly that size.
@@ -334,6 +357,59 @@ impl Model {
         result?;
         out.truncate(n_out);
         Ok(out)
+    }
+
+    /// Generates for several prompts at once (`tm_generate_batch`, at most
+    /// `TM_MAX_BATCH_SEQUENCES`, 16): each decode step reads the weights once for all of
+    /// them. `options` has one entry per prompt (its tokens, sampling and seed). Returns
+    /// each prompt's tokens, which are those [`Model::generate`] gives it alone with the same
+    /// options. `callback(sequence, token)` sees each token with its prompt's index and
+    /// returns `true` to end that sequence (the others go on); a panic in it is resumed here
+    /// once the library has returned.
+    pub fn generate_batch(
+        &self,
+        prompts: &[&[i32]],
+        options: &[GenerateOptions],
+        callback: Option<&mut dyn FnMut(usize, i32) -> bool>,
+    ) -> Result<Vec<Vec<i32>>> {
+        if options.len() != prompts.len() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("generate_batch: {} options for {} prompts (one each)", options.len(), prompts.len()),
+            ));
+        }
+        let raw_options = options.iter().map(|o| o.raw()).collect::<Result<Vec<_>>>()?;
+        let n_ctx = self.info()?.n_ctx;
+        let mut outs: Vec<Vec<i32>> = options.iter().map(|o| vec![0i32; o.max_new_tokens.min(n_ctx)]).collect();
+        let mut batch: Vec<sys::tm_batch_sequence> = prompts
+            .iter()
+            .zip(raw_options.iter())
+            .zip(outs.iter_mut())
+            .map(|((prompt, raw), out)| sys::tm_batch_sequence {
+                prompt: prompt.as_ptr(),
+                n_prompt: prompt.len(),
+                options: raw,
+                out_ids: out.as_mut_ptr(),
+                capacity: out.len(),
+                n_out: 0,
+            })
+            .collect();
+        let mut state = callback.map(|f| BatchCallback { f, panic: None });
+        let (cb, user): (sys::tm_batch_token_callback, *mut c_void) = match state.as_mut() {
+            Some(state) => (Some(batch_token_trampoline), (state as *mut BatchCallback<'_>).cast()),
+            None => (None, ptr::null_mut()),
+        };
+        let status = unsafe { sys::tm_generate_batch(self.raw, batch.as_mut_ptr(), batch.len(), cb, user) };
+        let result = check(status);
+        if let Some(payload) = state.and_then(|s| s.panic) {
+            panic::resume_unwind(payload);
+        }
+        result?;
+        let made: Vec<usize> = batch.iter().map(|b| b.n_out).collect();
+        for (out, n) in outs.iter_mut().zip(made) {
+            out.truncate(n);
+        }
+        Ok(outs)
     }
 
     /// Programs compiled and found in the cache, and time spent so far. Fails with

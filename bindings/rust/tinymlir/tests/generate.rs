@@ -387,3 +387,40 @@ fn sampling_is_reproducible_with_a_seed() -> tinymlir::Result<()> {
     assert_eq!(model.generate(&prompt, &options, None)?, model.generate(&prompt, &options, None)?);
     Ok(())
 }
+
+#[test]
+fn a_batch_gives_each_prompt_its_tokens_alone() -> tinymlir::Result<()> {
+    let ctx = Context::new()?;
+    let model = load(&ctx);
+    let prompts: Vec<Vec<i32>> = ["And", "In the beginning God created", "Thou shalt", "The LORD is my shepherd; I shall not want."]
+        .iter()
+        .map(|p| model.tokenize(p))
+        .collect::<tinymlir::Result<_>>()?;
+    let options: Vec<GenerateOptions> = (0..prompts.len())
+        .map(|i| GenerateOptions {
+            max_new_tokens: 6 + 3 * i,
+            temperature: if i % 2 == 1 { 0.8 } else { 0.0 },
+            top_k: 40,
+            seed: 11 + i as u64,
+            ..GenerateOptions::default()
+        })
+        .collect();
+    let slices: Vec<&[i32]> = prompts.iter().map(|p| p.as_slice()).collect();
+    let mut seen = vec![Vec::new(); prompts.len()];
+    let mut record = |sequence: usize, token: i32| {
+        seen[sequence].push(token);
+        false
+    };
+    let outs = model.generate_batch(&slices, &options, Some(&mut record))?;
+    for (i, out) in outs.iter().enumerate() {
+        assert_eq!(out, &model.generate(&prompts[i], &options[i], None)?, "prompt {i}");
+        assert_eq!(out, &seen[i], "prompt {i}: the callback's tokens");
+    }
+    let err = model.generate_batch(&slices, &options[..1], None).unwrap_err();
+    assert_eq!(err.kind(), tinymlir::ErrorKind::InvalidArgument);
+    let empty: &[i32] = &[];
+    let err = model.generate_batch(&[slices[0], empty], &options[..2], None).unwrap_err();
+    assert_eq!(err.kind(), tinymlir::ErrorKind::InvalidArgument);
+    assert!(err.to_string().contains("sequence 1: the prompt is empty"), "{err}");
+    Ok(())
+}
