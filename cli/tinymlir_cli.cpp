@@ -341,11 +341,10 @@ std::string LongName(int id) {
   return std::string("-") + static_cast<char>(id);
 }
 
-// The whole of `path` (standard input for "-"), less one final newline ("\n" or "\r\n"):
-// a file written by an editor or `echo` ends with one that is no part of the prompt.
-std::string ReadPromptFile(const std::string &path) {
+// The whole of `path` (standard input for "-"); `flag` names the option in an error.
+std::string ReadWholeFile(const char *flag, const std::string &path) {
   std::FILE *f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
-  if (!f) Die("-f: cannot open " + path + ": " + std::strerror(errno));
+  if (!f) Die(std::string(flag) + ": cannot open " + path + ": " + std::strerror(errno));
   std::string text;
   char buf[65536];
   size_t n;
@@ -354,8 +353,15 @@ std::string ReadPromptFile(const std::string &path) {
   const int error = errno;
   if (f != stdin) std::fclose(f);
   if (failed)
-    Die("-f: cannot read " + (path == "-" ? std::string("standard input") : path) + ": " +
-        std::strerror(error));
+    Die(std::string(flag) + ": cannot read " +
+        (path == "-" ? std::string("standard input") : path) + ": " + std::strerror(error));
+  return text;
+}
+
+// The whole of `path` (standard input for "-"), less one final newline ("\n" or "\r\n"):
+// a file written by an editor or `echo` ends with one that is no part of the prompt.
+std::string ReadPromptFile(const std::string &path) {
+  std::string text = ReadWholeFile("-f", path);
   if (!text.empty() && text.back() == '\n') text.pop_back();
   if (!text.empty() && text.back() == '\r') text.pop_back();
   return text;
@@ -828,17 +834,8 @@ int Perplexity(tm_model *model, const Args &args, const std::vector<int32_t> &id
 // when the file has Windows line ends. An empty line is an error (it would be a prompt of
 // no tokens, which a file of prompts means by mistake), and so is a file of none.
 std::vector<std::string> ReadBatchFile(const std::string &path) {
-  std::FILE *f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
-  if (!f) Die("--batch: cannot open " + path + ": " + std::strerror(errno));
-  std::string text;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  const int error = errno;
-  if (f != stdin) std::fclose(f);
+  const std::string text = ReadWholeFile("--batch", path);
   const std::string name = path == "-" ? std::string("standard input") : path;
-  if (failed) Die("--batch: cannot read " + name + ": " + std::strerror(error));
   std::vector<std::string> lines;
   for (size_t at = 0; at < text.size();) {
     size_t end = text.find('\n', at);

@@ -8,7 +8,10 @@ package tinymlir
 */
 import "C"
 
-import "runtime/cgo"
+import (
+	"runtime"
+	"runtime/cgo"
+)
 
 // tokenCallback is the state behind the cgo.Handle that Generate (or GenerateBatch) passes
 // as the C callback's user pointer: the Go function, and a panic or runtime.Goexit caught
@@ -78,4 +81,16 @@ func (state *tokenCallback) run(f func() bool) C.int {
 		return 1
 	}
 	return 0
+}
+
+// resume raises, on the caller's goroutine once the library has returned, what the callback
+// did that could not unwind through the library: its panic, or runtime.Goexit. A nil state
+// (no callback) did nothing.
+func (state *tokenCallback) resume() {
+	if state != nil && state.panicked {
+		panic(state.panicValue)
+	}
+	if state != nil && state.exited {
+		runtime.Goexit()
+	}
 }

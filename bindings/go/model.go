@@ -374,12 +374,7 @@ func (m *Model) Generate(prompt []int32, options *GenerateOptions, callback func
 				(*C.int32_t)(unsafe.Pointer(&out[0])), C.size_t(capacity), &n)
 		})
 	})
-	if state != nil && state.panicked {
-		panic(state.panicValue)
-	}
-	if state != nil && state.exited {
-		runtime.Goexit()
-	}
+	state.resume()
 	if err != nil {
 		return nil, err
 	}
@@ -445,12 +440,7 @@ func (m *Model) GenerateBatch(prompts [][]int32, options []GenerateOptions, call
 			return C.tmg_generate_batch(c, &seqs[0], C.size_t(n), C.uintptr_t(handle))
 		})
 	})
-	if state != nil && state.panicked {
-		panic(state.panicValue)
-	}
-	if state != nil && state.exited {
-		runtime.Goexit()
-	}
+	state.resume()
 	if err != nil {
 		return nil, err
 	}

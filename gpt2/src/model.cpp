@@ -114,6 +114,37 @@ void SetMaskRow(float *row, int64_t l, int64_t position) {
   std::fill(row + last + 1, row + l, std::numeric_limits<float>::lowest());
 }
 
+// embed's tensors for t rows: ids and positions in, x (t, d) out.
+void EmbedTensors(const Gpt2Weights &w, const int32_t *ids, const int32_t *positions, int64_t t,
+                  float *x, int64_t d, Tensors *in, Tensors *out) {
+  in->Add(ids, TM_I32, {t});
+  in->Add(positions, TM_I32, {t});
+  in->Add(w.wte);
+  in->Add(w.wpe);
+  out->Add(x, {t, d});
+}
+
+// qkv's inputs for t rows of x.
+void QkvInputs(const Gpt2Layer &w, const float *x, int64_t t, int64_t d, Tensors *in) {
+  in->Add(x, {t, d});
+  in->Add(w.ln_1_g);
+  in->Add(w.ln_1_b);
+  in->Add(w.attn_w);
+  in->Add(w.attn_b);
+}
+
+// The weights of a block's part after the attention (attn_mlp's and proj_mlp's last inputs).
+void ProjMlpWeights(const Gpt2Layer &w, Tensors *in) {
+  in->Add(w.attn_proj_w);
+  in->Add(w.attn_proj_b);
+  in->Add(w.ln_2_g);
+  in->Add(w.ln_2_b);
+  in->Add(w.fc_w);
+  in->Add(w.fc_b);
+  in->Add(w.mlp_proj_w);
+  in->Add(w.mlp_proj_b);
+}
+
 }  // namespace
 
 Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target,
@@ -411,21 +442,13 @@ Status Gpt2Model::ForwardLayers(const int32_t *ids, size_t n, int64_t pos) {
 
   {
     Tensors in, out;
-    in.Add(padded_ids.data(), TM_I32, {t});
-    in.Add(positions.data(), TM_I32, {t});
-    in.Add(weights_.wte);
-    in.Add(weights_.wpe);
-    out.Add(x_.data(), {t, d});
+    EmbedTensors(weights_, padded_ids.data(), positions.data(), t, x_.data(), d, &in, &out);
     TM_RETURN_IF_ERROR(Run(ProgramKind::kEmbed, embed, in, out));
   }
   for (int layer = 0; layer < c.n_layer; ++layer) {
     const Gpt2Layer &w = weights_.layers[layer];
     Tensors qkv_in, qkv_out;
-    qkv_in.Add(x_.data(), {t, d});
-    qkv_in.Add(w.ln_1_g);
-    qkv_in.Add(w.ln_1_b);
-    qkv_in.Add(w.attn_w);
-    qkv_in.Add(w.attn_b);
+    QkvInputs(w, x_.data(), t, d, &qkv_in);
     // Only real rows enter the cache. Without padded rows (every decode step, and prompts
     // of a power-of-two length) the program writes K and V into their cache rows itself:
     // no copy, and on the GPU target the host never touches the cache, whose managed pages
@@ -448,14 +471,7 @@ Status Gpt2Model::ForwardLayers(const int32_t *ids, size_t n, int64_t pos) {
     in.Add(k_cache_[layer].data(), {l, d});
     in.Add(v_cache_[layer].data(), {l, d});
     in.Add(mask_.data(), {t, l});
-    in.Add(w.attn_proj_w);
-    in.Add(w.attn_proj_b);
-    in.Add(w.ln_2_g);
-    in.Add(w.ln_2_b);
-    in.Add(w.fc_w);
-    in.Add(w.fc_b);
-    in.Add(w.mlp_proj_w);
-    in.Add(w.mlp_proj_b);
+    ProjMlpWeights(w, &in);
     out.Add(x_next_.data(), {t, d});
     TM_RETURN_IF_ERROR(Run(ProgramKind::kAttnMlp, attn_mlp, in, out));
     std::swap(x_, x_next_);
@@ -805,22 +821,14 @@ Status Gpt2Model::GenerateBatch(const std::vector<BatchRequest> &batch,
     TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, t, 0, &head));
     {
       Tensors in, out;
-      in.Add(ids.data(), TM_I32, {t});
-      in.Add(positions.data(), TM_I32, {t});
-      in.Add(weights_.wte);
-      in.Add(weights_.wpe);
-      out.Add(x_.data(), {t, d});
+      EmbedTensors(weights_, ids.data(), positions.data(), t, x_.data(), d, &in, &out);
       TM_RETURN_IF_ERROR(Run(ProgramKind::kEmbed, embed, in, out));
     }
     for (int layer = 0; layer < c.n_layer; ++layer) {
       const Gpt2Layer &w = weights_.layers[layer];
       {
         Tensors in, out;
-        in.Add(x_.data(), {t, d});
-        in.Add(w.ln_1_g);
-        in.Add(w.ln_1_b);
-        in.Add(w.attn_w);
-        in.Add(w.attn_b);
+        QkvInputs(w, x_.data(), t, d, &in);
         out.Add(q_.data(), {t, d});
         out.Add(k_.data(), {t, d});
         out.Add(v_.data(), {t, d});
@@ -846,14 +854,7 @@ Status Gpt2Model::GenerateBatch(const std::vector<BatchRequest> &batch,
       Tensors in, out;
       in.Add(x_.data(), {t, d});
       in.Add(merged_.data(), {t, d});
-      in.Add(w.attn_proj_w);
-      in.Add(w.attn_proj_b);
-      in.Add(w.ln_2_g);
-      in.Add(w.ln_2_b);
-      in.Add(w.fc_w);
-      in.Add(w.fc_b);
-      in.Add(w.mlp_proj_w);
-      in.Add(w.mlp_proj_b);
+      ProjMlpWeights(w, &in);
       out.Add(x_next_.data(), {t, d});
       TM_RETURN_IF_ERROR(Run(ProgramKind::kProjMlp, proj_mlp, in, out));
       std::swap(x_, x_next_);
