@@ -745,7 +745,8 @@ Status Gpt2Model::GenerateBatch(const std::vector<BatchRequest> &batch,
                                   ": cannot allocate its KV cache (" +
                                   std::to_string(2 * c.n_layer * rows * d * sizeof(float)) +
                                   " bytes): " + s.message()};
-          std::fill(cache->data(), cache->data() + rows * d, 0.0f);
+          // Rows [0, n) receive the prompt's after its pass.
+          std::fill(cache->data() + batch[i].n * d, cache->data() + rows * d, 0.0f);
         }
         lane->k_cache.push_back(slot_k_caches_[i * c.n_layer + layer].data());
         lane->v_cache.push_back(slot_v_caches_[i * c.n_layer + layer].data());

@@ -411,6 +411,42 @@ TEST_P(Gpt2Golden, GreedyInABatchMatchesHuggingFace) {
   }
 }
 
+// The same batch sampled, each case with a seed of its own (temperature 0.8, top-k 40): each
+// sequence's tokens are exactly those tm_generate samples for it alone, on every target
+// (the products of a batch's rows are summed as each row's alone).
+TEST_P(Gpt2Golden, SampledInABatchIsEachCaseAlone) {
+  std::vector<json> cases = Cases(golden_);
+  if (cases.size() == 1) cases.push_back(cases[0]);
+  std::vector<std::vector<int32_t>> prompts, outputs;
+  std::vector<tm_generate_options> options(cases.size());
+  std::vector<tm_batch_sequence> batch(cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    prompts.push_back(cases[i]["prompt_ids"].get<std::vector<int32_t>>());
+    tm_generate_options_init(&options[i]);
+    options[i].max_new_tokens = static_cast<int32_t>(12 + 5 * i);
+    options[i].temperature = 0.8f;
+    options[i].top_k = 40;
+    options[i].seed = 300 + i;
+    outputs.emplace_back(options[i].max_new_tokens);
+  }
+  for (size_t i = 0; i < cases.size(); ++i)
+    batch[i] = {prompts[i].data(), prompts[i].size(), &options[i], outputs[i].data(),
+                outputs[i].size(), 0};
+  ASSERT_EQ(tm_generate_batch(model_.get(), batch.data(), batch.size(), nullptr, nullptr), TM_OK)
+      << tm_last_error();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::vector<int32_t> alone(options[i].max_new_tokens);
+    size_t n = 0;
+    ASSERT_EQ(tm_generate(model_.get(), prompts[i].data(), prompts[i].size(), &options[i],
+                          nullptr, nullptr, alone.data(), alone.size(), &n),
+              TM_OK)
+        << tm_last_error();
+    alone.resize(n);
+    outputs[i].resize(batch[i].n_out);
+    EXPECT_EQ(outputs[i], alone) << GetParam() << ", sequence " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Checkpoints, Gpt2Golden,
                          ::testing::Values("tiny-a", "tiny-b", "kjv-tiny"),
                          [](const auto &info) {

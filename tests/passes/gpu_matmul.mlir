@@ -1,5 +1,5 @@
 // tm-gpu-matmul (GPU, on bufferized memrefs): matmuls become gpu.launch kernels: tiled with
-// shared-memory tiles, or a dot-product kernel for one row of A or one column of B; a fill
+// shared-memory tiles, or a dot-product kernel for up to 16 rows of A or one column of B; a fill
 // before and an elementwise op after join the kernel. Checks each, and what is left alone.
 // RUN: tinymlir-opt %s -split-input-file --tm-gpu-matmul | FileCheck %s
 // RUN: tinymlir-opt %s -split-input-file --tm-gpu-matmul=tile=8 | FileCheck %s --check-prefix=TILE8
@@ -104,6 +104,28 @@ func.func @fill_and_epilogue(%a: memref<32x16xf32>, %b: memref<16x32xf32>,
 func.func @one_row(%a: memref<1x64xf32>, %b: memref<64x96xf32>, %c: memref<1x96xf32>) {
   linalg.matmul ins(%a, %b : memref<1x64xf32>, memref<64x96xf32>)
                 outs(%c : memref<1x96xf32>)
+  return
+}
+
+// -----
+
+// A few rows of A (a batch's decode step, a short prompt; up to 16): the one-row kernel with
+// a block row per row of A (3 x 4 blocks), so that each row is summed as it is alone.
+// CHECK-LABEL: func.func @few_rows
+// CHECK-SAME:      (%[[A:.*]]: memref<4x64xf32>, %[[B:.*]]: memref<64x96xf32>, %[[C:.*]]: memref<4x96xf32>)
+// CHECK-NOT:     linalg.matmul
+// CHECK-DAG:     %[[G:.*]] = arith.constant 3 : index
+// CHECK-DAG:     %[[R:.*]] = arith.constant 4 : index
+// CHECK:         gpu.launch blocks(%{{.*}}, %[[ROW:.*]], %{{.*}}) in ({{.*}} = %[[G]], {{.*}} = %[[R]],
+// CHECK-SAME:        workgroup(%[[P:.*]] : memref<32x32xf32, #gpu.address_space<workgroup>>)
+// CHECK:           memref.load %[[A]][%[[ROW]],
+// CHECK:           memref.store %{{.*}}, %[[P]]
+// CHECK-NEXT:      gpu.barrier
+// CHECK:           memref.store %{{.*}}, %[[C]][%[[ROW]],
+// CHECK:         return
+func.func @few_rows(%a: memref<4x64xf32>, %b: memref<64x96xf32>, %c: memref<4x96xf32>) {
+  linalg.matmul ins(%a, %b : memref<4x64xf32>, memref<64x96xf32>)
+                outs(%c : memref<4x96xf32>)
   return
 }
 

@@ -238,7 +238,11 @@ Value SumPartials(mlir::OpBuilder &b, mlir::Location loc, Value partials, Value 
 //   - one column (GPT-2's logits: the embedding matrix times the last hidden state, 50,257
 //     rows of 768): a warp per row of A, its 32 lanes on thread x along the row, 8 rows per
 //     block (a decode step's logits took 301 us on an H200 in the tiled kernel, 65 us here).
-// A batch matmul puts the batch on the grid's z dimension.
+// A batch matmul puts the batch on the grid's z dimension. Up to kDotKernelRows rows of A
+// (a batch's decode step, a short prompt) take the one-row layout with a block row per row
+// of A on the grid's y dimension: each element of C is summed exactly as with one row, so a
+// batch's sequences and a short prompt's rows get their decode steps' bits.
+constexpr int64_t kDotKernelRows = 16;
 struct DotLayout {
   bool one_row;                // else one column
   int64_t elements_per_block;  // of C, along thread x (one row) or y (one column)
@@ -248,7 +252,8 @@ constexpr DotLayout kOneRowLayout = {true, 32, 32};
 constexpr DotLayout kOneColumnLayout = {false, 8, 32};
 
 void EmitDotKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Value c,
-                   Value initial, const Epilogue *epilogue, bool batch, const DotLayout &layout) {
+                   Value initial, const Epilogue *epilogue, bool batch, const DotLayout &layout,
+                   int64_t rows = 1) {
   auto c_type = mlir::cast<mlir::MemRefType>(c.getType());
   auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
   mlir::Type elem = c_type.getElementType();
@@ -264,14 +269,16 @@ void EmitDotKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Va
       {block_y, block_x}, elem, mlir::MemRefLayoutAttrInterface(),
       mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup));
   auto launch = mlir::gpu::LaunchOp::create(
-      b, loc, index((elements + layout.elements_per_block - 1) / layout.elements_per_block), one,
-      index(batches), index(block_x), index(block_y), one, /*dynamicSharedMemorySize=*/nullptr,
+      b, loc, index((elements + layout.elements_per_block - 1) / layout.elements_per_block),
+      index(rows), index(batches), index(block_x), index(block_y), one,
+      /*dynamicSharedMemorySize=*/nullptr,
       /*asyncTokenType=*/nullptr, mlir::ValueRange{}, mlir::TypeRange{partials_type});
   mlir::OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&launch.getBody().front());
   Value partials = launch.getWorkgroupAttributions()[0];
   const Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
   const Value z = launch.getBlockIds().z;
+  const Value row = layout.one_row ? launch.getBlockIds().y : zero_index;  // of A and C
   const Value along = layout.one_row ? tx : ty, split = layout.one_row ? ty : tx;
   const Value element = mlir::arith::AddIOp::create(
       b, loc,
@@ -285,10 +292,9 @@ void EmitDotKernel(mlir::OpBuilder &b, mlir::Location loc, Value a, Value bm, Va
   };
   // C's element, and A's and B's at k of its dot product.
   const std::vector<Value> c_at =
-      layout.one_row ? indices(zero_index, element) : indices(element, zero_index);
+      layout.one_row ? indices(row, element) : indices(element, zero_index);
   auto load_a = [&](Value kk) {
-    return mlir::memref::LoadOp::create(b, loc, a,
-                                        indices(layout.one_row ? zero_index : element, kk));
+    return mlir::memref::LoadOp::create(b, loc, a, indices(layout.one_row ? row : element, kk));
   };
   auto load_b = [&](Value kk) {
     return mlir::memref::LoadOp::create(b, loc, bm,
@@ -594,6 +600,8 @@ int RewriteMatmulsToGpuKernels(mlir::ModuleOp module, int64_t tile) {
       EmitDotKernel(b, op->getLoc(), a, bm, c, initial, after, batch, kOneRowLayout);
     else if (columns == 1)
       EmitDotKernel(b, op->getLoc(), a, bm, c, initial, after, batch, kOneColumnLayout);
+    else if (rows <= kDotKernelRows)
+      EmitDotKernel(b, op->getLoc(), a, bm, c, initial, after, batch, kOneRowLayout, rows);
     else
       EmitTiledKernel(b, op->getLoc(), a, bm, c, initial, after, batch, tile);
     op->erase();
