@@ -133,6 +133,14 @@ void QkvInputs(const Gpt2Layer &w, const float *x, int64_t t, int64_t d, Tensors
   in->Add(w.attn_b);
 }
 
+// head's inputs for t rows of x (the final hidden states).
+void HeadInputs(const Gpt2Weights &w, const float *x, int64_t t, int64_t d, Tensors *in) {
+  in->Add(x, {t, d});
+  in->Add(w.ln_f_g);
+  in->Add(w.ln_f_b);
+  in->Add(w.wte);
+}
+
 // The weights of a block's part after the attention (attn_mlp's and proj_mlp's last inputs).
 void ProjMlpWeights(const Gpt2Layer &w, Tensors *in) {
   in->Add(w.attn_proj_w);
@@ -485,10 +493,7 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
   TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, 1, 0, &head));
   TM_RETURN_IF_ERROR(ForwardLayers(ids, n, pos));
   Tensors in, out;
-  in.Add(&x_[(n - 1) * d], {1, d});
-  in.Add(weights_.ln_f_g);
-  in.Add(weights_.ln_f_b);
-  in.Add(weights_.wte);
+  HeadInputs(weights_, &x_[(n - 1) * d], 1, d, &in);
   out.Add(logits, {config_.vocab_size});
   return InvokeTimed(ProgramKind::kHead, head, in, out, forward_invoke_seconds_,
                      &forward_invokes_);
@@ -545,10 +550,7 @@ Status Gpt2Model::Score(const int32_t *ids, size_t n, double *logprobs, size_t l
     std::copy(x_.data() + first * d, x_.data() + (first + rows) * d, head_rows_.data());
     std::fill(head_rows_.data() + rows * d, head_rows_.data() + head_rows_.size(), 0.0f);
     Tensors in, out;
-    in.Add(head_rows_.data(), {kScoreRows, d});
-    in.Add(weights_.ln_f_g);
-    in.Add(weights_.ln_f_b);
-    in.Add(weights_.wte);
+    HeadInputs(weights_, head_rows_.data(), kScoreRows, d, &in);
     out.Add(head_logits_.data(), {kScoreRows, vocab});
     TM_RETURN_IF_ERROR(Invoke(head, in, out));
     for (size_t r = 0; r < rows; ++r) {
@@ -582,6 +584,14 @@ Status Gpt2Model::CheckRequest(const std::string &fn, const int32_t *prompt, siz
                       " new tokens exceed the model's context of " +
                       std::to_string(config_.n_ctx) + " tokens");
   return Status::Ok();
+}
+
+void Gpt2Model::AddDecodeStep(double seconds, uint64_t tokens) {
+  stats_.decode_seconds += seconds;
+  stats_.decode_tokens += tokens;
+  for (int kind = 0; kind < TM_MODEL_NUM_PROGRAM_KINDS; ++kind)
+    stats_.decode_invoke_seconds[kind] += forward_invoke_seconds_[kind];
+  stats_.decode_invokes += forward_invokes_;
 }
 
 void Gpt2Model::ResetGenerationStats() {
@@ -633,11 +643,7 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
     if (step == 0) {
       stats_.prefill_seconds = elapsed;
     } else {
-      stats_.decode_seconds += elapsed;
-      stats_.decode_tokens += 1;
-      for (int kind = 0; kind < TM_MODEL_NUM_PROGRAM_KINDS; ++kind)
-        stats_.decode_invoke_seconds[kind] += forward_invoke_seconds_[kind];
-      stats_.decode_invokes += forward_invokes_;
+      AddDecodeStep(elapsed, 1);
     }
     int32_t token;
     TM_RETURN_IF_ERROR(
@@ -650,11 +656,9 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
   return Status::Ok();
 }
 
-namespace {
-
 // A sequence of a batch as it generates: its tokens so far, its sampler and its own KV
 // cache (per layer, the rows it can reach).
-struct Lane {
+struct Gpt2Model::Lane {
   Lane(size_t index, const BatchRequest &r)
       : index(index), request(r.request), tokens(r.prompt, r.prompt + r.n), sampler(r.request.sampling) {}
   size_t index;  // in the batch
@@ -667,8 +671,6 @@ struct Lane {
 
   int64_t position() const { return static_cast<int64_t>(tokens.size()) - 1; }
 };
-
-}  // namespace
 
 std::vector<ProgramKey> Gpt2Model::BatchProgramKeys(const std::vector<BatchRequest> &batch) const {
   std::vector<ProgramKey> keys;
@@ -786,101 +788,103 @@ Status Gpt2Model::GenerateBatch(const std::vector<BatchRequest> &batch,
     TM_RETURN_IF_ERROR(take(*lane, logits.data(), 0));
   }
 
-  // Decode steps: the lanes still going, in rows [0, b) of programs of T = NextPowerOfTwo(b)
-  // rows; padded rows read token 0 at position 0 and attend to nothing (their merged heads
-  // are zero), and their results are never used.
+  // Decode steps, each over the lanes still going.
   std::vector<Lane *> active;
-  std::vector<int32_t> ids, positions;
-  for (int32_t step = 1;; ++step) {
+  for (;;) {
     active.clear();
     for (auto &lane : lanes)
       if (!lane->done) active.push_back(lane.get());
     if (active.empty()) break;
     const auto start = Clock::now();
     const double compiling = stats_.compile_seconds;
-    for (double &seconds : forward_invoke_seconds_) seconds = 0.0;
-    forward_invokes_ = 0;
-    auto Run = [this](ProgramKind kind, tm_program *program, const Tensors &in,
-                      const Tensors &out) {
-      return InvokeTimed(kind, program, in, out, forward_invoke_seconds_, &forward_invokes_);
-    };
-    const int64_t b = static_cast<int64_t>(active.size()), t = NextPowerOfTwo(b);
-    ids.assign(t, 0);
-    positions.assign(t, 0);
-    for (int64_t r = 0; r < b; ++r) {
-      ids[r] = active[r]->tokens.back();
-      positions[r] = static_cast<int32_t>(active[r]->position());
-    }
-    for (Floats *scratch : {&x_, &x_next_, &q_, &k_, &v_, &merged_})
-      TM_RETURN_IF_ERROR(scratch->Resize(static_cast<size_t>(t * d)));
-    TM_RETURN_IF_ERROR(head_logits_.Resize(static_cast<size_t>(t * vocab)));
-    std::fill(merged_.data() + b * d, merged_.data() + t * d, 0.0f);
-    tm_program *embed, *qkv, *proj_mlp, *head;
-    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kEmbed, t, 0, &embed));
-    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kQkv, t, 0, &qkv));
-    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kProjMlp, t, 0, &proj_mlp));
-    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, t, 0, &head));
-    {
-      Tensors in, out;
-      EmbedTensors(weights_, ids.data(), positions.data(), t, x_.data(), d, &in, &out);
-      TM_RETURN_IF_ERROR(Run(ProgramKind::kEmbed, embed, in, out));
-    }
-    for (int layer = 0; layer < c.n_layer; ++layer) {
-      const Gpt2Layer &w = weights_.layers[layer];
-      {
-        Tensors in, out;
-        QkvInputs(w, x_.data(), t, d, &in);
-        out.Add(q_.data(), {t, d});
-        out.Add(k_.data(), {t, d});
-        out.Add(v_.data(), {t, d});
-        TM_RETURN_IF_ERROR(Run(ProgramKind::kQkv, qkv, in, out));
-      }
-      for (int64_t r = 0; r < b; ++r) {
-        Lane &lane = *active[r];
-        const int64_t pos = lane.position(), l = CacheRows(pos + 1);
-        std::copy_n(k_.data() + r * d, d, lane.k_cache[layer] + pos * d);
-        std::copy_n(v_.data() + r * d, d, lane.v_cache[layer] + pos * d);
-        TM_RETURN_IF_ERROR(mask_.Resize(static_cast<size_t>(l)));
-        SetMaskRow(mask_.data(), l, pos);
-        tm_program *attention;
-        TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kAttention, 1, l, &attention));
-        Tensors in, out;
-        in.Add(q_.data() + r * d, {1, d});
-        in.Add(lane.k_cache[layer], {l, d});
-        in.Add(lane.v_cache[layer], {l, d});
-        in.Add(mask_.data(), {1, l});
-        out.Add(merged_.data() + r * d, {1, d});
-        TM_RETURN_IF_ERROR(Run(ProgramKind::kAttention, attention, in, out));
-      }
-      Tensors in, out;
-      in.Add(x_.data(), {t, d});
-      in.Add(merged_.data(), {t, d});
-      ProjMlpWeights(w, &in);
-      out.Add(x_next_.data(), {t, d});
-      TM_RETURN_IF_ERROR(Run(ProgramKind::kProjMlp, proj_mlp, in, out));
-      std::swap(x_, x_next_);
-    }
-    {
-      Tensors in, out;
-      in.Add(x_.data(), {t, d});
-      in.Add(weights_.ln_f_g);
-      in.Add(weights_.ln_f_b);
-      in.Add(weights_.wte);
-      if (t == 1)
-        out.Add(head_logits_.data(), {vocab});
-      else
-        out.Add(head_logits_.data(), {t, vocab});
-      TM_RETURN_IF_ERROR(Run(ProgramKind::kHead, head, in, out));
-    }
-    stats_.decode_seconds += Seconds(start) - (stats_.compile_seconds - compiling);
-    stats_.decode_tokens += static_cast<uint64_t>(b);
-    for (int kind = 0; kind < TM_MODEL_NUM_PROGRAM_KINDS; ++kind)
-      stats_.decode_invoke_seconds[kind] += forward_invoke_seconds_[kind];
-    stats_.decode_invokes += forward_invokes_;
-    for (int64_t r = 0; r < b; ++r)
+    TM_RETURN_IF_ERROR(DecodeBatchStep(active));
+    AddDecodeStep(Seconds(start) - (stats_.compile_seconds - compiling), active.size());
+    for (size_t r = 0; r < active.size(); ++r)
       TM_RETURN_IF_ERROR(take(*active[r], head_logits_.data() + r * vocab, active[r]->produced));
   }
   return Status::Ok();
+}
+
+Status Gpt2Model::DecodeBatchStep(const std::vector<Lane *> &active) {
+  // The lanes in rows [0, b) of programs of T = NextPowerOfTwo(b) rows; padded rows read
+  // token 0 at position 0 and attend to nothing (their merged heads are zero), and their
+  // results are never used.
+  const Gpt2Config &c = config_;
+  const int64_t d = c.n_embd, vocab = c.vocab_size;
+  const int64_t b = static_cast<int64_t>(active.size()), t = NextPowerOfTwo(b);
+  for (double &seconds : forward_invoke_seconds_) seconds = 0.0;
+  forward_invokes_ = 0;
+  auto Run = [this](ProgramKind kind, tm_program *program, const Tensors &in,
+                    const Tensors &out) {
+    return InvokeTimed(kind, program, in, out, forward_invoke_seconds_, &forward_invokes_);
+  };
+  // Each lane's token, position, cache rows read, attention program and mask (row r of
+  // mask_, lmax apart), the same for every layer.
+  std::vector<int32_t> ids(t, 0), positions(t, 0);
+  std::vector<int64_t> rows(b);
+  std::vector<tm_program *> attention(b);
+  int64_t lmax = 0;
+  for (int64_t r = 0; r < b; ++r) {
+    ids[r] = active[r]->tokens.back();
+    positions[r] = static_cast<int32_t>(active[r]->position());
+    rows[r] = CacheRows(active[r]->position() + 1);
+    lmax = std::max(lmax, rows[r]);
+    TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kAttention, 1, rows[r], &attention[r]));
+  }
+  TM_RETURN_IF_ERROR(mask_.Resize(static_cast<size_t>(b * lmax)));
+  for (int64_t r = 0; r < b; ++r) SetMaskRow(mask_.data() + r * lmax, rows[r], positions[r]);
+  for (Floats *scratch : {&x_, &x_next_, &q_, &k_, &v_, &merged_})
+    TM_RETURN_IF_ERROR(scratch->Resize(static_cast<size_t>(t * d)));
+  TM_RETURN_IF_ERROR(head_logits_.Resize(static_cast<size_t>(t * vocab)));
+  std::fill(merged_.data() + b * d, merged_.data() + t * d, 0.0f);
+  tm_program *embed, *qkv, *proj_mlp, *head;
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kEmbed, t, 0, &embed));
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kQkv, t, 0, &qkv));
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kProjMlp, t, 0, &proj_mlp));
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, t, 0, &head));
+  {
+    Tensors in, out;
+    EmbedTensors(weights_, ids.data(), positions.data(), t, x_.data(), d, &in, &out);
+    TM_RETURN_IF_ERROR(Run(ProgramKind::kEmbed, embed, in, out));
+  }
+  for (int layer = 0; layer < c.n_layer; ++layer) {
+    const Gpt2Layer &w = weights_.layers[layer];
+    {
+      Tensors in, out;
+      QkvInputs(w, x_.data(), t, d, &in);
+      out.Add(q_.data(), {t, d});
+      out.Add(k_.data(), {t, d});
+      out.Add(v_.data(), {t, d});
+      TM_RETURN_IF_ERROR(Run(ProgramKind::kQkv, qkv, in, out));
+    }
+    for (int64_t r = 0; r < b; ++r) {
+      const Lane &lane = *active[r];
+      const int64_t pos = positions[r], l = rows[r];
+      std::copy_n(k_.data() + r * d, d, lane.k_cache[layer] + pos * d);
+      std::copy_n(v_.data() + r * d, d, lane.v_cache[layer] + pos * d);
+      Tensors in, out;
+      in.Add(q_.data() + r * d, {1, d});
+      in.Add(lane.k_cache[layer], {l, d});
+      in.Add(lane.v_cache[layer], {l, d});
+      in.Add(mask_.data() + r * lmax, {1, l});
+      out.Add(merged_.data() + r * d, {1, d});
+      TM_RETURN_IF_ERROR(Run(ProgramKind::kAttention, attention[r], in, out));
+    }
+    Tensors in, out;
+    in.Add(x_.data(), {t, d});
+    in.Add(merged_.data(), {t, d});
+    ProjMlpWeights(w, &in);
+    out.Add(x_next_.data(), {t, d});
+    TM_RETURN_IF_ERROR(Run(ProgramKind::kProjMlp, proj_mlp, in, out));
+    std::swap(x_, x_next_);
+  }
+  Tensors in, out;
+  HeadInputs(weights_, x_.data(), t, d, &in);
+  if (t == 1)
+    out.Add(head_logits_.data(), {vocab});
+  else
+    out.Add(head_logits_.data(), {t, vocab});
+  return Run(ProgramKind::kHead, head, in, out);
 }
 
 Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback progress,

@@ -145,6 +145,14 @@ class Gpt2Model {
                       const GenerateRequest &request) const;
   // Clears the last generation's timings (tm_model_stats).
   void ResetGenerationStats();
+  // Adds a decode step of `seconds` that made `tokens` tokens, with the invoke times the
+  // step's calls recorded (forward_invoke_seconds_), to the statistics.
+  void AddDecodeStep(double seconds, uint64_t tokens);
+  // A sequence of a batch as it generates (GenerateBatch).
+  struct Lane;
+  // One decode step of a batch: the latest token of each of `active` as a row, each
+  // attending to its own cache; row r of head_logits_ receives lane r's logits.
+  Status DecodeBatchStep(const std::vector<Lane *> &active);
   // Checks the logits of a step and picks its token; `step` and `position` name it in an
   // error.
   Status ChooseToken(const std::string &fn, const float *logits, int32_t step, size_t position,

@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -386,64 +387,63 @@ TEST_P(Gpt2Golden, GreedyRecomputingThePrefixMatchesHuggingFace) {
 }
 
 // Every case of the checkpoint in one tm_generate_batch (a checkpoint of one case runs it
-// twice, so that two sequences share the batch): each sequence's greedy tokens against the
-// golden, as generated alone.
-TEST_P(Gpt2Golden, GreedyInABatchMatchesHuggingFace) {
-  std::vector<json> cases = Cases(golden_);
-  if (cases.size() == 1) cases.push_back(cases[0]);
+// twice, so that two sequences share the batch), case i with options(i, case): the
+// prompts' ids and each sequence's tokens.
+struct CaseBatch {
+  std::vector<json> cases;
   std::vector<std::vector<int32_t>> prompts, outputs;
-  std::vector<tm_generate_options> options(cases.size());
-  std::vector<tm_batch_sequence> batch(cases.size());
-  for (size_t i = 0; i < cases.size(); ++i) {
-    prompts.push_back(cases[i]["prompt_ids"].get<std::vector<int32_t>>());
-    outputs.emplace_back(cases[i]["greedy_ids"].size());
-    tm_generate_options_init(&options[i]);
-    options[i].max_new_tokens = static_cast<int32_t>(outputs[i].size());
+  std::vector<tm_generate_options> options;
+};
+CaseBatch RunCaseBatch(tm_model *model, const json &golden,
+                       const std::function<void(size_t, const json &, tm_generate_options *)> &options) {
+  CaseBatch b;
+  b.cases = Cases(golden);
+  if (b.cases.size() == 1) b.cases.push_back(b.cases[0]);
+  const size_t n = b.cases.size();
+  b.options.resize(n);
+  std::vector<tm_batch_sequence> batch(n);
+  for (size_t i = 0; i < n; ++i) {
+    b.prompts.push_back(b.cases[i]["prompt_ids"].get<std::vector<int32_t>>());
+    tm_generate_options_init(&b.options[i]);
+    options(i, b.cases[i], &b.options[i]);
+    b.outputs.emplace_back(b.options[i].max_new_tokens);
   }
-  for (size_t i = 0; i < cases.size(); ++i)
-    batch[i] = {prompts[i].data(), prompts[i].size(), &options[i], outputs[i].data(),
-                outputs[i].size(), 0};
-  ASSERT_EQ(tm_generate_batch(model_.get(), batch.data(), batch.size(), nullptr, nullptr), TM_OK)
-      << tm_last_error();
-  for (size_t i = 0; i < cases.size(); ++i) {
-    outputs[i].resize(batch[i].n_out);
-    ExpectGreedyTokens(cases[i], outputs[i], " in a batch, sequence " + std::to_string(i));
-  }
+  for (size_t i = 0; i < n; ++i)
+    batch[i] = {b.prompts[i].data(), b.prompts[i].size(), &b.options[i], b.outputs[i].data(),
+                b.outputs[i].size(), 0};
+  EXPECT_EQ(tm_generate_batch(model, batch.data(), n, nullptr, nullptr), TM_OK) << tm_last_error();
+  for (size_t i = 0; i < n; ++i) b.outputs[i].resize(batch[i].n_out);
+  return b;
 }
 
-// The same batch sampled, each case with a seed of its own (temperature 0.8, top-k 40): each
+// The batch greedy: each sequence's tokens against the golden, as generated alone.
+TEST_P(Gpt2Golden, GreedyInABatchMatchesHuggingFace) {
+  const CaseBatch b = RunCaseBatch(model_.get(), golden_, [](size_t, const json &c, tm_generate_options *o) {
+    o->max_new_tokens = static_cast<int32_t>(c["greedy_ids"].size());
+  });
+  for (size_t i = 0; i < b.cases.size(); ++i)
+    ExpectGreedyTokens(b.cases[i], b.outputs[i], " in a batch, sequence " + std::to_string(i));
+}
+
+// The batch sampled, each case with a seed of its own (temperature 0.8, top-k 40): each
 // sequence's tokens are exactly those tm_generate samples for it alone, on every target
 // (the products of a batch's rows are summed as each row's alone).
 TEST_P(Gpt2Golden, SampledInABatchIsEachCaseAlone) {
-  std::vector<json> cases = Cases(golden_);
-  if (cases.size() == 1) cases.push_back(cases[0]);
-  std::vector<std::vector<int32_t>> prompts, outputs;
-  std::vector<tm_generate_options> options(cases.size());
-  std::vector<tm_batch_sequence> batch(cases.size());
-  for (size_t i = 0; i < cases.size(); ++i) {
-    prompts.push_back(cases[i]["prompt_ids"].get<std::vector<int32_t>>());
-    tm_generate_options_init(&options[i]);
-    options[i].max_new_tokens = static_cast<int32_t>(12 + 5 * i);
-    options[i].temperature = 0.8f;
-    options[i].top_k = 40;
-    options[i].seed = 300 + i;
-    outputs.emplace_back(options[i].max_new_tokens);
-  }
-  for (size_t i = 0; i < cases.size(); ++i)
-    batch[i] = {prompts[i].data(), prompts[i].size(), &options[i], outputs[i].data(),
-                outputs[i].size(), 0};
-  ASSERT_EQ(tm_generate_batch(model_.get(), batch.data(), batch.size(), nullptr, nullptr), TM_OK)
-      << tm_last_error();
-  for (size_t i = 0; i < cases.size(); ++i) {
-    std::vector<int32_t> alone(options[i].max_new_tokens);
+  const CaseBatch b = RunCaseBatch(model_.get(), golden_, [](size_t i, const json &, tm_generate_options *o) {
+    o->max_new_tokens = static_cast<int32_t>(12 + 5 * i);
+    o->temperature = 0.8f;
+    o->top_k = 40;
+    o->seed = 300 + i;
+  });
+  for (size_t i = 0; i < b.cases.size(); ++i) {
+    std::vector<int32_t> alone(b.options[i].max_new_tokens);
     size_t n = 0;
-    ASSERT_EQ(tm_generate(model_.get(), prompts[i].data(), prompts[i].size(), &options[i],
+    ASSERT_EQ(tm_generate(model_.get(), b.prompts[i].data(), b.prompts[i].size(), &b.options[i],
                           nullptr, nullptr, alone.data(), alone.size(), &n),
               TM_OK)
         << tm_last_error();
     alone.resize(n);
-    outputs[i].resize(batch[i].n_out);
-    EXPECT_EQ(outputs[i], alone) << GetParam() << ", sequence " << i;
+    EXPECT_EQ(b.outputs[i], alone) << GetParam() << ", sequence " << i;
   }
 }
 
