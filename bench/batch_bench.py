@@ -35,27 +35,19 @@ def prompts_for(size, vocab):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(HERE), "build"))
+    checkpoint.add_run_arguments(ap)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=64)
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--sizes", default="1,4,8,16")
     ap.add_argument("--dtypes", default="f32,f16,q8_0")
-    ap.add_argument("--cache", default=os.environ.get("TINYMLIR_BENCH_CACHE", "/tmp/tinymlir-bench"))
-    ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args()
-    config, name = checkpoint.GPT2_124M, "gpt2-124m-random"
     if args.smoke:
-        config, name = SMOKE, "gpt2-smoke-random"
         args.rounds, args.tokens = 1, min(args.tokens, 8)
     sizes = [int(s) for s in args.sizes.split(",")]
     dtypes = args.dtypes.split(",")
-    os.environ["TINYMLIR_NUM_THREADS"] = str(args.threads)
-    sys.path.insert(0, os.path.join(os.path.abspath(args.build), "python"))
+    folder, config = checkpoint.prepare_run(args, SMOKE)
     import tinymlir
 
-    folder = os.path.join(args.cache, name)
-    checkpoint.ensure_checkpoint(folder, config=config)
     vocab = config["vocab_size"]
     models = {w: tinymlir.Model.load(folder, weights=w) for w in dtypes}
     alone = {}  # (dtype, prompt) -> its greedy tokens alone

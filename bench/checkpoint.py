@@ -8,6 +8,7 @@ what was generated so a later run can reuse the folder instead of regenerating 5
 import json
 import math
 import os
+import sys
 
 FORMAT_VERSION = 1  # bump when the generated weights change
 
@@ -185,3 +186,27 @@ def ensure_checkpoint(folder, seed=0, config=GPT2_124M, random=None, generator="
     with open(meta_path, "w") as f:
         json.dump({"meta": meta, "safetensors_bytes": size}, f, indent=2)
     return True
+
+
+def add_run_arguments(ap):
+    """The options of a bench that runs the Python package on bench.py's checkpoint:
+    --build, --threads, --cache, --smoke."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(here), "build"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cache", default=os.environ.get("TINYMLIR_BENCH_CACHE", "/tmp/tinymlir-bench"))
+    ap.add_argument("--smoke", action="store_true")
+
+
+def prepare_run(args, smoke_config):
+    """For add_run_arguments' options: the checkpoint's folder and config (GPT-2 124M with
+    random weights, or smoke_config with --smoke), made once into --cache; the thread count
+    set and the build's Python package first on the path, before tinymlir is imported."""
+    config, name = GPT2_124M, "gpt2-124m-random"
+    if args.smoke:
+        config, name = smoke_config, "gpt2-smoke-random"
+    os.environ["TINYMLIR_NUM_THREADS"] = str(args.threads)
+    sys.path.insert(0, os.path.join(os.path.abspath(args.build), "python"))
+    folder = os.path.join(args.cache, name)
+    ensure_checkpoint(folder, config=config)
+    return folder, config

@@ -41,26 +41,18 @@ def timed(f):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(HERE), "build"))
+    checkpoint.add_run_arguments(ap)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=1024)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--cache", default=os.environ.get("TINYMLIR_BENCH_CACHE", "/tmp/tinymlir-bench"))
-    ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args()
-    config, name = checkpoint.GPT2_124M, "gpt2-124m-random"
     if args.smoke:
-        config, name = SMOKE, "gpt2-smoke-random"
         args.rounds, args.tokens = 2, min(args.tokens, 200)
-    os.environ["TINYMLIR_NUM_THREADS"] = str(args.threads)
-    sys.path.insert(0, os.path.join(os.path.abspath(args.build), "python"))
+    folder, config = checkpoint.prepare_run(args, SMOKE)
     import tinymlir
     import torch
     from torch_gpt2 import TorchGPT2
     torch.set_num_threads(args.threads)
 
-    folder = os.path.join(args.cache, name)
-    checkpoint.ensure_checkpoint(folder, config=config)
     models = {w: tinymlir.Model.load(folder, weights=w) for w in DTYPES}
     reference = TorchGPT2(folder)
     vocab = config["vocab_size"]
