@@ -20,6 +20,7 @@
 #include "core/targets/gpu/run/cuda_driver.h"
 #include "core/targets/gpu/run/gpu_runtime.h"
 #include "core/targets/gpu/run/gpu_symbols.h"
+#include "core/targets/gpu/run/software_device/software_driver.h"
 
 namespace tinymlir {
 namespace {
@@ -79,6 +80,29 @@ DONE:
     ret;
 }
 )";
+
+// iota_scale's body for the software device (TINYMLIR_CUDA_DRIVER=software: the
+// gpu_shim_software_device test runs CudaDevice.* on it), registered for kIotaPtx's bytes.
+int IotaScaleOnTheCpu(void **params, const uint32_t grid[3], const uint32_t block[3], uint32_t) {
+  float *out = *static_cast<float **>(params[0]);
+  const float scale = *static_cast<float *>(params[1]);
+  const uint32_t n = *static_cast<uint32_t *>(params[2]);
+  for (uint32_t b = 0; b < grid[0]; ++b)
+    for (uint32_t t = 0; t < block[0]; ++t)
+      if (const uint32_t i = b * block[0] + t; i < n) out[i] = static_cast<float>(i) * scale;
+  return 0;
+}
+const uint32_t kIotaParams[] = {8, 4, 4};
+const gpu::software::KernelEntry kIotaKernel[] = {{"iota_scale", &IotaScaleOnTheCpu, kIotaParams, 3}};
+const bool iota_registered = [] {
+  gpu::software::RegisterKernels(kIotaPtx, sizeof kIotaPtx - 1, kIotaKernel, 1);
+  return true;
+}();
+
+bool UsingSoftwareDevice() {
+  const char *choice = std::getenv("TINYMLIR_CUDA_DRIVER");
+  return choice && std::string(choice) == "software";
+}
 
 // ---------------------------------------------------------------------------------------
 // The guarded call: FailGuardedCall and tracked resources (no GPU involved).
@@ -579,8 +603,12 @@ TEST_F(CudaDevice, BadPtxIsRecordedWithTheJitLog) {
   EXPECT_EQ(mgpuModuleLoadJIT(ptx.data(), 2), nullptr);
   const Status recorded = gpu::LastModuleLoadError();
   EXPECT_EQ(recorded.code(), StatusCode::kRuntime);
-  EXPECT_TRUE(Contains(recorded.message(), "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX"))
-      << recorded.message();
+  // The software device has no CPU bodies for it: the JIT log says so.
+  const std::string expected = UsingSoftwareDevice()
+                                   ? "CUDA_ERROR_NO_BINARY_FOR_GPU (209): the software GPU has "
+                                     "no CPU kernel bodies for this module"
+                                   : "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX";
+  EXPECT_TRUE(Contains(recorded.message(), expected)) << recorded.message();
 }
 
 }  // namespace

@@ -2,13 +2,24 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
+
+#include "core/targets/gpu/run/software_device/software_driver.h"
 
 namespace tinymlir {
 namespace gpu {
 namespace {
 
 constexpr const char *kLibrary = "libcuda.so.1";
+constexpr const char *kSoftware = "software";
+
+// TINYMLIR_CUDA_DRIVER, or the system's driver when it is unset or empty.
+std::string ChosenDriver() {
+  const char *choice = std::getenv("TINYMLIR_CUDA_DRIVER");
+  return choice && *choice ? choice : kLibrary;
+}
 
 // Names of the errors a driver may return, for when it cannot name them itself (the stub
 // library) and for codes newer than the driver. From cuda.h's cudaError_enum.
@@ -33,6 +44,7 @@ const char *KnownErrorName(CUresult error) {
     case 222: return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
     case 223: return "CUDA_ERROR_JIT_COMPILATION_DISABLED";
     case 400: return "CUDA_ERROR_INVALID_HANDLE";
+    case 401: return "CUDA_ERROR_ILLEGAL_STATE";
     case 500: return "CUDA_ERROR_NOT_FOUND";
     case 600: return "CUDA_ERROR_NOT_READY";
     case 700: return "CUDA_ERROR_ILLEGAL_ADDRESS";
@@ -51,6 +63,14 @@ const char *KnownErrorName(CUresult error) {
     case 802: return "CUDA_ERROR_SYSTEM_NOT_READY";
     case 803: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
     case 804: return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+    case 900: return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+    case 901: return "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+    case 902: return "CUDA_ERROR_STREAM_CAPTURE_MERGE";
+    case 903: return "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED";
+    case 904: return "CUDA_ERROR_STREAM_CAPTURE_UNJOINED";
+    case 905: return "CUDA_ERROR_STREAM_CAPTURE_ISOLATION";
+    case 906: return "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT";
+    case 907: return "CUDA_ERROR_CAPTURED_EVENT";
     case 999: return "CUDA_ERROR_UNKNOWN";
     default: return nullptr;
   }
@@ -69,12 +89,28 @@ template <typename Fn>
 bool Resolve(void *library, const char *name, Fn *out, Status *status) {
   *out = reinterpret_cast<Fn>(dlsym(library, name));
   if (*out) return true;
-  *status = Unsupported(std::string("no CUDA driver: ") + kLibrary + " has no " + name +
+  *status = Unsupported("no CUDA driver: " + ChosenDriver() + " has no " + name +
                         " (the driver is older than this program needs)");
   return false;
 }
 
+// The same for a function the driver may lack (null then).
+template <typename Fn>
+void ResolveOptional(void *library, const char *name, Fn *out) {
+  *out = reinterpret_cast<Fn>(dlsym(library, name));
+}
+
 Status ResolveAll(void *library, CudaDriver *d) {
+  ResolveOptional(library, "cuStreamQuery", &d->cuStreamQuery);
+  ResolveOptional(library, "cuEventQuery", &d->cuEventQuery);
+  ResolveOptional(library, "cuStreamBeginCapture_v2", &d->cuStreamBeginCapture);
+  ResolveOptional(library, "cuStreamEndCapture", &d->cuStreamEndCapture);
+  ResolveOptional(library, "cuStreamIsCapturing", &d->cuStreamIsCapturing);
+  ResolveOptional(library, "cuGraphInstantiateWithFlags", &d->cuGraphInstantiateWithFlags);
+  ResolveOptional(library, "cuGraphLaunch", &d->cuGraphLaunch);
+  ResolveOptional(library, "cuGraphExecDestroy", &d->cuGraphExecDestroy);
+  ResolveOptional(library, "cuGraphDestroy", &d->cuGraphDestroy);
+  ResolveOptional(library, "cuDevicePrimaryCtxReset_v2", &d->cuDevicePrimaryCtxReset);
   Status status;
   // The first one missing ends the search; its name is the message.
   if (!Resolve(library, "cuInit", &d->cuInit, &status) ||
@@ -119,22 +155,31 @@ std::string NameWith(const CudaDriver *d, CUresult error) {
   return std::string(name ? name : "CUDA error") + " (" + std::to_string(error) + ")";
 }
 
-Status Initialise(Loaded *loaded) {
+// Fills `d`'s functions from the driver TINYMLIR_CUDA_DRIVER chooses.
+Status LoadFunctions(CudaDriver *d) {
+  d->library = ChosenDriver();
+  if (d->library == kSoftware) return software::InstallSoftwareDriver(d);
   // RTLD_LOCAL: the driver's symbols stay out of the global namespace, where they could
   // satisfy (or clash with) another library's lookups.
-  void *library = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+  void *library = dlopen(d->library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     const char *why = dlerror();
     std::string reason = why ? why : "cannot be loaded";
     // dlerror usually names the file first; do not say it twice.
-    if (reason.compare(0, std::char_traits<char>::length(kLibrary), kLibrary) != 0)
-      reason = std::string(kLibrary) + ": " + reason;
+    if (reason.compare(0, d->library.size(), d->library) != 0) reason = d->library + ": " + reason;
+    if (d->library != kLibrary)
+      reason += " (TINYMLIR_CUDA_DRIVER names it; \"software\" is the CPU-backed device, "
+                "unset is the system's driver)";
     return Unsupported("no CUDA driver: " + reason);
   }
   // The library is never closed, even when it turns out unusable: a driver that was
   // initialised may have started threads, and one dlopen per process is the whole cost.
+  return ResolveAll(library, d);
+}
+
+Status Initialise(Loaded *loaded) {
   CudaDriver *d = &loaded->driver;
-  TM_RETURN_IF_ERROR(ResolveAll(library, d));
+  TM_RETURN_IF_ERROR(LoadFunctions(d));
   loaded->symbols_resolved = true;
 
   CUresult rc = d->cuInit(0);

@@ -32,6 +32,8 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
 using CUjit_option = int;
 
 // The constants we pass or test (values from cuda.h, stable across driver versions).
@@ -44,6 +46,7 @@ inline constexpr CUjit_option kCuJitErrorLogBuffer = 5;           // CU_JIT_ERRO
 inline constexpr CUjit_option kCuJitErrorLogBufferSizeBytes = 6;  // ..._SIZE_BYTES
 inline constexpr CUjit_option kCuJitOptimizationLevel = 7;        // CU_JIT_OPTIMIZATION_LEVEL
 inline constexpr int kCuPointerAttributeIsManaged = 8;  // CU_POINTER_ATTRIBUTE_IS_MANAGED
+inline constexpr int kCuStreamCaptureModeGlobal = 0;        // CU_STREAM_CAPTURE_MODE_GLOBAL
 inline constexpr int kCuDeviceAttributeComputeCapabilityMajor = 75;
 inline constexpr int kCuDeviceAttributeComputeCapabilityMinor = 76;
 
@@ -87,6 +90,19 @@ struct CudaDriver {
   CUresult (*cuEventDestroy)(CUevent event);  // _v2
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);
   CUresult (*cuEventSynchronize)(CUevent event);
+  // Stream capture and graphs. Optional: null when the driver lacks them (older drivers and
+  // the tests' fake one); whoever uses them checks.
+  CUresult (*cuStreamQuery)(CUstream stream);
+  CUresult (*cuEventQuery)(CUevent event);
+  CUresult (*cuStreamBeginCapture)(CUstream stream, int mode);  // _v2
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph *graph);
+  CUresult (*cuStreamIsCapturing)(CUstream stream, int *status);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph,
+                                          unsigned long long flags);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
+  CUresult (*cuDevicePrimaryCtxReset)(CUdevice device);  // _v2
 
   CUdevice device = 0;          // ordinal 0
   CUcontext context = nullptr;  // its primary context, retained for the process
@@ -94,8 +110,14 @@ struct CudaDriver {
   int compute_major = 0;        // compute capability, e.g. 9.0 on an H100/H200 (sm_90)
   int compute_minor = 0;
   std::string device_name;  // e.g. "NVIDIA H200"
+  std::string library;      // what was loaded: "libcuda.so.1", a path, or "software"
 };
 
+// Which driver is loaded is read once from TINYMLIR_CUDA_DRIVER: unset or empty, the system's
+// libcuda.so.1; "software", the project's own CPU-backed device
+// (core/targets/gpu/run/software_device/software_driver.h); anything else, the path of a
+// driver library to dlopen instead.
+//
 // The driver, loaded and initialised on first use (thread-safe; later calls return the kept
 // result, so a process without CUDA tries once). *out stays valid for the process.
 Status Driver(const CudaDriver **out);
