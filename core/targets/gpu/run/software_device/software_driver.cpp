@@ -472,8 +472,7 @@ CUresult StreamQuery(CUstream stream) {
   Lock lock(d.mutex);
   DeviceQueue::StreamId id = 0;
   if (!StreamOf(d, stream, &id)) return kErrorInvalidHandle;
-  if (d.queue.IsCapturing(id)) return d.queue.CheckNotCapturing() ? kErrorCaptureUnsupported
-                                                                   : kErrorCaptureUnsupported;
+  if (d.queue.IsCapturing(id)) return kErrorCaptureUnsupported;
   // The work runs now: a query never reports CUDA_ERROR_NOT_READY, so polling ends.
   ++d.counters.host_syncs;
   return d.queue.SynchronizeStream(id);
