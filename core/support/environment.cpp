@@ -65,7 +65,6 @@ constexpr EnvironmentVariable kVariables[] = {
     {"TINYMLIR_EXPLAIN_CACHE", EnvironmentVariable::kSameCode, "1"},
     {"TINYMLIR_PERF_MAP", EnvironmentVariable::kSameCode, "1"},
     {"TINYMLIR_CACHE_DIR", EnvironmentVariable::kCacheFolder, "off"},
-    {"TINYMLIR_CUDA_DRIVER", EnvironmentVariable::kSameCode, "software"},
     {"TINYMLIR_SOFTWARE_GPU_MEMORY", EnvironmentVariable::kSameCode, "64M"},
 };
 

@@ -9,9 +9,9 @@
 //   TINYMLIR_PERF_MAP            0 or 1: name every loaded program's functions for Linux
 //                                perf in /tmp/perf-PID.map (core/engine/perf_map.h)
 //
-// TINYMLIR_CUDA_DRIVER (the CUDA driver: unset, "software" or a library's path) and
-// TINYMLIR_SOFTWARE_GPU_MEMORY (the software device's capacity) are read when the GPU's driver
-// is first loaded; a value it cannot take is that load's error (core/targets/gpu/run/cuda_driver.h).
+// TINYMLIR_SOFTWARE_GPU_MEMORY (the software CUDA device's capacity) is read when the GPU's
+// driver is first loaded; a value it cannot take is that load's error
+// (core/targets/gpu/run/cuda_driver.h, which also reads the GPU target's TINYMLIR_CUDA_DRIVER).
 // TINYMLIR_CACHE_DIR takes any path or "off"; a folder the disk cache cannot use turns it
 // off, and tm_cache_disk_message says why. Each variable is read once per process. A
 // target may read variables of its own, for options it takes from the environment

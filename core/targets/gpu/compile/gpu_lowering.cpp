@@ -16,6 +16,7 @@
 #include "core/targets/gpu/compile/gpu_matmul.h"
 #include "core/targets/gpu/compile/gpu_pipelines.h"
 #include "core/targets/gpu/compile/gpu_row_kernels.h"
+#include "core/targets/gpu/compile/software_kernels.h"
 #include "mlir/Conversion/GPUCommon/GPUToLLVM.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
@@ -195,10 +196,16 @@ Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::st
   TM_RETURN_IF_ERROR(RunPipeline(module, "outline the kernels", kGpuOutlinePipeline));
   ChainLaunchesOnOneStream(module);
   TM_RETURN_IF_ERROR(VerifyModule(module, "gpu launches on one stream"));
+  std::vector<CpuKernelBody> cpu_bodies;
+  if (Option(options, GpuOption::kCpuBodies)) {
+    TM_RETURN_IF_ERROR(AddCpuKernelBodies(module, &cpu_bodies));
+    TM_RETURN_IF_ERROR(VerifyModule(module, "the kernels' CPU bodies"));
+  }
   const std::string chip = "sm_" + std::to_string(Option(options, GpuOption::kSm));
   TM_RETURN_IF_ERROR(RunPipeline(
       module, "lower for the GPU",
       GpuLowerPipeline(chip, CudaToolkit(), Option(options, GpuOption::kCubin) != 0)));
+  TM_RETURN_IF_ERROR(AddCpuKernelRegistration(module, cpu_bodies));
   // MLIR links libdevice when it finds it and goes on without it when it does not: PTX
   // calling its functions unresolved (`.extern .func __nv_expf`), which no driver loads.
   // Without the file, a kernel that needs it is a compile error here, not a failure on the

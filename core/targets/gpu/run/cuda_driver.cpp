@@ -234,10 +234,15 @@ std::string CudaErrorName(CUresult error) {
   return NameWith(loaded.symbols_resolved ? &loaded.driver : nullptr, error);
 }
 
-Status CudaCallFailed(const std::string &call, CUresult error) {
+Status CudaCallFailed(const std::string &call, CUresult error, bool say_free_memory) {
   std::string message = call + " failed: " + CudaErrorName(error);
-  if (error == kCudaErrorOutOfMemory) return OutOfMemory(std::move(message));
-  return RuntimeError(std::move(message));
+  if (error != kCudaErrorOutOfMemory) return RuntimeError(std::move(message));
+  const CudaDriver *d = nullptr;
+  size_t free_bytes = 0, total = 0;
+  if (say_free_memory && Driver(&d).ok() && d->cuMemGetInfo(&free_bytes, &total) == kCudaSuccess)
+    message += " (" + std::to_string(free_bytes) + " of the device's " + std::to_string(total) +
+               " bytes are free)";
+  return OutOfMemory(std::move(message));
 }
 
 Status MakeContextCurrent() {
@@ -257,7 +262,8 @@ Status ManagedAlloc(uint64_t bytes, void **out) {
   CUdeviceptr ptr = 0;
   const CUresult rc = d->cuMemAllocManaged(&ptr, static_cast<size_t>(bytes), kCuMemAttachGlobal);
   if (rc != kCudaSuccess)
-    return CudaCallFailed("cuMemAllocManaged(" + std::to_string(bytes) + " bytes)", rc);
+    return CudaCallFailed("cuMemAllocManaged(" + std::to_string(bytes) + " bytes)", rc,
+                          /*say_free_memory=*/true);
   *out = reinterpret_cast<void *>(static_cast<uintptr_t>(ptr));
   return Status::Ok();
 }

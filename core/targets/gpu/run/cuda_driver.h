@@ -128,8 +128,9 @@ Status Driver(const CudaDriver **out);
 std::string CudaErrorName(CUresult error);
 
 // The status of a failed driver call: "<call> failed: <name> (<code>)"; OutOfMemory for
-// CUDA_ERROR_OUT_OF_MEMORY, RuntimeError for anything else.
-Status CudaCallFailed(const std::string &call, CUresult error);
+// CUDA_ERROR_OUT_OF_MEMORY, RuntimeError for anything else. An allocation's failure says how
+// much memory the device has free (`say_free_memory`: cuMemGetInfo, on this path only).
+Status CudaCallFailed(const std::string &call, CUresult error, bool say_free_memory = false);
 
 // Makes device 0's primary context current on the calling thread. Every thread must, before
 // any driver call that uses a context; the driver keeps it per thread, so this is cheap.

@@ -263,7 +263,8 @@ Status DeviceAlloc(uint64_t bytes, bool managed, void **out) {
     if (!ready.ok()) return Because(what(), ready);
     CUdeviceptr ptr = 0;
     const CUresult rc = d->cuMemAlloc(&ptr, static_cast<size_t>(bytes));
-    if (rc != kCudaSuccess) return Because(what(), CudaCallFailed("cuMemAlloc", rc));
+    if (rc != kCudaSuccess)
+      return Because(what(), CudaCallFailed("cuMemAlloc", rc, /*say_free_memory=*/true));
     *out = reinterpret_cast<void *>(static_cast<uintptr_t>(ptr));
   }
   // cuMemFree releases both kinds.

@@ -3,6 +3,7 @@
 #include "core/support/fork_safe_once.h"
 #include "core/runtime/host_symbols.h"
 #include "core/targets/gpu/run/gpu_runtime.h"
+#include "core/targets/gpu/run/software_device/software_driver.h"
 
 namespace tinymlir {
 
@@ -43,6 +44,8 @@ const std::unordered_map<std::string, void *> &GpuRuntimeSymbols() {
     TM_GPU(mgpuMemset32);
     TM_GPU(mgpuMemset16);
     TM_GPU(mgpuSetDefaultDevice);
+    TM_GPU(tm_rt_gpu_software_register_kernel);
+    TM_GPU(tm_rt_gpu_software_withdraw_kernel);
 #undef TM_GPU
     return table;
   });

@@ -52,11 +52,20 @@ int ReadEmulate(std::string *error) {
   return Emulate().value;
 }
 
+// TINYMLIR_CUDA_DRIVER as the gpu_cpu_bodies option: 1 when it is "software" (any other value
+// is the driver's to judge when it is loaded: cuda_driver.h).
+int ReadCpuBodies(std::string *error) {
+  error->clear();
+  const char *value = std::getenv("TINYMLIR_CUDA_DRIVER");
+  return value && std::strcmp(value, "software") == 0 ? 1 : 0;
+}
+
 constexpr OptionField kGpuOptions[] = {
 #define TM_GPU_OPTION(Id, name, min, max, default_value, other, range) \
   {name, min, max, default_value, other, range},
-#define TM_GPU_ENVIRONMENT_OPTION(Id, name, min, max, default_value, other, range, variable) \
-  {name, min, max, default_value, other, range, variable, &ReadEmulate, "1"},
+#define TM_GPU_ENVIRONMENT_OPTION(Id, name, min, max, default_value, other, range, variable, \
+                                  example)                                                  \
+  {name, min, max, default_value, other, range, variable, &Read##Id, example},
 #include "core/targets/gpu/run/gpu_options.def"
 #undef TM_GPU_OPTION
 };

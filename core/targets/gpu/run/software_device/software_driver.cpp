@@ -41,27 +41,44 @@ struct RegisteredKernel {
   KernelBody body;
   std::vector<uint32_t> param_bytes;
 };
-using KernelTable = std::map<std::string, RegisteredKernel>;
+using ImageKey = std::pair<uint64_t, uint64_t>;  // FNV-1a hash and size of the image
 
-// Kernel bodies by image (hash, size). Registration may come before the driver is chosen
-// (a program's constructor), so this has a lock of its own. Never destroyed.
+// Kernel bodies by image and name. Each program that holds an image registers its bodies
+// when it is loaded and withdraws them when it is unloaded; programs with equal images have
+// equal kernels, so a launch takes the newest registration still there (looked up at each
+// launch: the program that loaded a module first may be gone). Registration comes before
+// the driver is chosen (a program's constructor), so this has a lock of its own. Never
+// destroyed.
 struct Registry {
   std::mutex mutex;
-  std::map<std::pair<uint64_t, uint64_t>, KernelTable> images;
+  std::map<ImageKey, std::map<std::string, std::vector<RegisteredKernel>>> images;
+
+  // The newest body of `name` in `image`; false if there is none.
+  bool Find(const ImageKey &image, const std::string &name, RegisteredKernel *out) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto kernels = images.find(image);
+    if (kernels == images.end()) return false;
+    auto found = kernels->second.find(name);
+    if (found == kernels->second.end() || found->second.empty()) return false;
+    *out = found->second.back();
+    return true;
+  }
 };
 Registry &Kernels() {
   static Registry *registry = new Registry;
   return *registry;
 }
 
-struct Module;
+ImageKey KeyOf(const void *image, uint64_t bytes) {
+  return {Fnv1a64(static_cast<const char *>(image), bytes), bytes};
+}
+
+struct Module {
+  ImageKey image;
+};
 struct Function {
   const Module *module;
   std::string name;
-  RegisteredKernel kernel;
-};
-struct Module {
-  std::map<std::string, std::unique_ptr<Function>> functions;
 };
 struct GraphExec {
   std::vector<Task> tasks;
@@ -74,7 +91,7 @@ struct Device {
   DeviceMemory memory;
   DeviceQueue queue;
   std::map<const void *, std::unique_ptr<Module>> modules;
-  std::set<const Function *> functions;
+  std::map<const void *, std::unique_ptr<Function>> functions;
   std::map<const void *, std::unique_ptr<Graph>> graphs;
   std::map<const void *, std::unique_ptr<GraphExec>> execs;
   DeviceCounters counters;
@@ -347,28 +364,25 @@ CUresult ModuleLoadDataEx(CUmodule *module, const void *image, unsigned num_opti
   if (!module || !image || (num_options && (!options || !values))) return kErrorInvalidValue;
   *module = nullptr;
   const size_t size = ImageBytes(image);
-  KernelTable table;
+  const ImageKey key = KeyOf(image, size);
+  bool known = false;
   {
     Registry &registry = Kernels();
     Lock lock(registry.mutex);
-    auto found = registry.images.find({Fnv1a64(static_cast<const char *>(image), size), size});
-    if (found == registry.images.end()) {
-      WriteLog(num_options, options, values,
-               "the software GPU has no CPU kernel bodies for this module (" +
-                   std::to_string(size) +
-                   " bytes): it runs programs compiled with their kernels' CPU bodies");
-      return kNoBinaryForGpu;
-    }
-    table = found->second;
+    auto found = registry.images.find(key);
+    if (found != registry.images.end())
+      for (const auto &[name, bodies] : found->second) known |= !bodies.empty();
+  }
+  if (!known) {
+    WriteLog(num_options, options, values,
+             "the software GPU has no CPU kernel bodies for this module (" +
+                 std::to_string(size) +
+                 " bytes): it runs programs compiled with their kernels' CPU bodies");
+    return kNoBinaryForGpu;
   }
   Device &d = TheDevice();
   Lock lock(d.mutex);
-  auto loaded = std::make_unique<Module>();
-  for (auto &[name, kernel] : table) {
-    auto function = std::make_unique<Function>(Function{loaded.get(), name, kernel});
-    d.functions.insert(function.get());
-    loaded->functions.emplace(name, std::move(function));
-  }
+  auto loaded = std::make_unique<Module>(Module{key});
   *module = reinterpret_cast<CUmodule>(loaded.get());
   d.modules.emplace(loaded.get(), std::move(loaded));
   return kSuccess;
@@ -380,9 +394,11 @@ CUresult ModuleGetFunction(CUfunction *function, CUmodule module, const char *na
   if (!function || !name) return kErrorInvalidValue;
   auto found = d.modules.find(module);
   if (found == d.modules.end()) return kErrorInvalidHandle;
-  auto kernel = found->second->functions.find(name);
-  if (kernel == found->second->functions.end()) return kNotFound;
-  *function = reinterpret_cast<CUfunction>(kernel->second.get());
+  RegisteredKernel kernel;
+  if (!Kernels().Find(found->second->image, name, &kernel)) return kNotFound;
+  auto made = std::make_unique<Function>(Function{found->second.get(), name});
+  *function = reinterpret_cast<CUfunction>(made.get());
+  d.functions.emplace(made.get(), std::move(made));
   return kSuccess;
 }
 
@@ -391,7 +407,8 @@ CUresult ModuleUnload(CUmodule module) {
   Lock lock(d.mutex);
   auto found = d.modules.find(module);
   if (found == d.modules.end()) return kErrorInvalidHandle;
-  for (auto &[name, function] : found->second->functions) d.functions.erase(function.get());
+  for (auto it = d.functions.begin(); it != d.functions.end();)
+    it = it->second->module == found->second.get() ? d.functions.erase(it) : std::next(it);
   d.modules.erase(found);
   return kSuccess;
 }
@@ -402,8 +419,11 @@ CUresult LaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned g
   Device &d = TheDevice();
   Lock lock(d.mutex);
   if (const int rc = d.queue.sticky_error()) return rc;
-  const auto *function = reinterpret_cast<const Function *>(f);
-  if (!d.functions.count(function)) return kErrorInvalidHandle;
+  auto known = d.functions.find(reinterpret_cast<const Function *>(f));
+  if (known == d.functions.end()) return kErrorInvalidHandle;
+  const Function *function = known->second.get();
+  RegisteredKernel kernel;
+  if (!Kernels().Find(function->module->image, function->name, &kernel)) return kNoBinaryForGpu;
   DeviceQueue::StreamId id = 0;
   if (!StreamOf(d, stream, &id)) return kErrorInvalidHandle;
   if (extra) return kNotSupported;
@@ -412,7 +432,7 @@ CUresult LaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned g
       block_z > kMaxBlockZ || grid_x > kMaxGridX || grid_y > kMaxGridYZ || grid_z > kMaxGridYZ ||
       shared_bytes > kMaxSharedBytes)
     return kErrorInvalidValue;
-  const std::vector<uint32_t> &sizes = function->kernel.param_bytes;
+  const std::vector<uint32_t> &sizes = kernel.param_bytes;
   if (!sizes.empty() && !params) return kErrorInvalidValue;
   // The parameters are copied now, as the driver does: the caller's array is gone by the
   // time the kernel runs.
@@ -427,7 +447,7 @@ CUresult LaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned g
     if (!params[i]) return kErrorInvalidValue;
     std::memcpy(reinterpret_cast<char *>(storage->data()) + offsets[i], params[i], sizes[i]);
   }
-  const KernelBody body = function->kernel.body;
+  const KernelBody body = kernel.body;
   const uint32_t grid[3] = {grid_x, grid_y, grid_z}, block[3] = {block_x, block_y, block_z};
   Task task{[body, storage, offsets, grid0 = grid[0], grid1 = grid[1], grid2 = grid[2],
              block0 = block[0], block1 = block[1], block2 = block[2], shared_bytes] {
@@ -695,15 +715,32 @@ Status InstallSoftwareDriver(CudaDriver *driver) {
 
 void RegisterKernels(const void *image, size_t image_bytes, const KernelEntry *kernels,
                      size_t count) {
-  KernelTable table;
+  const ImageKey key = KeyOf(image, image_bytes);
   for (size_t i = 0; i < count; ++i)
-    table[kernels[i].name] = RegisteredKernel{
-        kernels[i].body, std::vector<uint32_t>(kernels[i].param_bytes,
-                                               kernels[i].param_bytes + kernels[i].param_count)};
+    RegisterKernel(key.first, key.second, kernels[i]);
+}
+
+void RegisterKernel(uint64_t image_hash, uint64_t image_bytes, const KernelEntry &kernel) {
   Registry &registry = Kernels();
   Lock lock(registry.mutex);
-  registry.images[{Fnv1a64(static_cast<const char *>(image), image_bytes), image_bytes}] =
-      std::move(table);
+  registry.images[{image_hash, image_bytes}][kernel.name].push_back(RegisteredKernel{
+      kernel.body,
+      std::vector<uint32_t>(kernel.param_bytes, kernel.param_bytes + kernel.param_count)});
+}
+
+void WithdrawKernel(uint64_t image_hash, uint64_t image_bytes, const char *name, KernelBody body) {
+  Registry &registry = Kernels();
+  Lock lock(registry.mutex);
+  auto image = registry.images.find({image_hash, image_bytes});
+  if (image == registry.images.end()) return;
+  auto kernels = image->second.find(name);
+  if (kernels == image->second.end()) return;
+  std::vector<RegisteredKernel> &bodies = kernels->second;
+  for (auto it = bodies.rbegin(); it != bodies.rend(); ++it)
+    if (it->body == body) {
+      bodies.erase(std::next(it).base());
+      return;
+    }
 }
 
 DeviceCounters DeviceCountersNow() {
@@ -723,3 +760,23 @@ void ResetDeviceCounters() {
 }  // namespace software
 }  // namespace gpu
 }  // namespace tinymlir
+
+extern "C" {
+
+void tm_rt_gpu_software_register_kernel(uint64_t image_hash, uint64_t image_bytes,
+                                        const char *name, void *body, const char *param_bytes,
+                                        uint64_t param_count) {
+  std::vector<uint32_t> sizes(param_bytes, param_bytes + param_count);
+  const tinymlir::gpu::software::KernelEntry entry{
+      name, reinterpret_cast<tinymlir::gpu::software::KernelBody>(body), sizes.data(),
+      static_cast<uint32_t>(sizes.size())};
+  tinymlir::gpu::software::RegisterKernel(image_hash, image_bytes, entry);
+}
+
+void tm_rt_gpu_software_withdraw_kernel(uint64_t image_hash, uint64_t image_bytes,
+                                        const char *name, void *body) {
+  tinymlir::gpu::software::WithdrawKernel(
+      image_hash, image_bytes, name, reinterpret_cast<tinymlir::gpu::software::KernelBody>(body));
+}
+
+}  // extern "C"

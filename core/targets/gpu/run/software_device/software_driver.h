@@ -51,10 +51,15 @@ struct KernelEntry {
 
 // Registers the CPU bodies of the kernels in the module image `image` (its bytes: the PTX
 // text without its terminating NUL, or a cubin): cuModuleLoadDataEx of an equal image then
-// finds them. Registering an image again replaces its kernels. The entries' strings and
-// arrays must outlive the process's use of them.
+// finds them. The body a launch runs is the newest registration of its kernel's name still
+// registered. The entries' arrays are copied.
 void RegisterKernels(const void *image, size_t image_bytes, const KernelEntry *kernels,
                      size_t count);
+// The same for one kernel of the image whose FNV-1a hash (core/support/fnv.h) and size are
+// given, as a GPU program registers its kernels when it is loaded
+// (tm_rt_gpu_software_register_kernel); WithdrawKernel takes that registration back.
+void RegisterKernel(uint64_t image_hash, uint64_t image_bytes, const KernelEntry &kernel);
+void WithdrawKernel(uint64_t image_hash, uint64_t image_bytes, const char *name, KernelBody body);
 
 // What the device has been asked since the process started (or ResetDeviceCounters).
 struct DeviceCounters {
@@ -72,3 +77,15 @@ void ResetDeviceCounters();
 }  // namespace software
 }  // namespace gpu
 }  // namespace tinymlir
+
+// What a GPU program compiled with its kernels' CPU bodies (the gpu_cpu_bodies option, set by
+// TINYMLIR_CUDA_DRIVER=software) calls from its constructor, for each kernel, before it loads
+// its modules, and from its destructor: RegisterKernel and WithdrawKernel, the parameters'
+// sizes given as one byte each.
+extern "C" {
+void tm_rt_gpu_software_register_kernel(uint64_t image_hash, uint64_t image_bytes,
+                                        const char *name, void *body, const char *param_bytes,
+                                        uint64_t param_count);
+void tm_rt_gpu_software_withdraw_kernel(uint64_t image_hash, uint64_t image_bytes,
+                                        const char *name, void *body);
+}

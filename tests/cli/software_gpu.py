@@ -1,0 +1,87 @@
+"""`tinymlir generate --target gpu` on the software CUDA device (TINYMLIR_CUDA_DRIVER=software),
+against the same command on the CPU target.
+
+- kjv-tiny, 32 tokens, greedy and sampled with a seed: the same output as the CPU's.
+- GPT-2 124M shapes (random weights, made once into the cache folder) on a 64 MiB device:
+  exit status 1 within 60 seconds, naming the bytes asked, CUDA_ERROR_OUT_OF_MEMORY and the
+  bytes free.
+- A driver library that is not there, and a software memory size that is not a size: exit
+  status 1, naming them.
+Nothing is printed on stdout by a failed run.
+
+Usage: software_gpu.py path/to/tinymlir models/kjv-tiny CACHE_FOLDER
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+CLI, MODEL, CACHE = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import checkpoint  # noqa: E402
+
+SOFTWARE = {"TINYMLIR_CUDA_DRIVER": "software"}
+failures = []
+
+
+def run(args, env=None, model=MODEL, timeout=900):
+    full_env = dict(os.environ)
+    for name in ("TINYMLIR_CUDA_DRIVER", "TINYMLIR_SOFTWARE_GPU_MEMORY", "TINYMLIR_GPU_EMULATE"):
+        full_env.pop(name, None)
+    full_env.update(env or {})
+    return subprocess.run([CLI, "generate", "--model", model, *args], env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def same_as_the_cpu(options, what):
+    prompt = "In the beginning God created the heaven and the earth."
+    cpu = run(["-n", "32", *options, prompt])
+    gpu = run(["-n", "32", "--target", "gpu", *options, prompt], env=SOFTWARE)
+    for result, where in ((cpu, "cpu"), (gpu, "software gpu")):
+        if result.returncode != 0:
+            failures.append(f"{what} on the {where}: exit {result.returncode}: {result.stderr}")
+            return
+    if not cpu.stdout.strip():
+        failures.append(f"{what}: the CPU printed nothing")
+    if gpu.stdout != cpu.stdout:
+        failures.append(f"{what}: the software GPU gave {gpu.stdout!r}, the CPU {cpu.stdout!r}")
+
+
+def expect_failure(result, patterns, what):
+    if result.returncode != 1:
+        failures.append(f"{what}: exit {result.returncode}, not 1: {result.stderr}")
+    if result.stdout:
+        failures.append(f"{what}: printed {result.stdout!r} on stdout")
+    for pattern in patterns:
+        if not re.search(pattern, result.stderr):
+            failures.append(f"{what}: {pattern!r} not in {result.stderr!r}")
+
+
+same_as_the_cpu(["--greedy"], "greedy")
+same_as_the_cpu(["--seed", "7", "--temperature", "0.9", "--top-k", "20"], "sampled")
+
+folder = os.path.join(CACHE, "gpt2-124m-random")
+checkpoint.ensure_checkpoint(folder)
+start = time.monotonic()
+result = run(["--target", "gpu", "--ids", "-n", "4", "1 2 3"], model=folder,
+             env={**SOFTWARE, "TINYMLIR_SOFTWARE_GPU_MEMORY": "64M"})
+seconds = time.monotonic() - start
+expect_failure(result, [r"\(\d{6,} bytes\)", "CUDA_ERROR_OUT_OF_MEMORY",
+                        r"\d+ of the device's 67108864 bytes are free"],
+               "124M on a 64 MiB software GPU")
+if seconds > 60:
+    failures.append(f"124M on a 64 MiB software GPU took {seconds:.1f} s to fail")
+
+expect_failure(run(["--target", "gpu", "--greedy", "-n", "2", "And"],
+                   env={"TINYMLIR_CUDA_DRIVER": "/no/such/libcuda.so.1"}),
+               ["no CUDA driver: /no/such/libcuda.so.1", "TINYMLIR_CUDA_DRIVER names it"],
+               "a driver library that is not there")
+expect_failure(run(["--target", "gpu", "--greedy", "-n", "2", "And"],
+                   env={**SOFTWARE, "TINYMLIR_SOFTWARE_GPU_MEMORY": "lots"}),
+               ["TINYMLIR_SOFTWARE_GPU_MEMORY is 'lots'"], "a memory size that is not a size")
+
+for failure in failures:
+    print("FAIL:", failure)
+print("software GPU CLI:", "failed" if failures else "passed")
+sys.exit(1 if failures else 0)
