@@ -69,10 +69,10 @@ struct Weight {
   std::vector<int64_t> shape;
   tm_dtype dtype = TM_F32;
   HostArray host;  // floats for TM_F32, the raw bits for TM_F16 / TM_BF16, blocks for TM_Q8_0
-  // A copy in GPU-reachable memory (tm_process_managed_alloc) when the model's programs run on the
-  // GPU (always F32): passed to them in place, so the weights are uploaded once. Owned by
-  // the model.
-  float *device = nullptr;
+  // A copy in GPU-reachable memory (tm_process_managed_alloc), in the same dtype, when the
+  // model's programs run on the GPU: passed to them in place, so the weights are uploaded
+  // once. Owned by the model.
+  void *device = nullptr;
 
   int64_t elements() const {
     int64_t n = 1;

@@ -49,7 +49,7 @@ class Tensors {
                         static_cast<int32_t>(shapes_.back().size()), shapes_.back().data(),
                         nullptr});
   }
-  void Add(const Weight &w) { Add(w.for_programs(), w.device ? TM_F32 : w.dtype, w.shape); }
+  void Add(const Weight &w) { Add(w.for_programs(), w.dtype, w.shape); }
   const tm_tensor *data() const { return tensors_.data(); }
   int32_t size() const { return static_cast<int32_t>(tensors_.size()); }
 
@@ -247,7 +247,7 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
 }
 
 Gpt2Model::~Gpt2Model() {
-  for (float *block : device_blocks_) tm_process_managed_free(block);
+  for (void *block : device_blocks_) tm_process_managed_free(block);
 }
 
 Status Gpt2Model::AllocateCaches(bool managed) {
@@ -302,12 +302,12 @@ Status Gpt2Model::UploadWeights(bool *uploaded) {
     // with the same message, and a model can still be loaded, inspected and tokenized.
     if (s == TM_ERROR_UNSUPPORTED) return Status::Ok();
     TM_RETURN_IF_ERROR(FromC(s));
-    device_blocks_.push_back(static_cast<float *>(block));
+    device_blocks_.push_back(block);
     std::memcpy(block, w->host.data(), w->bytes());
     // On the device before the first call reads it (a page fault at a time otherwise). A
     // driver that cannot prefetch still moves the pages when they are read: not an error.
     (void)tm_process_managed_prefetch(block, w->bytes());
-    w->device = static_cast<float *>(block);
+    w->device = block;
   }
   *uploaded = true;
   return Status::Ok();

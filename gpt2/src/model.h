@@ -171,7 +171,7 @@ class Gpt2Model {
   void TouchCacheRows(int64_t rows);
 
   std::unique_ptr<ProgramSource> source_;
-  std::vector<float *> device_blocks_;  // tm_process_managed_alloc'ed, freed with the model
+  std::vector<void *> device_blocks_;  // tm_process_managed_alloc'ed, freed with the model
   Gpt2Config config_;
   Gpt2Weights weights_;
   std::unique_ptr<BpeTokenizer> tokenizer_;

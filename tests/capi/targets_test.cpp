@@ -68,7 +68,7 @@ TEST(Targets, TheirInfoSaysHowToLayWeightsOut) {
   const tm_target_info gpu = Info(TM_TARGET_GPU);
   EXPECT_EQ(gpu.host_memory, 0);
   EXPECT_EQ(gpu.weights_transposed, 0);
-  EXPECT_EQ(gpu.weight_dtypes, 1u << TM_F32);
+  EXPECT_EQ(gpu.weight_dtypes, (1u << TM_F32) | (1u << TM_F16) | (1u << TM_BF16));
 }
 
 TEST(Targets, TheCpuIsAlwaysThere) { EXPECT_EQ(tm_target_check(TM_TARGET_CPU), TM_OK); }

@@ -1,7 +1,8 @@
 """`tinymlir generate --target gpu` on the software CUDA device (TINYMLIR_CUDA_DRIVER=software),
 against the same command on the CPU target.
 
-- kjv-tiny, 32 tokens, greedy and sampled with a seed: the same output as the CPU's.
+- kjv-tiny, 32 tokens, greedy (with f32, f16 and bf16 weights) and sampled with a seed: the
+  same output as the CPU's.
 - GPT-2 124M shapes (random weights, made once into the cache folder) on a 64 MiB device:
   exit status 1 within 60 seconds, naming the bytes asked, CUDA_ERROR_OUT_OF_MEMORY and the
   bytes free.
@@ -59,6 +60,8 @@ def expect_failure(result, patterns, what):
 
 
 same_as_the_cpu(["--greedy"], "greedy")
+same_as_the_cpu(["--greedy", "--weights", "f16"], "greedy with f16 weights")
+same_as_the_cpu(["--greedy", "--weights", "bf16"], "greedy with bf16 weights")
 same_as_the_cpu(["--seed", "7", "--temperature", "0.9", "--top-k", "20"], "sampled")
 
 folder = os.path.join(CACHE, "gpt2-124m-random")

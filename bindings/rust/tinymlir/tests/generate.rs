@@ -344,8 +344,8 @@ fn model_options_pass_the_weights_dtype() -> tinymlir::Result<()> {
     let got = Model::load_with(&ctx, &tiny_a, &q8)?.logits(&[1, 2, 3])?;
     let worst = got.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
     assert!(worst > 0.0 && worst <= 3e-2 * scale, "q8_0: {worst} of {scale}");
-    let on_gpu = ModelOptions { target: Target::Gpu, weights: Some(DType::BF16) };
-    let err = Model::load_with(&ctx, &tiny_a, &on_gpu).err().expect("half weights on the GPU");
+    let on_gpu = ModelOptions { target: Target::Gpu, weights: Some(DType::Q8_0) };
+    let err = Model::load_with(&ctx, &tiny_a, &on_gpu).err().expect("q8_0 weights on the GPU");
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
     Ok(())
 }

@@ -121,7 +121,10 @@ class GpuTargetInfo final : public Target {
   }
 
   TargetTraits traits() const override {
-    return {/*host_memory=*/false, 1u << static_cast<int>(DType::kF32),
+    // Half weights are read as stored and widened to f32 in the product kernels.
+    return {/*host_memory=*/false,
+            (1u << static_cast<int>(DType::kF32)) | (1u << static_cast<int>(DType::kF16)) |
+                (1u << static_cast<int>(DType::kBF16)),
             /*weights_transposed=*/false};
   }
 
