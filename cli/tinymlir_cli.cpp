@@ -87,9 +87,9 @@ const char kUsageOptions[] =
     "                         quantized at load, CPU only, cut them to 27%%)\n"
     "  -t, --threads N        threads for the CPU kernels (default: one per CPU this process\n"
     "                         may run on; TINYMLIR_NUM_THREADS, which this sets)\n"
-    "      --verbose          where the compile time went, the disk cache's state, where the\n"
-    "                         weights came from (and their huge pages), and the process's\n"
-    "                         peak resident memory\n";
+    "      --verbose          where the compile time went, the disk cache's state, what a\n"
+    "                         decode token asked of the GPU, where the weights came from (and\n"
+    "                         their huge pages), and the process's peak resident memory\n";
 const char kUsageCompileOptions[] =
     "      --out DIR          (compile) where to write the bundle\n"
     "      --emit-ir IRDIR    (compile) also write every stage of every program, as text\n";
@@ -974,9 +974,35 @@ void GenerateOne(tm_model *model, Args &args, std::vector<int32_t> prompt) {
     Die(std::string("cannot write the output: ") + std::strerror(streamer.write_error));
 }
 
+// `total` over `tokens` with its noun: "48 kernels", "1 host sync", "0.25 allocations".
+std::string PerToken(uint64_t total, uint64_t tokens, const char *one, const char *many) {
+  char text[64];
+  if (total % tokens == 0) {
+    const uint64_t n = total / tokens;
+    std::snprintf(text, sizeof text, "%llu %s", static_cast<unsigned long long>(n),
+                  n == 1 ? one : many);
+  } else {
+    std::snprintf(text, sizeof text, "%.2f %s", static_cast<double>(total) / tokens, many);
+  }
+  return text;
+}
+
+// What a decode token asked of a GPU (the engine's counters, tm_model_stats V4).
+void PrintDevicePerToken(const tm_model_stats &st) {
+  if (st.decode_tokens == 0) return;
+  const uint64_t n = st.decode_tokens;
+  std::fprintf(stderr, "[tinymlir] device per decode token: %s, %s, %s, %s, %s, %s\n",
+               PerToken(st.decode_graph_launches, n, "graph launch", "graph launches").c_str(),
+               PerToken(st.decode_kernel_launches, n, "kernel", "kernels").c_str(),
+               PerToken(st.decode_host_syncs, n, "host sync", "host syncs").c_str(),
+               PerToken(st.decode_allocations, n, "allocation", "allocations").c_str(),
+               PerToken(st.decode_bytes_to_device, n, "B to device", "B to device").c_str(),
+               PerToken(st.decode_bytes_from_device, n, "B from device", "B from device").c_str());
+}
+
 // The report on stderr after a generation: load, compile, prefill and decode speed (of every
-// sequence of a batch), and with --verbose where the compile time went, the load report
-// and the peak resident memory.
+// sequence of a batch), and with --verbose where the compile time went, what a decode token
+// asked of a GPU, the load report and the peak resident memory.
 void PrintReport(const tm_model_stats &st, const Args &args, tm_context *ctx, tm_model *model) {
   std::fprintf(stderr,
                "[tinymlir] load %.0f ms | compile %.0f ms (%llu programs compiled, %llu %s) | "
@@ -990,6 +1016,7 @@ void PrintReport(const tm_model_stats &st, const Args &args, tm_context *ctx, tm
                static_cast<unsigned long long>(st.decode_tokens));
   if (args.verbose) {
     PrintCompileBreakdown(st, ctx);
+    if (args.target == TM_TARGET_GPU || st.decode_kernel_launches > 0) PrintDevicePerToken(st);
     PrintLoadReport(model);
     std::fprintf(stderr, "[tinymlir] peak resident memory: %.1f MB\n", PeakResidentMb());
   } else if (args.bundle.empty()) {

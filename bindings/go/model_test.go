@@ -464,7 +464,7 @@ func TestModelOptionsPassTheTarget(t *testing.T) {
 	if worst == 0 || worst > 3e-2*scale {
 		t.Errorf("q8_0 weights moved the logits by %v (largest %v)", worst, scale)
 	}
-	_, err := LoadModel(ctx, tinyA(), &ModelOptions{Target: GPU, Weights: BF16})
+	_, err := LoadModel(ctx, tinyA(), &ModelOptions{Target: GPU, Weights: Q8_0})
 	wantStatus(t, err, StatusUnsupported)
 }
 

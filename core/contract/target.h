@@ -37,6 +37,19 @@ struct TargetTraits {
   bool weights_transposed;
 };
 
+// What the engine has asked of a target's device since the process started (a GPU's
+// launches, host waits, driver allocations and copies; all zero where programs run on the
+// caller's buffers). Counters only grow: two readings' difference is what the work between
+// them cost.
+struct DeviceCounters {
+  uint64_t graph_launches = 0;
+  uint64_t kernel_launches = 0;
+  uint64_t host_syncs = 0;
+  uint64_t allocations = 0;
+  uint64_t bytes_to_device = 0;
+  uint64_t bytes_from_device = 0;
+};
+
 class Target {
  public:
   virtual TargetKind kind() const = 0;
@@ -66,6 +79,9 @@ class Target {
 
   // Its devices; a program names the one it runs on (CompiledProgram::device).
   virtual DeviceList devices() const = 0;
+
+  // What its engine has asked of its device so far.
+  virtual DeviceCounters Counters() const { return {}; }
 
  protected:
   // Targets are process-wide constants, never deleted (as devices: see device.h).

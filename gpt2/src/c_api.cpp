@@ -28,7 +28,7 @@ constexpr size_t kModelStatsFirstLayout = TM_MODEL_STATS_SIZE_V1;
 // The newest layout of each struct is this library's: gpt2.h names every layout's size.
 static_assert(sizeof(tm_model_options) == TM_MODEL_OPTIONS_SIZE_V3, "update gpt2.h's sizes");
 static_assert(sizeof(tm_generate_options) == TM_GENERATE_OPTIONS_SIZE_V2, "update gpt2.h's sizes");
-static_assert(sizeof(tm_model_stats) == TM_MODEL_STATS_SIZE_V3, "update gpt2.h's sizes");
+static_assert(sizeof(tm_model_stats) == TM_MODEL_STATS_SIZE_V4, "update gpt2.h's sizes");
 
 // This library's defaults, in its own layouts.
 tm_model_options DefaultModelOptions() {

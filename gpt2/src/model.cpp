@@ -586,12 +586,30 @@ Status Gpt2Model::CheckRequest(const std::string &fn, const int32_t *prompt, siz
   return Status::Ok();
 }
 
-void Gpt2Model::AddDecodeStep(double seconds, uint64_t tokens) {
+tm_device_counters Gpt2Model::DeviceCountersNow() const {
+  tm_device_counters c = {};
+  c.struct_size = sizeof c;
+  if (tm_target_get_device_counters(source_->target(), &c) != TM_OK) {
+    c = {};
+    c.struct_size = sizeof c;
+  }
+  return c;
+}
+
+void Gpt2Model::AddDecodeStep(double seconds, uint64_t tokens,
+                              const tm_device_counters &device_before) {
   stats_.decode_seconds += seconds;
   stats_.decode_tokens += tokens;
   for (int kind = 0; kind < TM_MODEL_NUM_PROGRAM_KINDS; ++kind)
     stats_.decode_invoke_seconds[kind] += forward_invoke_seconds_[kind];
   stats_.decode_invokes += forward_invokes_;
+  const tm_device_counters now = DeviceCountersNow();
+  stats_.decode_graph_launches += now.graph_launches - device_before.graph_launches;
+  stats_.decode_kernel_launches += now.kernel_launches - device_before.kernel_launches;
+  stats_.decode_host_syncs += now.host_syncs - device_before.host_syncs;
+  stats_.decode_allocations += now.allocations - device_before.allocations;
+  stats_.decode_bytes_to_device += now.bytes_to_device - device_before.bytes_to_device;
+  stats_.decode_bytes_from_device += now.bytes_from_device - device_before.bytes_from_device;
 }
 
 void Gpt2Model::ResetGenerationStats() {
@@ -599,6 +617,8 @@ void Gpt2Model::ResetGenerationStats() {
   stats_.decode_tokens = 0;
   for (double &seconds : stats_.decode_invoke_seconds) seconds = 0.0;
   stats_.decode_invokes = 0;
+  stats_.decode_graph_launches = stats_.decode_kernel_launches = stats_.decode_host_syncs = 0;
+  stats_.decode_allocations = stats_.decode_bytes_to_device = stats_.decode_bytes_from_device = 0;
 }
 
 Status Gpt2Model::ChooseToken(const std::string &fn, const float *logits, int32_t step,
@@ -634,6 +654,7 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
   for (int32_t step = 0; step < request.max_new_tokens; ++step) {
     auto start = Clock::now();
     double compiling = stats_.compile_seconds;  // compile time is reported separately
+    const tm_device_counters device_before = DeviceCountersNow();
     if (step == 0 || !request.use_kv_cache)
       TM_RETURN_IF_ERROR(Forward(tokens.data(), tokens.size(), 0, logits.data()));
     else
@@ -643,7 +664,7 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
     if (step == 0) {
       stats_.prefill_seconds = elapsed;
     } else {
-      AddDecodeStep(elapsed, 1);
+      AddDecodeStep(elapsed, 1, device_before);
     }
     int32_t token;
     TM_RETURN_IF_ERROR(
@@ -797,8 +818,10 @@ Status Gpt2Model::GenerateBatch(const std::vector<BatchRequest> &batch,
     if (active.empty()) break;
     const auto start = Clock::now();
     const double compiling = stats_.compile_seconds;
+    const tm_device_counters device_before = DeviceCountersNow();
     TM_RETURN_IF_ERROR(DecodeBatchStep(active));
-    AddDecodeStep(Seconds(start) - (stats_.compile_seconds - compiling), active.size());
+    AddDecodeStep(Seconds(start) - (stats_.compile_seconds - compiling), active.size(),
+                  device_before);
     for (size_t r = 0; r < active.size(); ++r)
       TM_RETURN_IF_ERROR(take(*active[r], head_logits_.data() + r * vocab, active[r]->produced));
   }

@@ -145,9 +145,12 @@ class Gpt2Model {
                       const GenerateRequest &request) const;
   // Clears the last generation's timings (tm_model_stats).
   void ResetGenerationStats();
+  // The model's device counters now (tm_target_get_device_counters; zeros if unreadable).
+  tm_device_counters DeviceCountersNow() const;
   // Adds a decode step of `seconds` that made `tokens` tokens, with the invoke times the
-  // step's calls recorded (forward_invoke_seconds_), to the statistics.
-  void AddDecodeStep(double seconds, uint64_t tokens);
+  // step's calls recorded (forward_invoke_seconds_) and what it asked of the device since
+  // `device_before`, to the statistics.
+  void AddDecodeStep(double seconds, uint64_t tokens, const tm_device_counters &device_before);
   // A sequence of a batch as it generates (GenerateBatch).
   struct Lane;
   // One decode step of a batch: the latest token of each of `active` as a row, each

@@ -98,6 +98,7 @@ static tm_status get_cache(void *i) { return tm_cache_get_info(ctx, i); }
 static tm_status get_times(void *t) { return tm_process_kernel_times(t); }
 static tm_status get_stats(void *s) { return tm_model_get_stats(model, s); }
 static tm_status get_target(void *t) { return tm_target_get_info(TM_TARGET_CPU, t); }
+static tm_status get_counters(void *c) { return tm_target_get_device_counters(TM_TARGET_GPU, c); }
 
 static void check_query(const char *name, get_fn get, const size_t *sizes, int n_sizes,
                         size_t current) {
@@ -142,8 +143,12 @@ int main(int argc, char **argv) {
   check_query("tm_cache_get_info", get_cache, cache, 2, sizeof(tm_cache_info));
   const size_t times[] = {TM_KERNEL_TIMES_SIZE_V1};
   check_query("tm_process_kernel_times", get_times, times, 1, sizeof(tm_kernel_times));
-  const size_t stats[] = {TM_MODEL_STATS_SIZE_V1, TM_MODEL_STATS_SIZE_V2, TM_MODEL_STATS_SIZE_V3};
-  check_query("tm_model_get_stats", get_stats, stats, 3, sizeof(tm_model_stats));
+  const size_t stats[] = {TM_MODEL_STATS_SIZE_V1, TM_MODEL_STATS_SIZE_V2, TM_MODEL_STATS_SIZE_V3,
+                          TM_MODEL_STATS_SIZE_V4};
+  check_query("tm_model_get_stats", get_stats, stats, 4, sizeof(tm_model_stats));
+  const size_t counters[] = {TM_DEVICE_COUNTERS_SIZE_V1};
+  check_query("tm_target_get_device_counters", get_counters, counters, 1,
+              sizeof(tm_device_counters));
   const size_t target[] = {TM_TARGET_INFO_SIZE_V1};
   check_query("tm_target_get_info", get_target, target, 1, sizeof(tm_target_info));
   /* The newest published size of each struct is this header's sizeof. */
@@ -152,7 +157,8 @@ int main(int argc, char **argv) {
   EXPECT(sizeof(tm_generate_options) == TM_GENERATE_OPTIONS_SIZE_V2, "tm_generate_options grew without a new size");
   EXPECT(sizeof(tm_cache_info) == TM_CACHE_INFO_SIZE_V2, "tm_cache_info grew without a new size");
   EXPECT(sizeof(tm_kernel_times) == TM_KERNEL_TIMES_SIZE_V1, "tm_kernel_times grew without a new size");
-  EXPECT(sizeof(tm_model_stats) == TM_MODEL_STATS_SIZE_V3, "tm_model_stats grew without a new size");
+  EXPECT(sizeof(tm_model_stats) == TM_MODEL_STATS_SIZE_V4, "tm_model_stats grew without a new size");
+  EXPECT(sizeof(tm_device_counters) == TM_DEVICE_COUNTERS_SIZE_V1, "tm_device_counters grew without a new size");
   EXPECT(sizeof(tm_target_info) == TM_TARGET_INFO_SIZE_V1, "tm_target_info grew without a new size");
   tm_model_destroy(model);
   tm_trace_destroy(trace);

@@ -73,6 +73,45 @@ TEST(Targets, TheirInfoSaysHowToLayWeightsOut) {
 
 TEST(Targets, TheCpuIsAlwaysThere) { EXPECT_EQ(tm_target_check(TM_TARGET_CPU), TM_OK); }
 
+// The CPU's programs run on the caller's buffers: nothing is asked of a device, however much
+// runs. (The GPU's counters are checked on the software device: tests/cli/software_gpu.py.)
+TEST(Targets, DeviceCountersAreZeroForTheCpuAndCheckTheirArguments) {
+  tm_context *ctx = nullptr;
+  ASSERT_EQ(tm_context_create(&ctx), TM_OK);
+  tm_trace *trace = nullptr;
+  const int64_t shape[1] = {4};
+  tm_value x, y;
+  ASSERT_EQ(tm_trace_begin(ctx, "counted", &trace), TM_OK);
+  ASSERT_EQ(tm_op_input(trace, TM_F32, 1, shape, &x), TM_OK);
+  ASSERT_EQ(tm_op_neg(trace, x, &y), TM_OK);
+  ASSERT_EQ(tm_trace_end(trace, &y, 1), TM_OK);
+  tm_program *program = nullptr;
+  ASSERT_EQ(tm_compile(ctx, trace, nullptr, &program), TM_OK) << tm_last_error();
+  float in[4] = {1, 2, 3, 4}, out[4] = {};
+  tm_tensor a = {in, TM_F32, 1, shape, nullptr}, b = {out, TM_F32, 1, shape, nullptr};
+  ASSERT_EQ(tm_invoke(program, &a, 1, &b, 1), TM_OK) << tm_last_error();
+  EXPECT_EQ(out[3], -4.0f);
+  tm_device_counters c;
+  c.struct_size = sizeof c;
+  c.kernel_launches = 99;
+  ASSERT_EQ(tm_target_get_device_counters(TM_TARGET_CPU, &c), TM_OK) << tm_last_error();
+  EXPECT_EQ(c.struct_size, sizeof c);
+  for (uint64_t v : {c.graph_launches, c.kernel_launches, c.host_syncs, c.allocations,
+                     c.bytes_to_device, c.bytes_from_device})
+    EXPECT_EQ(v, 0u);
+  EXPECT_EQ(tm_target_get_device_counters(TM_TARGET_CPU, nullptr), TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(tm_target_get_device_counters(static_cast<tm_target>(7), &c),
+            TM_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tm_last_error()).find("tm_target_get_device_counters: no target 7"),
+            std::string::npos)
+      << tm_last_error();
+  c.struct_size = TM_DEVICE_COUNTERS_SIZE_V1 - 1;
+  EXPECT_EQ(tm_target_get_device_counters(TM_TARGET_GPU, &c), TM_ERROR_INVALID_ARGUMENT);
+  tm_program_release(program);
+  tm_trace_destroy(trace);
+  tm_context_release(ctx);
+}
+
 // Without a CUDA driver (this machine, unless one is installed) the GPU target says so at
 // once; with one, or with its kernels emulated on the host, it is there.
 TEST(Targets, AGpuWithoutADriverIsRefusedAtOnceSayingWhy) {

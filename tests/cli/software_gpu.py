@@ -6,6 +6,8 @@ against the same command on the CPU target.
 - GPT-2 124M shapes (random weights, made once into the cache folder), 8 greedy tokens: the
   CPU's; on a 64 MiB device: exit status 1 within 60 seconds, naming the bytes asked,
   CUDA_ERROR_OUT_OF_MEMORY and the bytes free.
+- `--verbose`: one line of what a decode token asked of the device, from the engine's
+  counters (none on the CPU).
 - A driver library that is not there, and a software memory size that is not a size: exit
   status 1, naming them.
 Nothing is printed on stdout by a failed run.
@@ -64,6 +66,27 @@ same_as_the_cpu(["--greedy"], "greedy")
 same_as_the_cpu(["--greedy", "--weights", "f16"], "greedy with f16 weights")
 same_as_the_cpu(["--greedy", "--weights", "bf16"], "greedy with bf16 weights")
 same_as_the_cpu(["--seed", "7", "--temperature", "0.9", "--top-k", "20"], "sampled")
+
+# --verbose: what a decode token asks of the device, from the engine's counters. kjv-tiny's
+# token copies its logits back (50257 floats); the CPU asks nothing and prints no such line.
+LINE = re.compile(r"\[tinymlir\] device per decode token: (\S+) graph launch(?:es)?, (\S+) "
+                  r"kernels?, (\S+) host syncs?, (\S+) allocations?, (\S+) B to device, "
+                  r"(\S+) B from device\n")
+verbose = run(["--target", "gpu", "--verbose", "--greedy", "-n", "8", "And"], env=SOFTWARE)
+found = LINE.findall(verbose.stderr)
+if verbose.returncode != 0 or len(found) != 1:
+    failures.append(f"--verbose on the software GPU: exit {verbose.returncode}, lines {found}: "
+                    f"{verbose.stderr}")
+else:
+    graphs, kernels, syncs, allocations, to_device, from_device = map(float, found[0])
+    if not (kernels >= 10 and syncs >= 1 and allocations >= 0 and to_device >= 4):
+        failures.append(f"--verbose on the software GPU: implausible figures {found[0]}")
+    if from_device != 4 * 50257:
+        failures.append(f"--verbose: {from_device} B from device per token, not the logits' "
+                        f"{4 * 50257}")
+cpu_verbose = run(["--verbose", "--greedy", "-n", "4", "And"])
+if "device per decode token" in cpu_verbose.stderr or cpu_verbose.returncode != 0:
+    failures.append(f"--verbose on the CPU: {cpu_verbose.stderr}")
 
 folder = os.path.join(CACHE, "gpt2-124m-random")
 checkpoint.ensure_checkpoint(folder)

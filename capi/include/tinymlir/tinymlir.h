@@ -587,6 +587,28 @@ TM_API tm_status tm_target_from_name(const char *name, tm_target *out);
  * Errors: also TM_ERROR_INVALID_ARGUMENT (a target this library does not have). */
 TM_API tm_status tm_target_check(tm_target target);
 
+/* What this process's programs have asked of a target's device since the process started
+ * (API 1.5): for the GPU, the engine's own tallies of kernel and graph launches, host waits
+ * (context, stream and event synchronisations), driver allocations (a recycled block is
+ * none) and the bytes of callers' tensors copied to the device and back; all zero for the
+ * CPU, whose programs run on the caller's buffers. Counters only grow: subtract two
+ * readings for what the work between them cost. Published layouts: */
+#define TM_DEVICE_COUNTERS_SIZE_V1 56
+typedef struct tm_device_counters {
+  uint32_t struct_size; /* set to sizeof(tm_device_counters) before the call */
+  uint64_t graph_launches;
+  uint64_t kernel_launches;
+  uint64_t host_syncs;
+  uint64_t allocations;
+  uint64_t bytes_to_device;
+  uint64_t bytes_from_device;
+} tm_device_counters;
+
+/* Fills *counters up to counters->struct_size with `target`'s counters (see above).
+ * Errors: TM_ERROR_INVALID_ARGUMENT (counters NULL, struct_size below
+ * TM_DEVICE_COUNTERS_SIZE_V1, or a target this library does not have). */
+TM_API tm_status tm_target_get_device_counters(tm_target target, tm_device_counters *counters);
+
 /* ---- Compilation -------------------------------------------------------------------- */
 
 /* Compile options. Published layouts: */

@@ -1,6 +1,6 @@
-// The targets: tm_target_count, tm_target_get_info, tm_target_from_name, tm_target_check,
-// answered by the target registry (core/engine/targets.h). Built into both libtinymlir.so
-// and libtinymlir_runtime.so.
+// The targets: tm_target_count, tm_target_get_info, tm_target_get_device_counters,
+// tm_target_from_name, tm_target_check, answered by the target registry
+// (core/engine/targets.h). Built into both libtinymlir.so and libtinymlir_runtime.so.
 #include <string>
 
 #include "capi/src/run/errors.h"
@@ -46,6 +46,25 @@ TM_API tm_status tm_target_get_info(tm_target target, tm_target_info *info) {
     value.weight_dtypes = traits.weight_dtypes;
     value.weights_transposed = traits.weights_transposed ? 1 : 0;
     return tinymlir::WriteVersionedStruct(fn, "info", value, TM_TARGET_INFO_SIZE_V1, info);
+  });
+}
+
+TM_API tm_status tm_target_get_device_counters(tm_target target, tm_device_counters *counters) {
+  constexpr const char *fn = "tm_target_get_device_counters";
+  return Guard(nullptr, [&] {
+    TM_RETURN_IF_ERROR(CheckTarget(fn, target));
+    const tinymlir::DeviceCounters c =
+        tinymlir::TargetOf(static_cast<tinymlir::TargetKind>(target)).Counters();
+    tm_device_counters value = {};
+    value.struct_size = sizeof value;
+    value.graph_launches = c.graph_launches;
+    value.kernel_launches = c.kernel_launches;
+    value.host_syncs = c.host_syncs;
+    value.allocations = c.allocations;
+    value.bytes_to_device = c.bytes_to_device;
+    value.bytes_from_device = c.bytes_from_device;
+    return tinymlir::WriteVersionedStruct(fn, "counters", value, TM_DEVICE_COUNTERS_SIZE_V1,
+                                          counters);
   });
 }
 

@@ -258,6 +258,7 @@ TM_API tm_status tm_generate_batch(tm_model *model, tm_batch_sequence *sequences
 #define TM_MODEL_STATS_SIZE_V1 64  /* up to decode_tokens */
 #define TM_MODEL_STATS_SIZE_V2 136 /* programs_from_disk, phase_seconds */
 #define TM_MODEL_STATS_SIZE_V3 176 /* decode_invoke_seconds, decode_invokes */
+#define TM_MODEL_STATS_SIZE_V4 224 /* decode_device (API 1.5) */
 /* The programs a forward pass runs, in order: the embedding, then per layer the attention
  * projections (layer norm + QKV) and the attention with the MLP, then the LM head. */
 typedef enum tm_model_program {
@@ -291,6 +292,15 @@ typedef struct tm_model_stats {
    * attn_mlp, count as TM_MODEL_PROGRAM_ATTN_MLP. */
   double decode_invoke_seconds[TM_MODEL_NUM_PROGRAM_KINDS];
   uint64_t decode_invokes;
+  /* From TM_MODEL_STATS_SIZE_V4: what the last tm_generate(_batch)'s decode steps asked of the
+   * model's device, summed over the steps (tm_target_get_device_counters' figures, without
+   * its struct_size; all zero on the CPU): divide by decode_tokens for a token's cost. */
+  uint64_t decode_graph_launches;
+  uint64_t decode_kernel_launches;
+  uint64_t decode_host_syncs;
+  uint64_t decode_allocations;
+  uint64_t decode_bytes_to_device;
+  uint64_t decode_bytes_from_device;
 } tm_model_stats;
 
 /* Fills the first stats->struct_size bytes of *stats (set struct_size first; any size from

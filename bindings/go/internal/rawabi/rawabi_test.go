@@ -11,7 +11,7 @@ import (
 
 // The first published layouts (tinymlir.h, gpt2.h), and today's.
 var firstLayout = map[Struct]int{CompileOptions: 20, GenerateOptions: 40, ModelOptions: 8, ModelStats: 64}
-var currentLayout = map[Struct]int{CompileOptions: 32, GenerateOptions: 56, ModelOptions: 24, ModelStats: 176}
+var currentLayout = map[Struct]int{CompileOptions: 32, GenerateOptions: 56, ModelOptions: 24, ModelStats: 224}
 
 var names = map[Struct]string{CompileOptions: "tm_compile_options", GenerateOptions: "tm_generate_options",
 	ModelOptions: "tm_model_options", ModelStats: "tm_model_stats"}

@@ -19,7 +19,7 @@ const FIRST_STATS: u32 = 64;
 /// Today's layouts: tm_generate_options gained the progress callback, tm_model_stats the
 /// disk cache count, the compile phases and the decode time per program kind.
 const CURRENT_GENERATE: u32 = 56;
-const CURRENT_STATS: u32 = 176;
+const CURRENT_STATS: u32 = 224;
 /// tm_compile_options gained the GPU fields (gpu_sm, gpu_matmul_tile, gpu_cubin).
 const CURRENT_COMPILE: u32 = 32;
 /// tm_model_options gained bundle_dir, then weights.

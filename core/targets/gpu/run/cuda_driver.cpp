@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/targets/gpu/run/engine_counters.h"
 #include "core/targets/gpu/run/software_device/software_driver.h"
 
 namespace tinymlir {
@@ -260,6 +261,7 @@ Status ManagedAlloc(uint64_t bytes, void **out) {
   const CudaDriver *d = nullptr;
   TM_RETURN_IF_ERROR(Driver(&d));
   CUdeviceptr ptr = 0;
+  Count(EngineEvent::kAllocation);
   const CUresult rc = d->cuMemAllocManaged(&ptr, static_cast<size_t>(bytes), kCuMemAttachGlobal);
   if (rc != kCudaSuccess)
     return CudaCallFailed("cuMemAllocManaged(" + std::to_string(bytes) + " bytes)", rc,
@@ -335,6 +337,7 @@ Status Synchronize() {
   TM_RETURN_IF_ERROR(MakeContextCurrent());
   const CudaDriver *d = nullptr;
   TM_RETURN_IF_ERROR(Driver(&d));
+  Count(EngineEvent::kHostSync);
   const CUresult rc = d->cuCtxSynchronize();
   if (rc != kCudaSuccess) return CudaCallFailed("cuCtxSynchronize", rc);
   return Status::Ok();

@@ -11,6 +11,7 @@
 #include "core/runtime/device.h"
 #include "core/targets/gpu/run/cuda_driver.h"
 #include "core/targets/gpu/run/emulation_device.h"
+#include "core/targets/gpu/run/engine_counters.h"
 #include "core/targets/gpu/run/gpu_runtime.h"
 #include "core/targets/gpu/run/gpu_symbols.h"
 #include "core/targets/gpu/run/recycled_blocks.h"
@@ -57,6 +58,7 @@ Status StageBuffer(GpuCall *call, CallBuffer *b, bool copy_in) {
   TM_RETURN_IF_ERROR(call->released.Add(block));
   TM_RETURN_IF_ERROR(copy_in ? gpu::QueueCopy(block, b->data, b->bytes)
                              : gpu::QueuePrefetchToDevice(block, b->bytes));
+  if (copy_in) gpu::CountBytesToDevice(b->bytes);
   b->data = static_cast<uint8_t *>(block);
   return Status::Ok();
 }
@@ -112,6 +114,7 @@ class GpuDevice final : public Device {
       if (c->staged_outputs[i]) {
         TM_RETURN_IF_ERROR(gpu::QueueCopy(caller_outputs[i].data, c->staged_outputs[i],
                                           caller_outputs[i].bytes));
+        gpu::CountBytesFromDevice(caller_outputs[i].bytes);
         copied = true;
       }
     if (copied) TM_RETURN_IF_ERROR(gpu::Synchronize());

@@ -12,6 +12,7 @@
 #include "core/support/fnv.h"
 #include "core/support/fork_safe_once.h"
 #include "core/targets/gpu/run/cuda_driver.h"
+#include "core/targets/gpu/run/engine_counters.h"
 #include "core/targets/gpu/run/recycled_blocks.h"
 
 // Every extern "C" function below has the same shape: the work is done by a function that
@@ -243,7 +244,9 @@ Status Launch(void *function, const intptr_t grid[3], const intptr_t block[3], i
                         static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
                         static_cast<unsigned>(block[2]), static_cast<unsigned>(smem),
                         static_cast<CUstream>(stream), params, extra);
-  return rc == kCudaSuccess ? Status::Ok() : CudaCallFailed(describe(), rc);
+  if (rc != kCudaSuccess) return CudaCallFailed(describe(), rc);
+  Count(EngineEvent::kKernelLaunch);
+  return Status::Ok();
 }
 
 // --- memory ---
@@ -262,6 +265,7 @@ Status DeviceAlloc(uint64_t bytes, bool managed, void **out) {
     Status ready = Ready(&d);
     if (!ready.ok()) return Because(what(), ready);
     CUdeviceptr ptr = 0;
+    Count(EngineEvent::kAllocation);
     const CUresult rc = d->cuMemAlloc(&ptr, static_cast<size_t>(bytes));
     if (rc != kCudaSuccess)
       return Because(what(), CudaCallFailed("cuMemAlloc", rc, /*say_free_memory=*/true));
@@ -331,7 +335,10 @@ DeferredFrees::~DeferredFrees() {
   // Errors ignored: a kernel's failure has been reported by the call (or the context is lost,
   // and cuMemFree releases the memory regardless).
   const CudaDriver *d = nullptr;
-  if (!device_waited_for_ && Ready(&d).ok()) (void)d->cuCtxSynchronize();
+  if (!device_waited_for_ && Ready(&d).ok()) {
+    Count(EngineEvent::kHostSync);
+    (void)d->cuCtxSynchronize();
+  }
   for (void *block : blocks_) Recycle(block);
 }
 
@@ -405,6 +412,7 @@ void mgpuStreamDestroy(void *stream) {
 }
 
 void mgpuStreamSynchronize(void *stream) {
+  gpu::Count(gpu::EngineEvent::kHostSync);
   Status status = gpu::Call("cuStreamSynchronize", [&](const gpu::CudaDriver &d) {
     return d.cuStreamSynchronize(static_cast<gpu::CUstream>(stream));
   });
@@ -432,6 +440,7 @@ void mgpuEventDestroy(void *event) {
 }
 
 void mgpuEventSynchronize(void *event) {
+  gpu::Count(gpu::EngineEvent::kHostSync);
   Status status = gpu::Call("cuEventSynchronize", [&](const gpu::CudaDriver &d) {
     return d.cuEventSynchronize(static_cast<gpu::CUevent>(event));
   });

@@ -13,6 +13,7 @@
 #include "core/support/fork_safe_once.h"
 #include "core/support/host_cpu.h"
 #include "core/targets/gpu/run/cuda_driver.h"
+#include "core/targets/gpu/run/engine_counters.h"
 #include "core/trace/dtype.h"
 
 namespace tinymlir {
@@ -129,6 +130,8 @@ class GpuTargetInfo final : public Target {
   }
 
   DeviceList devices() const override { return GpuDevices(); }
+
+  DeviceCounters Counters() const override { return gpu::EngineCountersNow(); }
 };
 
 const GpuTargetInfo kGpuTarget;
