@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "core/support/fork_safe_once.h"
+
 namespace tinymlir {
 namespace gpu {
 namespace {
@@ -13,9 +15,10 @@ struct Tallies {
 };
 
 // Never destroyed: host objects' destructors may launch or wait at exit.
+ForkSafeOnce<Tallies *> tallies;
+
 Tallies &TheTallies() {
-  static Tallies *tallies = new Tallies;
-  return *tallies;
+  return *tallies.Get([] { return new Tallies; });
 }
 
 }  // namespace

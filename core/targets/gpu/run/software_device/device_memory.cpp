@@ -12,10 +12,7 @@ namespace {
 
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
-uint64_t PageBytes() {
-  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  return page;
-}
+uint64_t PageBytes() { return static_cast<uint64_t>(sysconf(_SC_PAGESIZE)); }
 
 // The largest block below `p` in `blocks` that contains [p, p + bytes).
 bool InBlock(const std::map<uintptr_t, uint64_t> &blocks, uintptr_t p, uint64_t bytes) {

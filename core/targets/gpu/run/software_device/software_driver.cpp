@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/support/fnv.h"
+#include "core/support/fork_safe_once.h"
 #include "core/targets/gpu/run/software_device/device_memory.h"
 #include "core/targets/gpu/run/software_device/device_queue.h"
 
@@ -64,9 +65,10 @@ struct Registry {
     return true;
   }
 };
+ForkSafeOnce<Registry *> registry;
+
 Registry &Kernels() {
-  static Registry *registry = new Registry;
-  return *registry;
+  return *registry.Get([] { return new Registry; });
 }
 
 ImageKey KeyOf(const void *image, uint64_t bytes) {
@@ -96,9 +98,10 @@ struct Device {
   std::map<const void *, std::unique_ptr<GraphExec>> execs;
   DeviceCounters counters;
 };
+ForkSafeOnce<Device *> device;
+
 Device &TheDevice() {
-  static Device *device = new Device;
-  return *device;
+  return *device.Get([] { return new Device; });
 }
 
 using Lock = std::lock_guard<std::mutex>;
