@@ -589,6 +589,8 @@ Status Gpt2Model::CheckRequest(const std::string &fn, const int32_t *prompt, siz
 tm_device_counters Gpt2Model::DeviceCountersNow() const {
   tm_device_counters c = {};
   c.struct_size = sizeof c;
+  // Programs on the caller's buffers ask nothing of a device: no call on the CPU's decode path.
+  if (!managed_) return c;
   if (tm_target_get_device_counters(source_->target(), &c) != TM_OK) {
     c = {};
     c.struct_size = sizeof c;
