@@ -83,6 +83,10 @@ class Target {
   // What its engine has asked of its device so far.
   virtual DeviceCounters Counters() const { return {}; }
 
+  // The device its buffers (tm_device_buffer) live on: the one its programs, compiled as
+  // the environment says now, run on.
+  virtual const Device &BufferDevice() const { return **devices().first; }
+
  protected:
   // Targets are process-wide constants, never deleted (as devices: see device.h).
   constexpr Target() = default;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/engine/device_buffers.h"
 #include "core/runtime/device.h"
 #include "core/engine/program.h"
 
@@ -211,6 +212,36 @@ Status CopyToContiguous(View *v, std::vector<Buffer> *keep) {
   return Status::Ok();
 }
 
+// Whether `v` lies in a device buffer the host cannot read, checking what such a tensor
+// must be (device_buffers.h): inside the buffer, on the program's own device, contiguous.
+// A tensor in a buffer of host memory is like any other host memory.
+Status InDeviceMemory(const char *what, int i, const View &v, const Device *device,
+                      bool *on_device) {
+  *on_device = false;
+  bool in = false;
+  DeviceBuffer buffer;
+  const auto name = [&] { return std::string(what) + " " + std::to_string(i); };
+  Status found = FindDeviceBuffer(reinterpret_cast<const void *>(v.lo), v.hi - v.lo, &in, &buffer);
+  if (!found.ok()) return Status(found.code(), name() + ": " + found.message());
+  if (!in || buffer.device->host_memory()) return Status::Ok();
+  if (buffer.device != device)
+    return InvalidArgument(name() + " lies in a device buffer of the " + buffer.device->name() +
+                           " device, but the program runs on the " + device->name() +
+                           " device; pass it in host memory or in a buffer of the program's "
+                           "target");
+  if (!v.contiguous)
+    return InvalidArgument(name() + " lies in device memory and is strided; a tensor in a "
+                           "device buffer must be contiguous (row-major)");
+  *on_device = true;
+  return Status::Ok();
+}
+
+// Host work Invoke would do on input i, which a tensor in device memory cannot have.
+Status RefuseHostWork(int i, const char *work) {
+  return InvalidArgument("input " + std::to_string(i) + " lies in device memory, where the host "
+                         "cannot " + work + "; pass it in host memory");
+}
+
 Status CheckGatherIndices(const View &v, DType dtype, int input, int64_t rows) {
   int64_t n = v.NumElements();
   for (int64_t i = 0; i < n; ++i) {
@@ -257,8 +288,6 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
   for (int i = 0; i < n_in; ++i) TM_RETURN_IF_ERROR(CheckTensor("input", i, in[i], inputs[i], &ins[i]));
   for (int i = 0; i < n_out; ++i)
     TM_RETURN_IF_ERROR(CheckTensor("output", i, out[i], outputs[i], &outs[i]));
-  for (int i = 0; i < n_in; ++i)
-    if (inputs[i].dtype == DType::kBool) TM_RETURN_IF_ERROR(CheckBoolBytes(i, ins[i]));
   for (int i = 0; i < n_out; ++i) TM_RETURN_IF_ERROR(CheckOutputLayout(i, outs[i]));
   for (int i = 0; i < n_out; ++i)
     for (int j = 0; j < i; ++j)
@@ -266,16 +295,35 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
         return InvalidArgument("outputs " + std::to_string(j) + " and " +
                                std::to_string(i) + " overlap in memory");
 
+  if (!bound_device) return RuntimeError("the program is not linked to a device");
+  std::vector<bool> in_device_memory(n_in);
+  for (int i = 0; i < n_in; ++i) {
+    bool on_device = false;
+    TM_RETURN_IF_ERROR(InDeviceMemory("input", i, ins[i], bound_device, &on_device));
+    in_device_memory[i] = on_device;
+    if (inputs[i].dtype != DType::kBool) continue;
+    if (on_device) return RefuseHostWork(i, "check that its bools are 0 or 1");
+    TM_RETURN_IF_ERROR(CheckBoolBytes(i, ins[i]));
+  }
+  for (int i = 0; i < n_out; ++i) {
+    bool on_device = false;
+    TM_RETURN_IF_ERROR(InDeviceMemory("output", i, outs[i], bound_device, &on_device));
+  }
+
   std::vector<Buffer> temporaries;
   for (int i = 0; i < n_in; ++i) {
     bool aliased = !ins[i].contiguous;
     for (int j = 0; j < n_out && !aliased; ++j) aliased = Overlap(ins[i], outs[j]);
     for (int j = 0; j < i && !aliased; ++j) aliased = Overlap(ins[i], ins[j]);
+    if (aliased && in_device_memory[i])
+      return RefuseHostWork(i, "copy it apart from the tensors it overlaps");
     if (aliased) TM_RETURN_IF_ERROR(CopyToContiguous(&ins[i], &temporaries));
   }
-  for (const GatherCheck &g : gather_checks)
+  for (const GatherCheck &g : gather_checks) {
+    if (in_device_memory[g.input]) return RefuseHostWork(g.input, "check its gather indices");
     TM_RETURN_IF_ERROR(
         CheckGatherIndices(ins[g.input], inputs[g.input].dtype, g.input, g.table_rows));
+  }
 
   // Strided outputs are computed into a contiguous temporary and scattered afterwards.
   std::vector<View> results = outs;
@@ -294,7 +342,6 @@ Status Program::Invoke(const TensorView *in, int32_t n_in, const TensorView *out
 
   // The device makes the tensors reachable by the code (core/runtime/device.h): a host
   // device uses them in place, another stages copies and brings the results back in Finish.
-  if (!bound_device) return RuntimeError("the program is not linked to a device");
   std::vector<CallBuffer> in_buffers(ins.size()), out_buffers(results.size());
   for (size_t i = 0; i < ins.size(); ++i)
     in_buffers[i] = {ins[i].data, static_cast<uint64_t>(ins[i].NumElements()) * ins[i].elem};

@@ -63,6 +63,20 @@ class Device {
   // Moves `bytes` of a block from Allocate, from `block` on, to where the code reads it.
   virtual Status Prefetch(const void *block, uint64_t bytes) const = 0;
 
+  // Buffers (tm_device_buffer): memory the code reads and writes in place, which the host
+  // reaches only through these functions. They are ordered with the device's calls: a write,
+  // copy or fill asked for after a call happens after it, without the host waiting; a read
+  // waits for everything asked for before it. A buffer's bytes start at zero. The device
+  // checks nothing the caller checked (ranges lie inside buffers from AllocateBuffer).
+  virtual Status AllocateBuffer(uint64_t bytes, void **out) const = 0;
+  virtual void FreeBuffer(void *buffer) const = 0;
+  virtual Status WriteBuffer(void *dst, const void *host_src, uint64_t bytes) const = 0;
+  virtual Status ReadBuffer(void *host_dst, const void *src, uint64_t bytes) const = 0;
+  virtual Status CopyBuffer(void *dst, const void *src, uint64_t bytes) const = 0;
+  virtual Status FillBuffer(void *dst, uint8_t value, uint64_t bytes) const = 0;
+  // Whether the host can read this device's buffers in place (its code runs on the host).
+  virtual bool host_memory() const { return false; }
+
  protected:
   // Devices are process-wide constants (their Target lists them), never deleted:
   // constant-initialised, with no guard taken on first use and nothing run at exit, while

@@ -1,6 +1,7 @@
 #include "core/runtime/host_device.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/runtime/guarded_call.h"
@@ -31,5 +32,38 @@ Status HostDevice::Allocate(uint64_t bytes, void **out) const {
 void HostDevice::Free(void *block) const { std::free(block); }
 
 Status HostDevice::Prefetch(const void *, uint64_t) const { return Status::Ok(); }
+
+// The host runs a call before Invoke returns, so a buffer's functions act at once.
+Status HostDevice::AllocateBuffer(uint64_t bytes, void **out) const {
+  *out = nullptr;
+  if (bytes > PhysicalMemoryBytes())
+    return OutOfMemory(std::to_string(bytes) + " bytes of memory were asked for, more than this "
+                       "machine's " + std::to_string(PhysicalMemoryBytes()));
+  TM_RETURN_IF_ERROR(Allocate(bytes, out));
+  if (*out) std::memset(*out, 0, bytes);
+  return Status::Ok();
+}
+
+void HostDevice::FreeBuffer(void *buffer) const { Free(buffer); }
+
+Status HostDevice::WriteBuffer(void *dst, const void *host_src, uint64_t bytes) const {
+  if (bytes) std::memcpy(dst, host_src, bytes);
+  return Status::Ok();
+}
+
+Status HostDevice::ReadBuffer(void *host_dst, const void *src, uint64_t bytes) const {
+  if (bytes) std::memcpy(host_dst, src, bytes);
+  return Status::Ok();
+}
+
+Status HostDevice::CopyBuffer(void *dst, const void *src, uint64_t bytes) const {
+  if (bytes) std::memmove(dst, src, bytes);
+  return Status::Ok();
+}
+
+Status HostDevice::FillBuffer(void *dst, uint8_t value, uint64_t bytes) const {
+  if (bytes) std::memset(dst, value, bytes);
+  return Status::Ok();
+}
 
 }  // namespace tinymlir

@@ -19,6 +19,13 @@ class HostDevice : public Device {
   Status Allocate(uint64_t bytes, void **out) const override;
   void Free(void *block) const override;
   Status Prefetch(const void *block, uint64_t bytes) const override;
+  Status AllocateBuffer(uint64_t bytes, void **out) const override;
+  void FreeBuffer(void *buffer) const override;
+  Status WriteBuffer(void *dst, const void *host_src, uint64_t bytes) const override;
+  Status ReadBuffer(void *host_dst, const void *src, uint64_t bytes) const override;
+  Status CopyBuffer(void *dst, const void *src, uint64_t bytes) const override;
+  Status FillBuffer(void *dst, uint8_t value, uint64_t bytes) const override;
+  bool host_memory() const override { return true; }
 
  protected:
   constexpr HostDevice() = default;

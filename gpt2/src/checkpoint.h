@@ -69,7 +69,7 @@ struct Weight {
   std::vector<int64_t> shape;
   tm_dtype dtype = TM_F32;
   HostArray host;  // floats for TM_F32, the raw bits for TM_F16 / TM_BF16, blocks for TM_Q8_0
-  // A copy in GPU-reachable memory (tm_process_managed_alloc), in the same dtype, when the
+  // A copy in a device buffer (tm_device_buffer), in the same dtype, when the
   // model's programs run on the GPU: passed to them in place, so the weights are uploaded
   // once. Owned by the model.
   void *device = nullptr;

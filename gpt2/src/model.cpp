@@ -237,9 +237,9 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
   TM_RETURN_IF_ERROR(GetTargetInfo(m->source_->target(), &info));
   if (!info.host_memory) TM_RETURN_IF_ERROR(m->UploadWeights(&on_device));
   TM_RETURN_IF_ERROR(m->AllocateCaches(on_device));
-  m->managed_ = on_device;
+  m->on_device_ = on_device;
   for (Floats *scratch : {&m->x_, &m->x_next_, &m->q_, &m->k_, &m->v_, &m->mask_, &m->merged_})
-    scratch->set_managed(on_device);
+    scratch->set_device(on_device, m->source_->target());
   m->stats_.struct_size = sizeof(tm_model_stats);
   m->stats_.load_seconds = Seconds(start);
   *out = std::move(m);
@@ -247,10 +247,10 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
 }
 
 Gpt2Model::~Gpt2Model() {
-  for (void *block : device_blocks_) tm_process_managed_free(block);
+  for (tm_device_buffer *buffer : weight_buffers_) tm_device_buffer_destroy(buffer);
 }
 
-Status Gpt2Model::AllocateCaches(bool managed) {
+Status Gpt2Model::AllocateCaches(bool on_device) {
   // Zeros, so that masked rows stay finite (Floats: on the host, the cache occupies memory
   // only as the rows the programs read grow, TouchCacheRows; GPT-2 124M's full cache is
   // 75 MB, a 100-token generation reads 128 rows of it, 9 MB).
@@ -259,7 +259,7 @@ Status Gpt2Model::AllocateCaches(bool managed) {
   for (auto *caches : {&k_cache_, &v_cache_}) {
     caches->resize(c.n_layer);
     for (Floats &layer : *caches) {
-      layer.set_managed(managed);
+      layer.set_device(on_device, source_->target());
       Status status = layer.Resize(cache);
       if (!status.ok())
         return {status.code(), "tm_model_load: cannot allocate the KV cache (" +
@@ -277,12 +277,12 @@ void Gpt2Model::TouchCacheRows(int64_t rows) {
   // TLB flush interrupts every CPU the process runs on: GPT-2 124M took about 75 page
   // faults a token, 18 of them with that interrupt, in a 64-token decode. Written here
   // once per bucket (zeros over zeros), the pages are the process's own before any read.
-  // Managed memory is left alone: the host must not pull a GPU target's cache pages over.
+  // A cache on a device is zero already (device buffers start so).
   if (rows <= cache_written_rows_) return;
   const int64_t d = config_.n_embd;
   for (auto *caches : {&k_cache_, &v_cache_})
     for (Floats &layer : *caches)
-      if (!layer.managed())
+      if (!layer.on_device())
         std::memset(layer.data() + cache_written_rows_ * d, 0,
                     static_cast<size_t>((rows - cache_written_rows_) * d) * sizeof(float));
   cache_written_rows_ = rows;
@@ -296,18 +296,15 @@ Status Gpt2Model::UploadWeights(bool *uploaded) {
                       &l.ln_2_g, &l.ln_2_b, &l.fc_w, &l.fc_b, &l.mlp_proj_w, &l.mlp_proj_b})
       all.push_back(w);
   for (Weight *w : all) {
-    void *block = nullptr;
-    const tm_status s = tm_process_managed_alloc(w->bytes(), &block);
+    tm_device_buffer *buffer = nullptr;
+    const tm_status s = tm_device_buffer_create(source_->target(), w->bytes(), &buffer);
     // Where there is no GPU, the weights stay on the host: every program call then fails
     // with the same message, and a model can still be loaded, inspected and tokenized.
     if (s == TM_ERROR_UNSUPPORTED) return Status::Ok();
     TM_RETURN_IF_ERROR(FromC(s));
-    device_blocks_.push_back(block);
-    std::memcpy(block, w->host.data(), w->bytes());
-    // On the device before the first call reads it (a page fault at a time otherwise). A
-    // driver that cannot prefetch still moves the pages when they are read: not an error.
-    (void)tm_process_managed_prefetch(block, w->bytes());
-    w->device = block;
+    weight_buffers_.push_back(buffer);
+    TM_RETURN_IF_ERROR(FromC(tm_device_buffer_write(buffer, 0, w->host.data(), w->bytes())));
+    w->device = tm_device_buffer_data(buffer);
   }
   *uploaded = true;
   return Status::Ok();
@@ -415,21 +412,21 @@ Status Gpt2Model::ForwardLayers(const int32_t *ids, size_t n, int64_t pos) {
   }
   // Row i (position pos + i) sees cache rows j <= pos + i; padded rows see row 0 only, so
   // no row is fully masked.
-  TM_RETURN_IF_ERROR(mask_.Resize(static_cast<size_t>(t * l)));
+  mask_rows_.resize(static_cast<size_t>(t * l));
   for (int64_t i = 0; i < t; ++i)
-    SetMaskRow(mask_.data() + i * l, l, i < static_cast<int64_t>(n) ? pos + i : -1);
+    SetMaskRow(mask_rows_.data() + i * l, l, i < static_cast<int64_t>(n) ? pos + i : -1);
+  TM_RETURN_IF_ERROR(mask_.Resize(mask_rows_.size()));
+  TM_RETURN_IF_ERROR(mask_.Write(0, mask_rows_.data(), mask_rows_.size()));
   // Rows [pos + n, l) of the cache are read under the mask, where they must contribute
   // exactly nothing: a row a previous computation left there (possibly NaN or infinite,
   // and 0 * NaN is NaN) is zeroed first. Only a computation that restarts below the rows
   // already written pays for it.
   const int64_t end = pos + static_cast<int64_t>(n);
   if (cache_dirty_end_ > end) {
-    for (int layer = 0; layer < c.n_layer; ++layer) {
-      std::fill(k_cache_[layer].data() + end * d, k_cache_[layer].data() + cache_dirty_end_ * d,
-                0.0f);
-      std::fill(v_cache_[layer].data() + end * d, v_cache_[layer].data() + cache_dirty_end_ * d,
-                0.0f);
-    }
+    for (int layer = 0; layer < c.n_layer; ++layer)
+      for (Floats *cache : {&k_cache_[layer], &v_cache_[layer]})
+        TM_RETURN_IF_ERROR(cache->Zero(static_cast<size_t>(end * d),
+                                       static_cast<size_t>((cache_dirty_end_ - end) * d)));
   }
   cache_dirty_end_ = end;
   TouchCacheRows(l);
@@ -459,8 +456,7 @@ Status Gpt2Model::ForwardLayers(const int32_t *ids, size_t n, int64_t pos) {
     QkvInputs(w, x_.data(), t, d, &qkv_in);
     // Only real rows enter the cache. Without padded rows (every decode step, and prompts
     // of a power-of-two length) the program writes K and V into their cache rows itself:
-    // no copy, and on the GPU target the host never touches the cache, whose managed pages
-    // would migrate to the host and back at each access.
+    // no copy.
     const bool into_cache = t == static_cast<int64_t>(n);
     float *k_rows = into_cache ? k_cache_[layer].data() + pos * d : k_.data();
     float *v_rows = into_cache ? v_cache_[layer].data() + pos * d : v_.data();
@@ -469,8 +465,8 @@ Status Gpt2Model::ForwardLayers(const int32_t *ids, size_t n, int64_t pos) {
     qkv_out.Add(v_rows, {t, d});
     TM_RETURN_IF_ERROR(Run(ProgramKind::kQkv, qkv, qkv_in, qkv_out));
     if (!into_cache) {
-      std::memcpy(k_cache_[layer].data() + pos * d, k_.data(), n * d * sizeof(float));
-      std::memcpy(v_cache_[layer].data() + pos * d, v_.data(), n * d * sizeof(float));
+      TM_RETURN_IF_ERROR(k_cache_[layer].CopyFrom(static_cast<size_t>(pos * d), k_, 0, n * d));
+      TM_RETURN_IF_ERROR(v_cache_[layer].CopyFrom(static_cast<size_t>(pos * d), v_, 0, n * d));
     }
 
     Tensors in, out;
@@ -493,7 +489,7 @@ Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logi
   TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, 1, 0, &head));
   TM_RETURN_IF_ERROR(ForwardLayers(ids, n, pos));
   Tensors in, out;
-  HeadInputs(weights_, &x_[(n - 1) * d], 1, d, &in);
+  HeadInputs(weights_, x_.data() + (n - 1) * d, 1, d, &in);
   out.Add(logits, {config_.vocab_size});
   return InvokeTimed(ProgramKind::kHead, head, in, out, forward_invoke_seconds_,
                      &forward_invokes_);
@@ -547,7 +543,7 @@ Status Gpt2Model::Score(const int32_t *ids, size_t n, double *logprobs, size_t l
   // zero (their logits unused).
   for (size_t first = 0; first < n; first += kScoreRows) {
     const size_t rows = std::min(n - first, static_cast<size_t>(kScoreRows));
-    std::copy(x_.data() + first * d, x_.data() + (first + rows) * d, head_rows_.data());
+    TM_RETURN_IF_ERROR(x_.Read(first * d, rows * d, head_rows_.data()));
     std::fill(head_rows_.data() + rows * d, head_rows_.data() + head_rows_.size(), 0.0f);
     Tensors in, out;
     HeadInputs(weights_, head_rows_.data(), kScoreRows, d, &in);
@@ -590,7 +586,7 @@ tm_device_counters Gpt2Model::DeviceCountersNow() const {
   tm_device_counters c = {};
   c.struct_size = sizeof c;
   // Programs on the caller's buffers ask nothing of a device: no call on the CPU's decode path.
-  if (!managed_) return c;
+  if (!on_device_) return c;
   if (tm_target_get_device_counters(source_->target(), &c) != TM_OK) {
     c = {};
     c.struct_size = sizeof c;
@@ -690,7 +686,7 @@ struct Gpt2Model::Lane {
   Sampler sampler;
   int32_t produced = 0;
   bool done = false;
-  std::vector<float *> k_cache, v_cache;  // per layer: the rows of its slot's cache
+  std::vector<Floats *> k_cache, v_cache;  // per layer: its slot's cache
 
   int64_t position() const { return static_cast<int64_t>(tokens.size()) - 1; }
 };
@@ -763,7 +759,7 @@ Status Gpt2Model::GenerateBatch(const std::vector<BatchRequest> &batch,
       for (int layer = 0; layer < c.n_layer; ++layer) {
         for (Floats *cache : {&slot_k_caches_[i * c.n_layer + layer],
                               &slot_v_caches_[i * c.n_layer + layer]}) {
-          if (cache->managed() != managed_) cache->set_managed(managed_);
+          if (cache->on_device() != on_device_) cache->set_device(on_device_, source_->target());
           const Status s = cache->Resize(static_cast<size_t>(rows * d));
           if (!s.ok())
             return {s.code(), fn + ": sequence " + std::to_string(i) +
@@ -771,10 +767,10 @@ Status Gpt2Model::GenerateBatch(const std::vector<BatchRequest> &batch,
                                   std::to_string(2 * c.n_layer * rows * d * sizeof(float)) +
                                   " bytes): " + s.message()};
           // Rows [0, n) receive the prompt's after its pass.
-          std::fill(cache->data() + batch[i].n * d, cache->data() + rows * d, 0.0f);
+          TM_RETURN_IF_ERROR(cache->Zero(batch[i].n * d, (rows - batch[i].n) * d));
         }
-        lane->k_cache.push_back(slot_k_caches_[i * c.n_layer + layer].data());
-        lane->v_cache.push_back(slot_v_caches_[i * c.n_layer + layer].data());
+        lane->k_cache.push_back(&slot_k_caches_[i * c.n_layer + layer]);
+        lane->v_cache.push_back(&slot_v_caches_[i * c.n_layer + layer]);
       }
     }
     lanes.push_back(std::move(lane));
@@ -804,8 +800,8 @@ Status Gpt2Model::GenerateBatch(const std::vector<BatchRequest> &batch,
     const size_t n = lane->tokens.size();
     TM_RETURN_IF_ERROR(Forward(lane->tokens.data(), n, 0, logits.data()));
     for (int layer = 0; layer < c.n_layer && !lane->k_cache.empty(); ++layer) {
-      std::copy_n(k_cache_[layer].data(), n * d, lane->k_cache[layer]);
-      std::copy_n(v_cache_[layer].data(), n * d, lane->v_cache[layer]);
+      TM_RETURN_IF_ERROR(lane->k_cache[layer]->CopyFrom(0, k_cache_[layer], 0, n * d));
+      TM_RETURN_IF_ERROR(lane->v_cache[layer]->CopyFrom(0, v_cache_[layer], 0, n * d));
     }
     stats_.prefill_seconds += Seconds(start) - (stats_.compile_seconds - compiling);
     TM_RETURN_IF_ERROR(take(*lane, logits.data(), 0));
@@ -856,12 +852,14 @@ Status Gpt2Model::DecodeBatchStep(const std::vector<Lane *> &active) {
     lmax = std::max(lmax, rows[r]);
     TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kAttention, 1, rows[r], &attention[r]));
   }
-  TM_RETURN_IF_ERROR(mask_.Resize(static_cast<size_t>(b * lmax)));
-  for (int64_t r = 0; r < b; ++r) SetMaskRow(mask_.data() + r * lmax, rows[r], positions[r]);
+  mask_rows_.assign(static_cast<size_t>(b * lmax), 0.0f);
+  for (int64_t r = 0; r < b; ++r) SetMaskRow(mask_rows_.data() + r * lmax, rows[r], positions[r]);
+  TM_RETURN_IF_ERROR(mask_.Resize(mask_rows_.size()));
+  TM_RETURN_IF_ERROR(mask_.Write(0, mask_rows_.data(), mask_rows_.size()));
   for (Floats *scratch : {&x_, &x_next_, &q_, &k_, &v_, &merged_})
     TM_RETURN_IF_ERROR(scratch->Resize(static_cast<size_t>(t * d)));
   TM_RETURN_IF_ERROR(head_logits_.Resize(static_cast<size_t>(t * vocab)));
-  std::fill(merged_.data() + b * d, merged_.data() + t * d, 0.0f);
+  TM_RETURN_IF_ERROR(merged_.Zero(static_cast<size_t>(b * d), static_cast<size_t>((t - b) * d)));
   tm_program *embed, *qkv, *proj_mlp, *head;
   TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kEmbed, t, 0, &embed));
   TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kQkv, t, 0, &qkv));
@@ -885,12 +883,14 @@ Status Gpt2Model::DecodeBatchStep(const std::vector<Lane *> &active) {
     for (int64_t r = 0; r < b; ++r) {
       const Lane &lane = *active[r];
       const int64_t pos = positions[r], l = rows[r];
-      std::copy_n(k_.data() + r * d, d, lane.k_cache[layer] + pos * d);
-      std::copy_n(v_.data() + r * d, d, lane.v_cache[layer] + pos * d);
+      TM_RETURN_IF_ERROR(lane.k_cache[layer]->CopyFrom(static_cast<size_t>(pos * d), k_,
+                                                       static_cast<size_t>(r * d), d));
+      TM_RETURN_IF_ERROR(lane.v_cache[layer]->CopyFrom(static_cast<size_t>(pos * d), v_,
+                                                       static_cast<size_t>(r * d), d));
       Tensors in, out;
       in.Add(q_.data() + r * d, {1, d});
-      in.Add(lane.k_cache[layer], {l, d});
-      in.Add(lane.v_cache[layer], {l, d});
+      in.Add(lane.k_cache[layer]->data(), {l, d});
+      in.Add(lane.v_cache[layer]->data(), {l, d});
       in.Add(mask_.data() + r * lmax, {1, l});
       out.Add(merged_.data() + r * d, {1, d});
       TM_RETURN_IF_ERROR(Run(ProgramKind::kAttention, attention[r], in, out));

@@ -164,22 +164,22 @@ class Gpt2Model {
   Status EnsurePrograms(const std::vector<ProgramKey> &keys, tm_progress_callback progress,
                         void *user);
 
-  // GPU programs: copies the weights to managed memory once (Weight::device). Where there is
-  // no GPU, leaves them on the host; *uploaded says which.
+  // GPU programs: copies the weights to device buffers once (Weight::device). Where there
+  // is no GPU, leaves them on the host; *uploaded says which.
   Status UploadWeights(bool *uploaded);
-  // The KV cache, zero, in managed memory when `managed`.
-  Status AllocateCaches(bool managed);
+  // The KV cache, zero, in device buffers when `on_device`.
+  Status AllocateCaches(bool on_device);
   // Makes rows [0, rows) of every host cache memory of the process's own (writes zeros to
   // those never written), before programs read them.
   void TouchCacheRows(int64_t rows);
 
   std::unique_ptr<ProgramSource> source_;
-  std::vector<void *> device_blocks_;  // tm_process_managed_alloc'ed, freed with the model
+  std::vector<tm_device_buffer *> weight_buffers_;  // the weights' (Weight::device), if any
   Gpt2Config config_;
   Gpt2Weights weights_;
   std::unique_ptr<BpeTokenizer> tokenizer_;
   std::map<ProgramKey, ProgramHandle> programs_;
-  // What the programs read and write besides the weights: in managed memory when they run on
+  // What the programs read and write besides the weights: in device buffers when they run on
   // the GPU (Floats).
   std::vector<Floats> k_cache_, v_cache_;  // per layer, (n_ctx, d) floats
   int64_t cache_dirty_end_ = 0;  // rows at and above are zero in every layer's cache
@@ -189,7 +189,8 @@ class Gpt2Model {
   Floats merged_;                          // a batch's attention output, (T, d)
   // A batch's KV caches: slot i's layer l at [i * n_layer + l], kept for the next batch.
   std::vector<Floats> slot_k_caches_, slot_v_caches_;
-  bool managed_ = false;                   // whether buffers the programs read are managed
+  std::vector<float> mask_rows_;           // the mask, made on the host, then written to mask_
+  bool on_device_ = false;                 // whether the programs' buffers are device buffers
   // The last Forward's time inside tm_invoke, per ProgramKind, and its number of calls.
   double forward_invoke_seconds_[TM_MODEL_NUM_PROGRAM_KINDS] = {};
   uint64_t forward_invokes_ = 0;

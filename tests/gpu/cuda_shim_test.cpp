@@ -294,8 +294,6 @@ TEST(CudaNoDriver, DriverIsUnsupportedAndNamesTheLibrary) {
   EXPECT_EQ(gpu::ManagedAlloc(16, &block).code(), StatusCode::kUnsupported);
   EXPECT_EQ(block, nullptr);
   gpu::ManagedFree(nullptr);
-  uint64_t free_bytes = 1;
-  EXPECT_EQ(gpu::FreeDeviceBytes(&free_bytes).code(), StatusCode::kUnsupported);
   EXPECT_EQ(gpu::Synchronize().code(), StatusCode::kUnsupported);
   int major = 1, minor = 1;
   EXPECT_EQ(gpu::ComputeCapability(&major, &minor).code(), StatusCode::kUnsupported);
@@ -383,7 +381,7 @@ void CallEveryRuntimeFunction(void **args) {
   switch (which) {
     case 0: mgpuModuleLoad(&word, sizeof(word)); break;
     case 1: mgpuStreamCreate(); break;
-    case 2: mgpuStreamDestroy(nullptr); break;
+    case 2: tm_rt_gpu_malloc(64); break;  // (mgpuStreamDestroy does nothing: the stream is kept)
     case 3: mgpuStreamSynchronize(nullptr); break;
     case 4: mgpuStreamWaitEvent(nullptr, nullptr); break;
     case 5: mgpuEventCreate(); break;
@@ -476,9 +474,6 @@ TEST_F(CudaDevice, DescribesDeviceZero) {
   EXPECT_TRUE(Contains(description, driver->device_name)) << description;
   EXPECT_TRUE(Contains(description, "sm_" + std::to_string(major) + std::to_string(minor)))
       << description;
-  uint64_t free_bytes = 0;
-  ASSERT_TRUE(gpu::FreeDeviceBytes(&free_bytes).ok());
-  EXPECT_GT(free_bytes, 0u);
   EXPECT_TRUE(gpu::Synchronize().ok());
 }
 

@@ -14,10 +14,11 @@
 // outputs read as zeros). But launches are queued as a GPU queues them: until its stream (or
 // the context) is synchronized, every block a queued kernel was given is inaccessible
 // (PROT_NONE), so host code that touches memory a kernel may still be using faults here
-// instead of reading stale data there.
+// instead of reading stale data there. Copies and fills are queued behind their stream's
+// kernels: they finish those first, as a GPU does, and then run.
 // A violation fails the call with CUDA_ERROR_INVALID_VALUE and is appended, one line each,
 // to the file named by FAKE_CUDA_LOG. The log also has a line per launch ("launch <kernel>"),
-// per allocation ("alloc <bytes>"), per wait ("wait stream", "wait context") and per
+// per allocation ("alloc <bytes>", "alloc <bytes> managed"), per wait ("wait stream", "wait context") and per
 // cuMemFree that had to wait for a queued kernel ("free waits"), so a test can count them.
 #include <sys/mman.h>
 
@@ -187,7 +188,7 @@ void MeetOtherAllocations() {
   Log("alloc waited alone");
 }
 
-CUresult Allocate(unsigned long long *ptr, size_t bytes) {
+CUresult Allocate(unsigned long long *ptr, size_t bytes, bool managed) {
   if (!ptr || bytes == 0) return kInvalidValue;
   MeetOtherAllocations();
   // Pages of its own (mprotect works on pages), zeroed: what no kernel wrote reads as zeros,
@@ -201,7 +202,7 @@ CUresult Allocate(unsigned long long *ptr, size_t bytes) {
     Log("alloc " + std::to_string(bytes) + " out of memory");
     return 2;
   }
-  Log("alloc " + std::to_string(bytes));
+  Log("alloc " + std::to_string(bytes) + (managed ? " managed" : ""));
   Driver().blocks[reinterpret_cast<uintptr_t>(block)] = bytes;
   *ptr = reinterpret_cast<uintptr_t>(block);
   return kSuccess;
@@ -260,9 +261,9 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   return kSuccess;
 }
 
-CUresult cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) { return Allocate(ptr, bytes); }
+CUresult cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) { return Allocate(ptr, bytes, false); }
 CUresult cuMemAllocManaged(unsigned long long *ptr, size_t bytes, unsigned) {
-  return Allocate(ptr, bytes);
+  return Allocate(ptr, bytes, true);
 }
 
 CUresult cuMemFree_v2(unsigned long long ptr) {
@@ -301,20 +302,42 @@ CUresult cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr
   return kSuccess;
 }
 
-CUresult cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t bytes, void *) {
+CUresult cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t bytes,
+                       void *stream) {
+  {
+    std::lock_guard<std::mutex> lock(Driver().mutex);
+    Finish(Driver(), stream);
+  }
   std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src), bytes);
   return kSuccess;
 }
 
-CUresult cuMemsetD32Async(unsigned long long dst, unsigned value, size_t count, void *) {
+CUresult cuMemsetD32Async(unsigned long long dst, unsigned value, size_t count, void *stream) {
+  {
+    std::lock_guard<std::mutex> lock(Driver().mutex);
+    Finish(Driver(), stream);
+  }
   auto *p = reinterpret_cast<unsigned *>(dst);
   for (size_t i = 0; i < count; ++i) p[i] = value;
   return kSuccess;
 }
 
-CUresult cuMemsetD16Async(unsigned long long dst, unsigned short value, size_t count, void *) {
+CUresult cuMemsetD16Async(unsigned long long dst, unsigned short value, size_t count, void *stream) {
+  {
+    std::lock_guard<std::mutex> lock(Driver().mutex);
+    Finish(Driver(), stream);
+  }
   auto *p = reinterpret_cast<unsigned short *>(dst);
   for (size_t i = 0; i < count; ++i) p[i] = value;
+  return kSuccess;
+}
+
+CUresult cuMemsetD8Async(unsigned long long dst, unsigned char value, size_t count, void *stream) {
+  {
+    std::lock_guard<std::mutex> lock(Driver().mutex);
+    Finish(Driver(), stream);
+  }
+  std::memset(reinterpret_cast<void *>(dst), value, count);
   return kSuccess;
 }
 
@@ -434,5 +457,11 @@ CUresult cuEventCreate(void **event, unsigned) {
 CUresult cuEventDestroy_v2(void *) { return kSuccess; }
 CUresult cuEventRecord(void *, void *) { return kSuccess; }
 CUresult cuEventSynchronize(void *) { return kSuccess; }
+// An event has passed once nothing is queued (events are not told apart).
+CUresult cuEventQuery(void *) {
+  Log("query event");
+  std::lock_guard<std::mutex> lock(Driver().mutex);
+  return Driver().queued.empty() ? kSuccess : 600;  // CUDA_ERROR_NOT_READY
+}
 
 }  // extern "C"

@@ -125,23 +125,39 @@ TEST_F(FakeDriver, ANewManagedBlockMakesRoomFromTheIdleOnes) {
   gpu::ManagedFree(big);
 }
 
-TEST_F(FakeDriver, AProgramsFreeIsRecycledOnlyAfterItsCallWaitedForTheDevice) {
+// A call's blocks wait for an event recorded after its work, without the host waiting; a
+// later allocation takes them once the event has passed.
+TEST_F(FakeDriver, AProgramsFreeIsRecycledOnlyOnceTheDeviceHasPassedItsCall) {
   void *block = nullptr;
-  size_t before = 0;
+  size_t before = DriverLog().size();
   {
     gpu::DeferredFrees call;
     block = tm_rt_gpu_malloc(5000);
     ASSERT_NE(block, nullptr);
     tm_rt_gpu_free(block);
     EXPECT_EQ(gpu::IdleBytes(), 0u);  // a queued kernel may still use it
-    before = DriverLog().size();
   }
-  EXPECT_EQ(Count(DriverLog().substr(before), "wait context"), 1);
-  EXPECT_EQ(gpu::IdleBytes(), 5000u);
-  void *again = tm_rt_gpu_malloc(5000);
+  EXPECT_EQ(Count(DriverLog().substr(before), "wait"), 0);  // the call's end waits for nothing
+  EXPECT_EQ(gpu::IdleBytes(), 0u);                           // still waiting for its event
+  before = DriverLog().size();
+  void *again = tm_rt_gpu_malloc(5000);  // the event has passed (nothing is queued)
+  EXPECT_EQ(Count(DriverLog().substr(before), "query event"), 1);
   EXPECT_EQ(again, block);
   tm_rt_gpu_free(again);  // outside a call: back to the driver at once
   EXPECT_EQ(gpu::IdleBytes(), 0u);
+}
+
+// A call that waited for the device (its outputs were copied back) recycles at once.
+TEST_F(FakeDriver, ACallThatWaitedRecyclesItsBlocksAtOnce) {
+  {
+    gpu::DeferredFrees call;
+    void *block = tm_rt_gpu_malloc(6000);
+    ASSERT_NE(block, nullptr);
+    tm_rt_gpu_free(block);
+    call.DeviceWaitedFor();
+  }
+  EXPECT_EQ(gpu::IdleBytes(), 6000u);
+  gpu::FreeIdle();
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/support/memory_size.h"
 #include "core/targets/gpu/run/cuda_driver.h"
 #include "core/targets/gpu/run/software_device/software_driver.h"
 
@@ -331,15 +332,15 @@ TEST_F(SoftwareDevice, WhatCaptureForbidsFailsAndInvalidatesTheCapture) {
 
 TEST(SoftwareDeviceMemorySize, TakesBytesWithPowerOf1024Suffixes) {
   uint64_t bytes = 0;
-  EXPECT_TRUE(software::ParseMemorySize("64M", &bytes));
+  EXPECT_TRUE(ParseMemorySize("64M", &bytes));
   EXPECT_EQ(bytes, 64ull << 20);
-  EXPECT_TRUE(software::ParseMemorySize("4G", &bytes));
+  EXPECT_TRUE(ParseMemorySize("4G", &bytes));
   EXPECT_EQ(bytes, 4ull << 30);
-  EXPECT_TRUE(software::ParseMemorySize("1000", &bytes));
+  EXPECT_TRUE(ParseMemorySize("1000", &bytes));
   EXPECT_EQ(bytes, 1000u);
   for (const char *bad : {"", "0", "-1", "64MB", "64m", "M", "1.5G", "99999999999999999999",
                           "20000000T"})
-    EXPECT_FALSE(software::ParseMemorySize(bad, &bytes)) << bad;
+    EXPECT_FALSE(ParseMemorySize(bad, &bytes)) << bad;
 }
 
 }  // namespace

@@ -778,6 +778,72 @@ TM_API void tm_process_managed_free(void *block);
  * managed: the message names the driver's call and error). */
 TM_API tm_status tm_process_managed_prefetch(const void *block, size_t bytes);
 
+/* ---- Device buffers (API 1.6) ---------------------------------------------------------
+ * Memory on a target's device that programs read and write where it is: for tensors that
+ * stay on the device across calls (weights, caches, one program's output that the next
+ * reads). Pass tm_device_buffer_data(buffer), plus a byte offset, as a tensor's data, and
+ * tm_invoke uses it in place, copying nothing. The host reaches a buffer's bytes only through
+ * the functions below: on the GPU the address is device memory, which the host cannot read.
+ *
+ * A target's device does everything in the order it was asked for. A write, copy or fill
+ * asked for after a tm_invoke happens after that call's work; a GPU call whose outputs all
+ * lie in device buffers returns without waiting for the device. Only tm_device_buffer_read
+ * waits (and a call with an output in host memory, which it must copy back). A failure of
+ * work nobody waited for (a kernel's) is reported by the next call that waits.
+ *
+ * A tensor in a GPU buffer must lie wholly inside it, be contiguous (row-major), and be for
+ * a program of the GPU target; it may not be a gather's indices or a bool input (which
+ * tm_invoke checks on the host), nor overlap another of the call's tensors. tm_invoke
+ * refuses anything else with TM_ERROR_INVALID_ARGUMENT (TM_ERROR_OUT_OF_RANGE for a tensor
+ * running past its buffer's end), naming the tensor.
+ *
+ * On the CPU target (and the GPU's with TINYMLIR_GPU_EMULATE) a buffer is host memory, and
+ * everything happens at once. On the GPU, buffers are device memory, counted against
+ * TINYMLIR_GPU_MEMORY_BUDGET (a size such as 2G; unset, the device's memory). */
+typedef struct tm_device_buffer tm_device_buffer;
+
+/* A buffer of `bytes` zero bytes on `target`'s device, into *out.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL out, zero bytes, a target this library does not
+ * have), TM_ERROR_UNSUPPORTED (no CUDA driver or GPU: the message says which),
+ * TM_ERROR_OUT_OF_MEMORY (the message names the bytes asked for and the bytes free). */
+TM_API tm_status tm_device_buffer_create(tm_target target, size_t bytes,
+                                         tm_device_buffer **out);
+
+/* Releases a buffer once the work asked of it is done; NULL is a no-op. */
+TM_API void tm_device_buffer_destroy(tm_device_buffer *buffer);
+
+/* The buffer's address, for tensors' data (NULL for NULL), its size in bytes (0 for NULL),
+ * and its target. */
+TM_API void *tm_device_buffer_data(const tm_device_buffer *buffer);
+TM_API size_t tm_device_buffer_size(const tm_device_buffer *buffer);
+TM_API tm_target tm_device_buffer_target(const tm_device_buffer *buffer);
+
+/* Copies `bytes` from host memory at `src` into the buffer from byte `offset`. `src` may be
+ * reused as soon as this returns.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL buffer, or NULL src with bytes > 0),
+ * TM_ERROR_OUT_OF_RANGE (past the buffer's end: the message names the range and the size),
+ * TM_ERROR_RUNTIME (the device refused: the message names the driver's call and error). */
+TM_API tm_status tm_device_buffer_write(tm_device_buffer *buffer, size_t offset,
+                                        const void *src, size_t bytes);
+
+/* Copies `bytes` from byte `offset` of the buffer to host memory at `dst`, once all the work
+ * asked for before is done: this waits. A failure of that work is reported here.
+ * Errors: as tm_device_buffer_write's. */
+TM_API tm_status tm_device_buffer_read(const tm_device_buffer *buffer, size_t offset,
+                                       void *dst, size_t bytes);
+
+/* Copies `bytes` from `src` at `src_offset` to `dst` at `dst_offset`, on the device.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL, buffers of two devices, overlapping ranges of one
+ * buffer), TM_ERROR_OUT_OF_RANGE, TM_ERROR_RUNTIME. */
+TM_API tm_status tm_device_buffer_copy(tm_device_buffer *dst, size_t dst_offset,
+                                       const tm_device_buffer *src, size_t src_offset,
+                                       size_t bytes);
+
+/* Sets `bytes` bytes from `offset` to `value`, on the device.
+ * Errors: TM_ERROR_INVALID_ARGUMENT (NULL), TM_ERROR_OUT_OF_RANGE, TM_ERROR_RUNTIME. */
+TM_API tm_status tm_device_buffer_fill(tm_device_buffer *buffer, size_t offset, uint8_t value,
+                                       size_t bytes);
+
 /* ---- Program files ------------------------------------------------------------------ */
 
 /* Writes a compiled program to `path` as one self-contained file: its native object

@@ -93,11 +93,11 @@ void GlobalsToDeviceMemory(mlir::ModuleOp module) {
 
 // Whether the host code of `func` touches tensor memory only where no queued kernel can be
 // using it: besides launches and pure operations (views, index arithmetic), it may only
-// allocate, free (the runtime defers the frees of a program call to its end, and cuMemFree
-// waits for the device anyway), and copy a constant into a buffer it has just allocated
-// (GlobalsToDeviceMemory). Kernels on one stream run in order, so such a function needs no
-// wait between its launches, only one before it returns.
-bool HostWaitsOnlyAtReturn(mlir::func::FuncOp func) {
+// allocate (a block the device is done with), free (the runtime recycles what a call frees
+// once the device has passed the call's work), and copy a constant into a buffer it has just
+// allocated (GlobalsToDeviceMemory). Kernels on one stream run in order, so such a function
+// needs no wait between its launches, nor before it returns.
+bool HostNeedsNoWait(mlir::func::FuncOp func) {
   if (!func.getBody().hasOneBlock()) return false;
   for (mlir::Operation &op : func.getBody().front()) {
     if (auto launch = mlir::dyn_cast<mlir::gpu::LaunchFuncOp>(op)) {
@@ -122,14 +122,17 @@ bool HostWaitsOnlyAtReturn(mlir::func::FuncOp func) {
 
 // gpu-to-llvm gives every synchronous gpu.launch_func a stream of its own: created,
 // launched on, waited for and destroyed, four driver calls and a round trip to the device
-// per kernel. Where the host code allows it (HostWaitsOnlyAtReturn), the launches of a
+// per kernel. Where the host code allows it (HostNeedsNoWait), the launches of a
 // function are chained on one stream instead (`gpu.wait async`, then `gpu.launch_func
-// async [previous]`), with one `gpu.wait` before the return: the host queues the kernels
-// while the device runs them. (Upstream's gpu-async-region would also wait before every
-// allocation and free, which the host code does between most launches.)
+// async [previous]`), and the function returns without waiting: the runtime's "new" stream
+// is the engine's own (gpu_runtime.h), on which the device (gpu_device.cpp) queues the
+// copies out after the call and waits only when the host must read a result, and which
+// orders the next call's work after this one's. (Upstream's gpu-async-region would also
+// wait before every allocation and free, which the host code does between most launches;
+// the runtime recycles what a call frees only once the device has passed its work.)
 void ChainLaunchesOnOneStream(mlir::ModuleOp module) {
   module.walk([](mlir::func::FuncOp func) {
-    if (func.isExternal() || !HostWaitsOnlyAtReturn(func)) return;
+    if (func.isExternal() || !HostNeedsNoWait(func)) return;
     auto launches = llvm::to_vector(func.getBody().front().getOps<mlir::gpu::LaunchFuncOp>());
     if (launches.empty()) return;
     mlir::OpBuilder b(launches.front());
@@ -146,10 +149,37 @@ void ChainLaunchesOnOneStream(mlir::ModuleOp module) {
                   .getAsyncToken();
       launch.erase();
     }
-    func.walk([&](mlir::func::ReturnOp ret) {
-      b.setInsertionPoint(ret);
-      mlir::gpu::WaitOp::create(b, ret.getLoc(), mlir::Type(), mlir::ValueRange{token});
-    });
+  });
+}
+
+// Whether the host code of `func` reads or writes memory itself (besides allocating,
+// freeing, launching and calling), as a function HostNeedsNoWait refuses may.
+bool HostTouchesMemory(mlir::func::FuncOp func) {
+  bool touches = false;
+  func.walk([&](mlir::Operation *op) {
+    if (op->getNumRegions() > 0 || mlir::isMemoryEffectFree(op) ||
+        mlir::isa<mlir::gpu::LaunchFuncOp, mlir::memref::AllocOp, mlir::memref::DeallocOp,
+                  mlir::memref::GetGlobalOp, mlir::func::CallOp, mlir::func::ReturnOp>(op))
+      return;
+    touches = true;
+  });
+  return touches;
+}
+
+// The device stages a call's tensors with copies queued on the engine's stream and does not
+// wait for them, nor for the calls before (gpu_device.cpp). A function whose host code
+// touches memory itself (HostTouchesMemory, and not one HostNeedsNoWait takes) waits for
+// the stream when it starts, so that what it reads is there and what it writes is no
+// longer read; its launches are synchronous already.
+void WaitAtEntryWhereTheHostTouchesMemory(mlir::ModuleOp module) {
+  module.walk([](mlir::func::FuncOp func) {
+    if (func.isExternal() || HostNeedsNoWait(func) || !HostTouchesMemory(func)) return;
+    mlir::OpBuilder b = mlir::OpBuilder::atBlockBegin(&func.getBody().front());
+    const mlir::Value token =
+        mlir::gpu::WaitOp::create(b, func.getLoc(), b.getType<mlir::gpu::AsyncTokenType>(),
+                                  mlir::ValueRange())
+            .getAsyncToken();
+    mlir::gpu::WaitOp::create(b, func.getLoc(), mlir::Type(), mlir::ValueRange{token});
   });
 }
 
@@ -194,6 +224,7 @@ Status LowerForGpu(mlir::ModuleOp module, const CompileOptions &options, std::st
     return RunPipeline(module, "lower to LLVM", kLowerToLLVMPipeline);
   }
   TM_RETURN_IF_ERROR(RunPipeline(module, "outline the kernels", kGpuOutlinePipeline));
+  WaitAtEntryWhereTheHostTouchesMemory(module);  // before the chains: it asks HostNeedsNoWait
   ChainLaunchesOnOneStream(module);
   TM_RETURN_IF_ERROR(VerifyModule(module, "gpu launches on one stream"));
   std::vector<CpuKernelBody> cpu_bodies;

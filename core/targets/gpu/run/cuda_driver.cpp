@@ -133,6 +133,7 @@ Status ResolveAll(void *library, CudaDriver *d) {
       !Resolve(library, "cuMemcpyAsync", &d->cuMemcpyAsync, &status) ||
       !Resolve(library, "cuMemsetD32Async", &d->cuMemsetD32Async, &status) ||
       !Resolve(library, "cuMemsetD16Async", &d->cuMemsetD16Async, &status) ||
+      !Resolve(library, "cuMemsetD8Async", &d->cuMemsetD8Async, &status) ||
       !Resolve(library, "cuModuleLoadDataEx", &d->cuModuleLoadDataEx, &status) ||
       !Resolve(library, "cuModuleGetFunction", &d->cuModuleGetFunction, &status) ||
       !Resolve(library, "cuModuleUnload", &d->cuModuleUnload, &status) ||
@@ -208,6 +209,12 @@ Status Initialise(Loaded *loaded) {
   // modules live until exit, and the driver tears the context down with the process.
   if ((rc = d->cuDevicePrimaryCtxRetain(&d->context, d->device)) != kCudaSuccess)
     return CudaCallFailed("cuDevicePrimaryCtxRetain(device 0)", rc);
+  // The engine's stream, kept as long as the context. Non-blocking: work other libraries
+  // queue on the context's legacy stream does not order with it.
+  if ((rc = d->cuCtxSetCurrent(d->context)) != kCudaSuccess)
+    return CudaCallFailed("cuCtxSetCurrent(primary context)", rc);
+  if ((rc = d->cuStreamCreate(&d->stream, kCuStreamNonBlocking)) != kCudaSuccess)
+    return CudaCallFailed("cuStreamCreate(the engine's stream)", rc);
   return Status::Ok();
 }
 
@@ -277,31 +284,55 @@ void ManagedFree(void *block) {
   (void)d->cuMemFree(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(block)));
 }
 
-Status QueuePrefetchToDevice(const void *block, uint64_t bytes) {
-  if (bytes == 0) return Status::Ok();
+Status EngineStream(CUstream *out) {
+  *out = nullptr;
   TM_RETURN_IF_ERROR(MakeContextCurrent());
   const CudaDriver *d = nullptr;
   TM_RETURN_IF_ERROR(Driver(&d));
-  const CUdeviceptr ptr = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(block));
-  // On the context's default stream, which a program's own stream does not wait for: a
-  // context-wide wait (Synchronize) makes the pages be there before any later kernel.
-  const CUresult rc = d->cuMemPrefetchAsync(ptr, static_cast<size_t>(bytes), d->device, nullptr);
-  if (rc != kCudaSuccess)
-    return CudaCallFailed("cuMemPrefetchAsync(" + std::to_string(bytes) + " bytes)", rc);
+  *out = d->stream;
   return Status::Ok();
+}
+
+namespace {
+
+CUdeviceptr Address(const void *p) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
+}
+
+// A call on the engine's stream: `body(driver, stream)`, its failure named `call`.
+template <typename Body>
+Status OnEngineStream(const char *call, uint64_t bytes, Body body) {
+  CUstream stream = nullptr;
+  TM_RETURN_IF_ERROR(EngineStream(&stream));
+  const CudaDriver *d = nullptr;
+  TM_RETURN_IF_ERROR(Driver(&d));
+  const CUresult rc = body(*d, stream);
+  if (rc != kCudaSuccess)
+    return CudaCallFailed(std::string(call) + "(" + std::to_string(bytes) + " bytes)", rc);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status QueuePrefetchToDevice(const void *block, uint64_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  return OnEngineStream("cuMemPrefetchAsync", bytes, [&](const CudaDriver &d, CUstream s) {
+    return d.cuMemPrefetchAsync(Address(block), static_cast<size_t>(bytes), d.device, s);
+  });
 }
 
 Status QueueCopy(void *dst, const void *src, uint64_t bytes) {
   if (bytes == 0) return Status::Ok();
-  TM_RETURN_IF_ERROR(MakeContextCurrent());
-  const CudaDriver *d = nullptr;
-  TM_RETURN_IF_ERROR(Driver(&d));
-  const CUresult rc = d->cuMemcpyAsync(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(dst)),
-                                       static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(src)),
-                                       static_cast<size_t>(bytes), nullptr);
-  if (rc != kCudaSuccess)
-    return CudaCallFailed("cuMemcpyAsync(" + std::to_string(bytes) + " bytes)", rc);
-  return Status::Ok();
+  return OnEngineStream("cuMemcpyAsync", bytes, [&](const CudaDriver &d, CUstream s) {
+    return d.cuMemcpyAsync(Address(dst), Address(src), static_cast<size_t>(bytes), s);
+  });
+}
+
+Status QueueFill(void *dst, unsigned char value, uint64_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  return OnEngineStream("cuMemsetD8Async", bytes, [&](const CudaDriver &d, CUstream s) {
+    return d.cuMemsetD8Async(Address(dst), value, static_cast<size_t>(bytes), s);
+  });
 }
 
 Status PrefetchToDevice(const void *block, uint64_t bytes) {
@@ -310,36 +341,14 @@ Status PrefetchToDevice(const void *block, uint64_t bytes) {
   return Synchronize();
 }
 
-bool IsManaged(const void *p) {
-  const CudaDriver *d = nullptr;
-  if (!p || !Driver(&d).ok() || !MakeContextCurrent().ok()) return false;
-  unsigned managed = 0;
-  // Host memory the driver never saw answers CUDA_ERROR_INVALID_VALUE: not managed.
-  return d->cuPointerGetAttribute(&managed, kCuPointerAttributeIsManaged,
-                                  static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p))) ==
-             kCudaSuccess &&
-         managed != 0;
-}
-
-Status FreeDeviceBytes(uint64_t *free_bytes) {
-  *free_bytes = 0;
-  TM_RETURN_IF_ERROR(MakeContextCurrent());
-  const CudaDriver *d = nullptr;
-  TM_RETURN_IF_ERROR(Driver(&d));
-  size_t free_now = 0, total = 0;
-  const CUresult rc = d->cuMemGetInfo(&free_now, &total);
-  if (rc != kCudaSuccess) return CudaCallFailed("cuMemGetInfo", rc);
-  *free_bytes = free_now;
-  return Status::Ok();
-}
-
 Status Synchronize() {
-  TM_RETURN_IF_ERROR(MakeContextCurrent());
+  CUstream stream = nullptr;
+  TM_RETURN_IF_ERROR(EngineStream(&stream));
   const CudaDriver *d = nullptr;
   TM_RETURN_IF_ERROR(Driver(&d));
   Count(EngineEvent::kHostSync);
-  const CUresult rc = d->cuCtxSynchronize();
-  if (rc != kCudaSuccess) return CudaCallFailed("cuCtxSynchronize", rc);
+  const CUresult rc = d->cuStreamSynchronize(stream);
+  if (rc != kCudaSuccess) return CudaCallFailed("cuStreamSynchronize(the engine's stream)", rc);
   return Status::Ok();
 }
 

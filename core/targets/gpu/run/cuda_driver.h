@@ -4,7 +4,10 @@
 // without a GPU pays one failed dlopen (the result, success or not, is kept).
 //
 // Device 0 only, through its primary context (the one the CUDA runtime and other libraries
-// in the process share), retained once and kept for the life of the process.
+// in the process share), retained once and kept for the life of the process, and one
+// stream of the engine's on it: every program's launches, the tensors' copies and the
+// device buffers' copies and fills go on that stream, so they run in the order they were
+// asked for without the host waiting between them.
 //
 // Every failure is a Status: Unsupported when this process cannot use a GPU at all (no
 // driver library, a driver without a function we need, cuInit failing, no device), a
@@ -75,6 +78,8 @@ struct CudaDriver {
   CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned value, size_t count, CUstream stream);
   CUresult (*cuMemsetD16Async)(CUdeviceptr dst, unsigned short value, size_t count,
                                CUstream stream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t count,
+                              CUstream stream);
   CUresult (*cuModuleLoadDataEx)(CUmodule *module, const void *image, unsigned num_options,
                                  CUjit_option *options, void **option_values);
   CUresult (*cuModuleGetFunction)(CUfunction *function, CUmodule module, const char *name);
@@ -106,6 +111,7 @@ struct CudaDriver {
 
   CUdevice device = 0;          // ordinal 0
   CUcontext context = nullptr;  // its primary context, retained for the process
+  CUstream stream = nullptr;    // the engine's stream (non-blocking), kept for the process
   int driver_version = 0;       // cuDriverGetVersion: 1000 * major + 10 * minor
   int compute_major = 0;        // compute capability, e.g. 9.0 on an H100/H200 (sm_90)
   int compute_minor = 0;
@@ -145,32 +151,30 @@ Status ManagedAlloc(uint64_t bytes, void **out);
 // context unusable, when there is nobody left to tell.
 void ManagedFree(void *block);
 
+// The engine's stream (CudaDriver::stream), with the primary context current.
+Status EngineStream(CUstream *out);
+
 // Moves `bytes` of managed memory from `block` to the device now, and waits until they are
-// there (cuMemPrefetchAsync, then cuCtxSynchronize): after the host wrote a block, its pages
-// would otherwise move a fault at a time inside the first kernel that reads them. Zero
-// bytes is a no-op.
+// there (cuMemPrefetchAsync on the engine's stream, then a wait for it): after the host wrote
+// a block, its pages would otherwise move a fault at a time inside the first kernel that
+// reads them. Zero bytes is a no-op.
 Status PrefetchToDevice(const void *block, uint64_t bytes);
 
-// The same move, queued on the context's default stream: Synchronize() waits for it (one
-// wait for the blocks of a whole call).
+// The same move, queued on the engine's stream, ahead of the kernels queued after it.
 Status QueuePrefetchToDevice(const void *block, uint64_t bytes);
 
-// Queues a copy of `bytes` from `src` to `dst` on the context's default stream, by the
-// device's copy engine (cuMemcpyAsync; unified addressing tells host from managed memory):
-// a managed block's pages stay where they are, where a copy by the host would move them to
-// the host (and the next kernel to use them would fault them back). Synchronize() waits
-// for it; until then neither buffer may be touched.
+// Queues a copy of `bytes` from `src` to `dst` on the engine's stream, by the device's copy
+// engine (cuMemcpyAsync; unified addressing tells host from device memory). A managed
+// block's pages stay where they are, where a copy by the host would move them to the host.
+// From host memory, the bytes are taken before the call returns (the driver stages pageable
+// memory); into host memory, they are there once Synchronize() returns.
 Status QueueCopy(void *dst, const void *src, uint64_t bytes);
 
-// Whether `p` points into managed memory (ManagedAlloc, tm_process_managed_alloc): such a tensor is
-// passed to a GPU program in place instead of being copied. False without a driver.
-bool IsManaged(const void *p);
+// Queues `bytes` of `value` at `dst` (device or managed memory) on the engine's stream.
+Status QueueFill(void *dst, unsigned char value, uint64_t bytes);
 
-// Device memory currently free (cuMemGetInfo).
-Status FreeDeviceBytes(uint64_t *free_bytes);
-
-// Waits for all work on the device's primary context (cuCtxSynchronize); a kernel's
-// asynchronous failure surfaces here.
+// Waits for everything queued on the engine's stream (cuStreamSynchronize); a kernel's
+// asynchronous failure surfaces here. Counted as a host sync.
 Status Synchronize();
 
 // Device 0's compute capability (9.0 -> 9, 0), for choosing the code's target (sm_90).

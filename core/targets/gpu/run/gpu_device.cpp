@@ -1,15 +1,18 @@
-// The GPU device (NVIDIA, through the CUDA driver found at run time). The caller's buffers
-// are ordinary host memory, which a kernel cannot read, so every input is copied into
-// managed memory before the call and every output copied back after it; a tensor already
-// in managed memory (tm_process_managed_alloc: weights kept on the device across calls) is used in
-// place. The copies, and the blocks the program frees, are recycled once the device is done
-// with the call (gpu::DeferredFrees). The program's host code launches the kernels.
+// The GPU device (NVIDIA, through the CUDA driver found at run time). A call's tensor in
+// memory the engine handed out (a device buffer, a tm_process_managed_alloc block:
+// device_buffers.h) is used in place; any other is host memory, copied into a managed block
+// before the call and out of it after. Everything goes on the engine's one stream: the
+// copies in, the program's launches, the copies out. The host waits only for outputs it
+// must read (copied out), never between calls; the blocks of a call are recycled once the
+// device has passed its work (gpu::DeferredFrees). The program's host code launches the
+// kernels.
 #include <string>
 #include <vector>
 
 #include "core/contract/target.h"
 #include "core/runtime/device.h"
 #include "core/targets/gpu/run/cuda_driver.h"
+#include "core/targets/gpu/run/device_buffers.h"
 #include "core/targets/gpu/run/emulation_device.h"
 #include "core/targets/gpu/run/engine_counters.h"
 #include "core/targets/gpu/run/gpu_runtime.h"
@@ -22,31 +25,33 @@ namespace {
 
 // The staged copies of one call. The host never touches them (nor copies results out of
 // them: Finish uses the copy engine too): their pages would move to the host, and the next
-// kernel to use them would fault them back one at a time, which slows a decode step
-// noticeably. A failure before Finish leaves copies
-// queued: `released` waits for the device before it recycles the blocks, so nothing is still
-// copying when the call returns.
+// kernel to use them would fault them back one at a time. `released` recycles the blocks
+// once the device has passed the call's work.
 class GpuCall final : public DeviceCall {
  public:
   gpu::DeferredFrees released;
   std::vector<const uint8_t *> staged_outputs;  // output i's staged block, NULL if in place
 };
 
-// Bytes a buffer needs staged: none when it is in managed memory already.
+// Bytes a buffer needs staged: none when it is in memory the engine handed out.
 uint64_t StagedBytes(const CallBuffer &b) {
-  return b.bytes == 0 || gpu::IsManaged(b.data) ? 0 : b.bytes;
+  return b.bytes == 0 || gpu::InKnownBlock(b.data, b.bytes) ? 0 : b.bytes;
 }
 
-// Checks that the device can hold `bytes` more (what the call needs in all), counting the
-// idle recycled blocks as free.
-Status CheckRoom(uint64_t bytes) {
-  uint64_t free_bytes = 0;
-  TM_RETURN_IF_ERROR(gpu::FreeDeviceBytes(&free_bytes));
-  free_bytes += gpu::IdleBytes();
+// Checks that what the call needs in all fits the memory budget, when there is one (the
+// driver's own out-of-memory error names the sizes otherwise: the engine asks no driver
+// how much is free on a call's path).
+Status CheckBudget(uint64_t bytes) {
+  uint64_t budget = 0;
+  TM_RETURN_IF_ERROR(gpu::MemoryBudget(&budget));
+  if (budget == 0) return Status::Ok();
+  const uint64_t held = gpu::KnownBytes();
+  const uint64_t free_bytes = held > budget ? 0 : budget - held;
   if (bytes > free_bytes)
     return OutOfMemory("the program needs " + std::to_string(bytes) +
-                       " bytes of GPU memory (its tensors and temporaries), the device has " +
-                       std::to_string(free_bytes) + " free");
+                       " bytes of GPU memory (its tensors and temporaries), but only " +
+                       std::to_string(free_bytes) + " of the " + std::to_string(budget) +
+                       " bytes of TINYMLIR_GPU_MEMORY_BUDGET are free");
   return Status::Ok();
 }
 
@@ -73,7 +78,7 @@ class GpuDevice final : public Device {
                CallBuffer *outputs, size_t n_outputs,
                std::unique_ptr<DeviceCall> *out) const override {
     TM_RETURN_IF_ERROR(gpu::MakeContextCurrent());
-    // Which tensors are staged (each a question to the driver), asked once per tensor.
+    // Which tensors are staged: a look-up among the blocks the engine handed out.
     std::vector<bool> staged(n_inputs + n_outputs);
     uint64_t bytes = temporary_bytes;
     for (size_t i = 0; i < n_inputs + n_outputs; ++i) {
@@ -81,34 +86,31 @@ class GpuDevice final : public Device {
       staged[i] = b != 0;
       bytes += b;
     }
-    TM_RETURN_IF_ERROR(CheckRoom(bytes));
+    TM_RETURN_IF_ERROR(CheckBudget(bytes));
     auto call = std::make_unique<GpuCall>();
     GpuCall *c = call.get();
     *out = std::move(call);  // from here on, what is staged is released with *out
-    bool queued = false;
+    // Queued on the engine's stream, ahead of the program's launches: no wait.
     for (size_t i = 0; i < n_inputs; ++i)
-      if (staged[i]) {
-        TM_RETURN_IF_ERROR(StageBuffer(c, &inputs[i], /*copy_in=*/true));
-        queued = true;
-      }
+      if (staged[i]) TM_RETURN_IF_ERROR(StageBuffer(c, &inputs[i], /*copy_in=*/true));
     c->staged_outputs.assign(n_outputs, nullptr);
     for (size_t i = 0; i < n_outputs; ++i)
       if (staged[n_inputs + i]) {
         TM_RETURN_IF_ERROR(StageBuffer(c, &outputs[i], /*copy_in=*/false));
         c->staged_outputs[i] = outputs[i].data;
-        queued = true;
       }
-    return queued ? gpu::Synchronize() : Status::Ok();
+    return Status::Ok();
   }
 
   Status Launch(Entry entry, void **args) const override { return CallGuarded(entry, args); }
 
   Status Finish(DeviceCall *call, const CallBuffer *caller_outputs,
                 size_t n_outputs) const override {
-    TM_RETURN_IF_ERROR(gpu::Synchronize());  // a kernel's asynchronous failure shows here
     auto *c = static_cast<GpuCall *>(call);
     if (!c) return Status::Ok();
-    // Results copied out by the copy engine, which reads the staged blocks where they are.
+    // Results copied out by the copy engine, which reads the staged blocks where they are,
+    // and waited for: the only wait of a call, and only of one with outputs in host memory.
+    // A kernel's asynchronous failure shows at the first wait after it.
     bool copied = false;
     for (size_t i = 0; i < n_outputs && i < c->staged_outputs.size(); ++i)
       if (c->staged_outputs[i]) {
@@ -123,11 +125,48 @@ class GpuDevice final : public Device {
   }
 
   Status Allocate(uint64_t bytes, void **out) const override {
-    return gpu::ManagedAllocMakingRoom(bytes, out);
+    *out = nullptr;
+    if (bytes == 0) return Status::Ok();
+    return gpu::AllocateKnownBlock(bytes, /*managed=*/true, out);
   }
-  void Free(void *block) const override { gpu::ManagedFree(block); }
+  void Free(void *block) const override { gpu::FreeKnownBlock(block); }
   Status Prefetch(const void *block, uint64_t bytes) const override {
     return gpu::PrefetchToDevice(block, bytes);
+  }
+
+  Status AllocateBuffer(uint64_t bytes, void **out) const override {
+    *out = nullptr;
+    if (bytes == 0) return Status::Ok();
+    TM_RETURN_IF_ERROR(gpu::AllocateKnownBlock(bytes, /*managed=*/false, out));
+    Status zeroed = gpu::QueueFill(*out, 0, bytes);
+    if (!zeroed.ok()) {
+      gpu::FreeKnownBlock(*out);
+      *out = nullptr;
+    }
+    return zeroed;
+  }
+  void FreeBuffer(void *buffer) const override {
+    if (!buffer) return;
+    // Work queued on it finishes first (errors ignored: the memory is released regardless).
+    (void)gpu::Synchronize();
+    gpu::FreeKnownBlock(buffer);
+  }
+  Status WriteBuffer(void *dst, const void *host_src, uint64_t bytes) const override {
+    TM_RETURN_IF_ERROR(gpu::QueueCopy(dst, host_src, bytes));
+    gpu::CountBytesToDevice(bytes);
+    return Status::Ok();
+  }
+  Status ReadBuffer(void *host_dst, const void *src, uint64_t bytes) const override {
+    if (bytes == 0) return Status::Ok();
+    TM_RETURN_IF_ERROR(gpu::QueueCopy(host_dst, src, bytes));
+    gpu::CountBytesFromDevice(bytes);
+    return gpu::Synchronize();
+  }
+  Status CopyBuffer(void *dst, const void *src, uint64_t bytes) const override {
+    return gpu::QueueCopy(dst, src, bytes);
+  }
+  Status FillBuffer(void *dst, uint8_t value, uint64_t bytes) const override {
+    return gpu::QueueFill(dst, value, bytes);
   }
 };
 

@@ -173,12 +173,7 @@ Status GetFunction(void *module, const char *name, void **out) {
 
 // --- streams and events ---
 
-// Release functions for an unwinding call (errors ignored: nobody is left to tell).
-void ReleaseStream(void *stream) {
-  const CudaDriver *d = nullptr;
-  if (Ready(&d).ok()) (void)d->cuStreamDestroy(static_cast<CUstream>(stream));
-}
-
+// The release function of an unwinding call (errors ignored: nobody is left to tell).
 void ReleaseEvent(void *event) {
   const CudaDriver *d = nullptr;
   if (Ready(&d).ok()) (void)d->cuEventDestroy(static_cast<CUevent>(event));
@@ -186,20 +181,11 @@ void ReleaseEvent(void *event) {
 
 Status CreateStream(void **out) {
   *out = nullptr;
-  const CudaDriver *d = nullptr;
-  TM_RETURN_IF_ERROR(ReadyFor("cuStreamCreate", &d));
   CUstream stream = nullptr;
-  TM_RETURN_IF_ERROR(Check(d->cuStreamCreate(&stream, kCuStreamNonBlocking), "cuStreamCreate"));
-  TrackGuardedResource(stream, &ReleaseStream);
+  Status status = EngineStream(&stream);
+  if (!status.ok()) return Because("the engine's stream", status);
   *out = stream;
   return Status::Ok();
-}
-
-Status DestroyStream(void *stream) {
-  UntrackGuardedResource(stream);
-  const CudaDriver *d = nullptr;
-  TM_RETURN_IF_ERROR(ReadyFor("cuStreamDestroy", &d));
-  return Check(d->cuStreamDestroy(static_cast<CUstream>(stream)), "cuStreamDestroy");
 }
 
 Status CreateEvent(void **out) {
@@ -332,14 +318,12 @@ DeferredFrees::DeferredFrees() : outer_(innermost_deferred_frees) {
 DeferredFrees::~DeferredFrees() {
   innermost_deferred_frees = outer_;
   if (blocks_.empty()) return;
-  // Errors ignored: a kernel's failure has been reported by the call (or the context is lost,
-  // and cuMemFree releases the memory regardless).
-  const CudaDriver *d = nullptr;
-  if (!device_waited_for_ && Ready(&d).ok()) {
-    Count(EngineEvent::kHostSync);
-    (void)d->cuCtxSynchronize();
+  if (device_waited_for_) {
+    for (void *block : blocks_) Recycle(block);
+    return;
   }
-  for (void *block : blocks_) Recycle(block);
+  // Idle once the device has done the call's work; the host goes on meanwhile.
+  RecycleAfterQueuedWork(blocks_);
 }
 
 bool DeferredFrees::Keep(void *block) {
@@ -406,10 +390,8 @@ void *mgpuStreamCreate(void) {
   return stream;
 }
 
-void mgpuStreamDestroy(void *stream) {
-  Status status = gpu::DestroyStream(stream);
-  gpu::Report(std::move(status));
-}
+// The engine's stream lives as long as the context.
+void mgpuStreamDestroy(void *) {}
 
 void mgpuStreamSynchronize(void *stream) {
   gpu::Count(gpu::EngineEvent::kHostSync);

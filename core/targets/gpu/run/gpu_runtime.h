@@ -33,7 +33,10 @@ void *mgpuModuleLoadJIT(void *data, int optLevel);
 void mgpuModuleUnload(void *module);
 void *mgpuModuleGetFunction(void *module, const char *name);
 
-// Streams (non-blocking) and events (no timing), one driver object per call.
+// Streams: every "new" stream is the engine's one (cuda_driver.h), so that a program's
+// launches queue behind the copies of its tensors and every call before; destroying it does
+// nothing, and waiting for it waits for all of the engine's work. Events (no timing), one
+// driver object each.
 void *mgpuStreamCreate(void);
 void mgpuStreamDestroy(void *stream);
 void mgpuStreamSynchronize(void *stream);
@@ -80,11 +83,11 @@ Status LastModuleLoadError();
 
 // The managed blocks of one GPU program call: the managed copies of the caller's tensors
 // (Add) and the blocks the program frees (tm_rt_gpu_free on this thread while the scope
-// lives). They are recycled (recycled_blocks.h) when the scope ends, after waiting for the
-// device: a program's launches are queued on one stream and waited for only before it
-// returns (core/targets/gpu/compile/gpu_lowering.cpp), so a block it frees may still be in use by a
-// queued kernel; and cuMemFree would wait for the whole device at every free. Scopes nest
-// (the innermost one collects).
+// lives). When the scope ends they are recycled (recycled_blocks.h) once the device has done
+// the work queued so far (RecycleAfterQueuedWork), without the host waiting: a program's
+// launches are queued on the engine's stream and not waited for, so a block it frees may
+// still be in use by a queued kernel; and cuMemFree would wait for the whole device at every
+// free. Scopes nest (the innermost one collects).
 class DeferredFrees {
  public:
   DeferredFrees();

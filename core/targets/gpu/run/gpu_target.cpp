@@ -131,6 +131,11 @@ class GpuTargetInfo final : public Target {
 
   DeviceList devices() const override { return GpuDevices(); }
 
+  // Emulated kernels run on the host, and read host memory.
+  const Device &BufferDevice() const override {
+    return *GpuDevices().first[Emulate().value != 0 ? 1 : 0];
+  }
+
   DeviceCounters Counters() const override { return gpu::EngineCountersNow(); }
 };
 

@@ -6,13 +6,17 @@
 // and a cuMemFree, and each fresh block's pages fault into device memory when a kernel first
 // touches them. Recycled, a block keeps its pages where the last kernel left them.
 //
-// A block is recycled only once the device is done with it (after the call's wait: see
-// DeferredFrees in gpu_runtime.h), so any call may take any idle block. Blocks are matched
+// A block is recycled only once the device is done with it: the blocks of a call wait, as a
+// group, for an event recorded on the engine's stream after the call's work (DeferredFrees
+// in gpu_runtime.h), and become idle when a later allocation finds that event passed. So
+// the host never waits for a call to end before the next, and any call (and the host code,
+// which writes constants into fresh blocks) may take any idle block. Blocks are matched
 // by exact size (a call's sizes repeat exactly), and at most kMaxIdleBytes stay idle; past
 // that, or for a block this did not allocate, the block goes back to the driver.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/support/status.h"
 
@@ -29,11 +33,18 @@ Status AllocateRecycled(uint64_t bytes, void **out);
 // must be done with it. Any other managed block is freed (ManagedFree). NULL is a no-op.
 void Recycle(void *block);
 
+// Makes `blocks` (from AllocateRecycled, or any other managed block, which is freed then)
+// idle once the device has done the work queued on the engine's stream so far. Without an
+// event to wait for (a driver lacking cuEventQuery, or a failed record), waits for the
+// stream first.
+void RecycleAfterQueuedWork(const std::vector<void *> &blocks);
+
 // Frees a block from AllocateRecycled now (the release function of an unwinding call, which
 // has waited for the device first).
 void FreeRecycled(void *block);
 
 // Bytes in idle blocks: free for the next calls, though the driver counts them as used.
+// Blocks still waiting for their event are not counted.
 uint64_t IdleBytes();
 
 // Gives every idle block back to the driver.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/support/fnv.h"
+#include "core/support/memory_size.h"
 #include "core/support/fork_safe_once.h"
 #include "core/targets/gpu/run/software_device/device_memory.h"
 #include "core/targets/gpu/run/software_device/device_queue.h"
@@ -285,6 +286,10 @@ Side SideOf(const Device &d, CUdeviceptr p, size_t bytes) {
   return p ? Side::kHost : Side::kInvalid;
 }
 
+// As the driver does with pageable host memory: a copy from it takes the bytes before the
+// call returns (the caller may then reuse its buffer), and a copy into it returns only once
+// the copy is done (the work before it in the stream has run). Managed memory is ordered by
+// the stream like device memory.
 CUresult MemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
   Device &d = TheDevice();
   Lock lock(d.mutex);
@@ -296,11 +301,25 @@ CUresult MemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream st
   WorkCounts counts;
   if (to == Side::kDevice && from != Side::kDevice) counts.bytes_to_device = bytes;
   if (from == Side::kDevice && to != Side::kDevice) counts.bytes_from_device = bytes;
-  return Queue(d, id, Task{[dst, src, bytes] {
-                             std::memmove(PointerOf(dst), PointerOf(src), bytes);
-                             return 0;
-                           },
-                           counts});
+  const bool capturing = d.queue.IsCapturing(id);
+  if (from == Side::kHost && !capturing) {
+    auto taken = std::make_shared<std::vector<unsigned char>>(
+        static_cast<const unsigned char *>(PointerOf(src)),
+        static_cast<const unsigned char *>(PointerOf(src)) + bytes);
+    return Queue(d, id, Task{[dst, taken] {
+                               std::memcpy(PointerOf(dst), taken->data(), taken->size());
+                               return 0;
+                             },
+                             counts});
+  }
+  const CUresult rc = Queue(d, id, Task{[dst, src, bytes] {
+                                          std::memmove(PointerOf(dst), PointerOf(src), bytes);
+                                          return 0;
+                                        },
+                                        counts});
+  if (rc != kSuccess || to != Side::kHost || capturing) return rc;
+  ++d.counters.host_syncs;
+  return d.queue.SynchronizeStream(id);
 }
 
 template <typename T>
@@ -325,6 +344,9 @@ CUresult MemsetD32Async(CUdeviceptr dst, unsigned value, size_t count, CUstream 
 }
 CUresult MemsetD16Async(CUdeviceptr dst, unsigned short value, size_t count, CUstream stream) {
   return MemsetAsync<uint16_t>(dst, value, count, stream);
+}
+CUresult MemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream) {
+  return MemsetAsync<uint8_t>(dst, value, count, stream);
 }
 
 // --- modules and kernels ---
@@ -631,28 +653,6 @@ CUresult GraphDestroy(CUgraph graph) {
 
 }  // namespace
 
-bool ParseMemorySize(const char *text, uint64_t *bytes) {
-  *bytes = 0;
-  if (!text || *text < '0' || *text > '9') return false;
-  char *end = nullptr;
-  errno = 0;
-  const unsigned long long n = std::strtoull(text, &end, 10);
-  if (errno != 0 || n == 0) return false;
-  int shift = 0;
-  switch (*end) {
-    case '\0': break;
-    case 'K': shift = 10; break;
-    case 'M': shift = 20; break;
-    case 'G': shift = 30; break;
-    case 'T': shift = 40; break;
-    default: return false;
-  }
-  if (*end && end[1] != '\0') return false;
-  if (n > (UINT64_MAX >> shift)) return false;
-  *bytes = static_cast<uint64_t>(n) << shift;
-  return true;
-}
-
 Status InstallSoftwareDriver(CudaDriver *driver) {
   uint64_t capacity = kDefaultCapacity;
   const char *setting = std::getenv("TINYMLIR_SOFTWARE_GPU_MEMORY");
@@ -691,6 +691,7 @@ Status InstallSoftwareDriver(CudaDriver *driver) {
   c.cuMemcpyAsync = &MemcpyAsync;
   c.cuMemsetD32Async = &MemsetD32Async;
   c.cuMemsetD16Async = &MemsetD16Async;
+  c.cuMemsetD8Async = &MemsetD8Async;
   c.cuModuleLoadDataEx = &ModuleLoadDataEx;
   c.cuModuleGetFunction = &ModuleGetFunction;
   c.cuModuleUnload = &ModuleUnload;

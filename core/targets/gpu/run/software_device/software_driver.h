@@ -32,9 +32,6 @@ namespace software {
 // TINYMLIR_SOFTWARE_GPU_MEMORY is not a size, or when its range cannot be reserved.
 Status InstallSoftwareDriver(CudaDriver *driver);
 
-// TINYMLIR_SOFTWARE_GPU_MEMORY's value in bytes: digits with an optional K, M, G or T (powers
-// of 1024); false for anything else, zero included.
-bool ParseMemorySize(const char *text, uint64_t *bytes);
 
 // A kernel's body for the CPU: runs the whole grid (every block, every thread) with the
 // launch's parameters, as cuLaunchKernel passes them. Returns 0, or non-zero when the kernel
