@@ -19,13 +19,17 @@ type Element interface {
 	float32 | float64 | int32 | int64 | bool | Float16 | BFloat16
 }
 
-// Tensor is a Go slice seen as a C-contiguous tensor of a shape. Invoke copies inputs to C
-// memory and outputs back (see Program.Invoke).
+// Tensor is a Go slice seen as a C-contiguous tensor of a shape, or a part of a
+// DeviceBuffer (DeviceBuffer.Tensor). Invoke copies a slice's tensor to C memory and back
+// (see Program.Invoke); a buffer's it passes in place.
 type Tensor struct {
 	dtype DType
 	shape []int64
 	data  unsafe.Pointer // the slice's first element (nil when empty); keeps it alive
 	len   int
+	// A device buffer's tensor: its memory (C's, never Go's) and the buffer, kept alive.
+	device unsafe.Pointer
+	buffer *DeviceBuffer
 }
 
 // NewTensor views data as a tensor of the given shape (none: a scalar). The length is
@@ -61,8 +65,12 @@ func (t Tensor) DType() DType { return t.dtype }
 // Shape is the tensor's shape.
 func (t Tensor) Shape() []int64 { return t.shape }
 
-// nbytes checks the shape against the slice and returns the data size in bytes.
+// nbytes checks the shape against the slice and returns the data size in bytes (none to
+// copy for a device buffer's tensor, whose shape was checked when it was made).
 func (t Tensor) nbytes() (int, error) {
+	if t.device != nil {
+		return 0, nil
+	}
 	if len(t.shape) > MaxRank {
 		return 0, newError(StatusShape, "rank %d exceeds the maximum %d", len(t.shape), MaxRank)
 	}
@@ -133,7 +141,11 @@ func withCTensors(inputs, outputs []Tensor, f func(in, out *C.tm_tensor) error) 
 			rank:  C.int32_t(len(t.shape)),
 		}
 		// data is a member of an anonymous union (data / const_data), which cgo cannot name.
-		C.tmg_set_tensor_data(&views[i], unsafe.Pointer(&mem[dataAt[i]]))
+		if t.device != nil {
+			C.tmg_set_tensor_data(&views[i], t.device)
+		} else {
+			C.tmg_set_tensor_data(&views[i], unsafe.Pointer(&mem[dataAt[i]]))
+		}
 		if len(t.shape) > 0 {
 			shape := unsafe.Slice((*int64)(unsafe.Pointer(&mem[next])), len(t.shape))
 			copy(shape, t.shape)
@@ -151,7 +163,11 @@ func withCTensors(inputs, outputs []Tensor, f func(in, out *C.tm_tensor) error) 
 	if len(outputs) > 0 {
 		out = &views[len(inputs)]
 	}
-	if err := f(in, out); err != nil {
+	err := f(in, out)
+	for _, t := range all {
+		runtime.KeepAlive(t.buffer) // its memory was in the views
+	}
+	if err != nil {
 		return err
 	}
 	for i := len(inputs); i < len(all); i++ {
@@ -334,8 +350,9 @@ func (p *Program) IR(stage Stage) (string, error) {
 }
 
 // Invoke runs the program: it reads inputs and writes outputs, which must match the
-// program's specialisation (dtype, rank, shape). Inputs are copied to C memory and outputs
-// copied back (see withCTensors); on error the outputs are left unchanged.
+// program's specialisation (dtype, rank, shape). Slices' inputs are copied to C memory and
+// outputs copied back (see withCTensors), a DeviceBuffer's tensors are passed in place; on
+// error the slices' outputs are left unchanged.
 func (p *Program) Invoke(inputs, outputs []Tensor) error {
 	return p.use(func(c *C.tm_program) error {
 		return withCTensors(inputs, outputs, func(in, out *C.tm_tensor) error {

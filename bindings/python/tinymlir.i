@@ -87,10 +87,12 @@ TMPY_RELEASE_GIL(tm_invoke)
 TMPY_RELEASE_GIL(tm_model_load)
 TMPY_RELEASE_GIL(tm_model_logits)
 TMPY_RELEASE_GIL(tm_model_score)
+TMPY_RELEASE_GIL(tm_device_buffer_read)
 
 %include "swig/values.i"
 %include "swig/tensors.i"
 %include "swig/model.i"
+%include "swig/device_buffers.i"
 
 /* Replaced by the helpers of swig/model.i, or of no use from Python (strings the library hands over
  * are freed by the typemaps). */

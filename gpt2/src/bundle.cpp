@@ -100,6 +100,9 @@ class BundleSource : public ProgramSource {
   }
 
   bool is_bundle() const override { return true; }
+  bool Has(const ProgramKey &key) const override {
+    return access((dir_ + "/" + BundleFileName(key)).c_str(), F_OK) == 0;
+  }
   tm_target target() const override { return target_; }
 
  private:

@@ -240,6 +240,13 @@ Status Gpt2Model::Load(tm_context *ctx, const std::string &dir, tm_target target
   m->on_device_ = on_device;
   for (Floats *scratch : {&m->x_, &m->x_next_, &m->q_, &m->k_, &m->v_, &m->mask_, &m->merged_})
     scratch->set_device(on_device, m->source_->target());
+  if (on_device) {
+    std::vector<float> iota(static_cast<size_t>(m->Candidates()));
+    for (size_t i = 0; i < iota.size(); ++i) iota[i] = static_cast<float>(i);
+    m->argmax_iota_.set_device(true, m->source_->target());
+    TM_RETURN_IF_ERROR(m->argmax_iota_.Resize(iota.size()));
+    TM_RETURN_IF_ERROR(m->argmax_iota_.Write(0, iota.data(), iota.size()));
+  }
   m->stats_.struct_size = sizeof(tm_model_stats);
   m->stats_.load_seconds = Seconds(start);
   *out = std::move(m);
@@ -357,6 +364,7 @@ Status Gpt2Model::Prepare(size_t n_prompt, const GenerateRequest &request) {
     want(ProgramKind::kAttnMlp, t, CacheRows(filled));
   };
   want(ProgramKind::kHead, 1, 0);
+  if (ArgmaxOnDevice(request)) want(ProgramKind::kHeadArgmax, 1, Candidates());
   const int64_t n = static_cast<int64_t>(n_prompt), steps = request.max_new_tokens;
   need(NextPowerOfTwo(n), n);
   for (int64_t step = 1; step < steps; ++step) {
@@ -484,15 +492,43 @@ Status Gpt2Model::ForwardLayers(const int32_t *ids, size_t n, int64_t pos) {
 }
 
 Status Gpt2Model::Forward(const int32_t *ids, size_t n, int64_t pos, float *logits) {
-  const int64_t d = config_.n_embd;
   tm_program *head;
   TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, 1, 0, &head));
   TM_RETURN_IF_ERROR(ForwardLayers(ids, n, pos));
+  return HeadLogits(n, logits);
+}
+
+Status Gpt2Model::HeadLogits(size_t n, float *logits) {
+  const int64_t d = config_.n_embd;
+  tm_program *head;
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHead, 1, 0, &head));
   Tensors in, out;
   HeadInputs(weights_, x_.data() + (n - 1) * d, 1, d, &in);
   out.Add(logits, {config_.vocab_size});
   return InvokeTimed(ProgramKind::kHead, head, in, out, forward_invoke_seconds_,
                      &forward_invokes_);
+}
+
+Status Gpt2Model::HeadArgmax(size_t n, int32_t *token, int32_t *non_finite) {
+  const int64_t d = config_.n_embd;
+  tm_program *head;
+  TM_RETURN_IF_ERROR(GetProgram(ProgramKind::kHeadArgmax, 1, Candidates(), &head));
+  Tensors in, out;
+  HeadInputs(weights_, x_.data() + (n - 1) * d, 1, d, &in);
+  in.Add(argmax_iota_.data(), {Candidates()});
+  out.Add(token, TM_I32, {1});
+  out.Add(non_finite, TM_I32, {1});
+  return InvokeTimed(ProgramKind::kHeadArgmax, head, in, out, forward_invoke_seconds_,
+                     &forward_invokes_);
+}
+
+int32_t Gpt2Model::Candidates() const {
+  return tokenizer_ ? tokenizer_->vocab_size() : config_.vocab_size;
+}
+
+bool Gpt2Model::ArgmaxOnDevice(const GenerateRequest &request) const {
+  return on_device_ && request.sampling.temperature == 0.0f &&
+         source_->Has(ProgramKey(static_cast<int>(ProgramKind::kHeadArgmax), 1, Candidates()));
 }
 
 Status Gpt2Model::Logits(const int32_t *ids, size_t n, float *logits, size_t capacity) {
@@ -624,7 +660,7 @@ Status Gpt2Model::ChooseToken(const std::string &fn, const float *logits, int32_
   // Checkpoints pad the embedding past the tokenizer (GPT-2: 50257 tokens, often 50304
   // rows): with a tokenizer, only the ids it can decode are candidates. Load checked that
   // it covers [0, its size) and is no larger than the model's vocabulary.
-  const int32_t candidates = tokenizer_ ? tokenizer_->vocab_size() : config_.vocab_size;
+  const int32_t candidates = Candidates();
   // A NaN or infinite logit (non-finite weights, or an overflow) has no meaningful
   // sample; stop rather than emit whatever the comparison order picks.
   if (const int32_t id = FirstNonFinite(logits, candidates); id >= 0)
@@ -649,24 +685,29 @@ Status Gpt2Model::Generate(const int32_t *prompt, size_t n, const GenerateReques
   std::vector<int32_t> tokens(prompt, prompt + n);
   std::vector<float> logits(config_.vocab_size);
   const int32_t eos = config_.eos_token_id;
+  // Greedy on a device: the token is chosen there, and 8 bytes come back instead of the
+  // logits (whose first non-finite one is computed and named when there is one).
+  const bool argmax_on_device = ArgmaxOnDevice(request);
   for (int32_t step = 0; step < request.max_new_tokens; ++step) {
     auto start = Clock::now();
     double compiling = stats_.compile_seconds;  // compile time is reported separately
     const tm_device_counters device_before = DeviceCountersNow();
-    if (step == 0 || !request.use_kv_cache)
-      TM_RETURN_IF_ERROR(Forward(tokens.data(), tokens.size(), 0, logits.data()));
-    else
-      TM_RETURN_IF_ERROR(Forward(&tokens.back(), 1, static_cast<int64_t>(tokens.size()) - 1,
-                                 logits.data()));
+    const bool whole = step == 0 || !request.use_kv_cache;
+    const size_t rows = whole ? tokens.size() : 1;
+    TM_RETURN_IF_ERROR(ForwardLayers(whole ? tokens.data() : &tokens.back(), rows,
+                                     whole ? 0 : static_cast<int64_t>(tokens.size()) - 1));
+    int32_t token = 0, non_finite = 1;
+    if (argmax_on_device) TM_RETURN_IF_ERROR(HeadArgmax(rows, &token, &non_finite));
+    if (non_finite != 0) TM_RETURN_IF_ERROR(HeadLogits(rows, logits.data()));
     double elapsed = Seconds(start) - (stats_.compile_seconds - compiling);
     if (step == 0) {
       stats_.prefill_seconds = elapsed;
     } else {
       AddDecodeStep(elapsed, 1, device_before);
     }
-    int32_t token;
-    TM_RETURN_IF_ERROR(
-        ChooseToken("tm_generate", logits.data(), step, tokens.size() - 1, &sampler, &token));
+    if (non_finite != 0)
+      TM_RETURN_IF_ERROR(ChooseToken("tm_generate", logits.data(), step, tokens.size() - 1,
+                                     &sampler, &token));
     tokens.push_back(token);
     out->push_back(token);
     if (request.callback && request.callback(request.user, token) != 0) break;
@@ -930,6 +971,9 @@ Status Gpt2Model::CompileBundle(const std::string &dir, tm_progress_callback pro
   };
   want(ProgramKind::kHead, 1, 0);
   want(ProgramKind::kHead, kScoreRows, 0);  // tm_model_score
+  tm_target_info info;
+  TM_RETURN_IF_ERROR(GetTargetInfo(source_->target(), &info));
+  if (!info.host_memory) want(ProgramKind::kHeadArgmax, 1, Candidates());  // greedy steps
   for (int64_t t = 1;; t *= 2) {
     want(ProgramKind::kEmbed, t, 0);
     want(ProgramKind::kQkv, t, 0);

@@ -132,6 +132,14 @@ class Gpt2Model {
   Status Forward(const int32_t *ids, size_t n, int64_t pos, float *logits);
   // Forward up to the head: the final hidden state of position pos + i in row i of x_.
   Status ForwardLayers(const int32_t *ids, size_t n, int64_t pos);
+  // The head on row n - 1 of x_: its logits (host memory), or on a device the greedy token
+  // and how many candidate logits are not finite (head_argmax).
+  Status HeadLogits(size_t n, float *logits);
+  Status HeadArgmax(size_t n, int32_t *token, int32_t *non_finite);
+  // The ids a step chooses among: those the tokenizer decodes, or every row of wte.
+  int32_t Candidates() const;
+  // Whether greedy steps of `request` choose their token on the device (head_argmax).
+  bool ArgmaxOnDevice(const GenerateRequest &request) const;
   Status GetProgram(ProgramKind kind, int64_t t, int64_t l, tm_program **out);
   // Cache rows the attention reads once `filled` positions are in the cache.
   int64_t CacheRows(int64_t filled) const;
@@ -190,6 +198,7 @@ class Gpt2Model {
   // A batch's KV caches: slot i's layer l at [i * n_layer + l], kept for the next batch.
   std::vector<Floats> slot_k_caches_, slot_v_caches_;
   std::vector<float> mask_rows_;           // the mask, made on the host, then written to mask_
+  Floats argmax_iota_;                     // 0 .. Candidates() - 1, head_argmax's, on a device
   bool on_device_ = false;                 // whether the programs' buffers are device buffers
   // The last Forward's time inside tm_invoke, per ProgramKind, and its number of calls.
   double forward_invoke_seconds_[TM_MODEL_NUM_PROGRAM_KINDS] = {};

@@ -29,6 +29,9 @@ class ProgramSource {
 
   // Whether programs come from a bundle (a bundle is not compiled into another one).
   virtual bool is_bundle() const = 0;
+  // Whether Make can make the program of `key` (a bundle has only what it was compiled
+  // with; a bundle made before head_argmax existed has none).
+  virtual bool Has(const ProgramKey &) const { return true; }
 
   // Where the programs run (a bundle's manifest says).
   virtual tm_target target() const = 0;

@@ -8,6 +8,13 @@
 //   attn_mlp(T, L):  x, q (T, d), k, v (L, d) cache rows, mask (T, L),
 //                    c_proj w/b, ln_2 g/b, c_fc w/b, mlp c_proj w/b -> x' (T, d)
 //   head(T):         x (T, d), ln_f g/b, wte (V, d)                -> logits (V) or (T, V)
+//   head_argmax(C):  x (1, d), ln_f g/b, wte (V, d), iota (C)      -> token (1) i32,
+//                                                                     non-finite (1) i32
+//
+// head_argmax is the greedy step on a device: the first of the C candidate ids (those the
+// tokenizer decodes) with the largest logit, and how many of their logits are NaN or
+// infinite (then the logits are computed again to name one), so that a token costs the host
+// 8 bytes instead of V floats. `iota` holds 0 .. C - 1 as floats (exact below 2^24).
 //
 // A batch of sequences decodes with attn_mlp in two parts, since each sequence attends to a
 // cache of its own while the projections read their weights once for all rows:
@@ -37,14 +44,15 @@
 
 namespace tinymlir::gpt2 {
 
-enum class ProgramKind { kEmbed, kQkv, kAttnMlp, kHead, kAttention, kProjMlp };
+enum class ProgramKind { kEmbed, kQkv, kAttnMlp, kHead, kAttention, kProjMlp, kHeadArgmax };
 
 // The tm_model_program a kind's invoke time is counted under (tm_model_stats): a batch's
 // attention and proj_mlp are the two parts of attn_mlp.
 inline int StatsSlot(ProgramKind kind) {
-  return kind == ProgramKind::kAttention || kind == ProgramKind::kProjMlp
-             ? static_cast<int>(ProgramKind::kAttnMlp)
-             : static_cast<int>(kind);
+  if (kind == ProgramKind::kAttention || kind == ProgramKind::kProjMlp)
+    return static_cast<int>(ProgramKind::kAttnMlp);
+  if (kind == ProgramKind::kHeadArgmax) return static_cast<int>(ProgramKind::kHead);
+  return static_cast<int>(kind);
 }
 
 // attn_mlp's input holding the (T, L) additive attention mask.
@@ -54,7 +62,8 @@ inline constexpr int kAttnMlpMaskInput = 4;
 // are scored this many at a time.
 inline constexpr int64_t kScoreRows = 64;
 
-// One program of a model: (ProgramKind, T, L), L = 0 except for kAttnMlp and kAttention.
+// One program of a model: (ProgramKind, T, L), L = 0 except for kAttnMlp and kAttention (the
+// cache rows) and kHeadArgmax (the candidates C).
 using ProgramKey = std::tuple<int, int64_t, int64_t>;
 
 inline const char *ProgramName(ProgramKind kind) {
@@ -65,6 +74,7 @@ inline const char *ProgramName(ProgramKind kind) {
     case ProgramKind::kHead: return "gpt2_head";
     case ProgramKind::kAttention: return "gpt2_attention";
     case ProgramKind::kProjMlp: return "gpt2_proj_mlp";
+    case ProgramKind::kHeadArgmax: return "gpt2_head_argmax";
   }
   return "gpt2";
 }

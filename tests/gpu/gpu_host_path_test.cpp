@@ -172,12 +172,13 @@ TEST(GpuHostPath, Gpt2GeneratesWithEveryLaunchOnDeviceMemory) {
     const LogSince log(before);
     EXPECT_GE(log.Launches(), 10) << log.text;
     EXPECT_TRUE(log.Clean()) << log.text;
-    // Every call queues its kernels on the engine's stream and waits only for the logits
-    // the host reads: with the KV cache, one wait per token (none for the context), and
-    // never between a layer's calls. The blocks a call frees are reused once the device has
-    // passed it, so no cuMemFree waits for a queued kernel.
+    // Every call queues its kernels on the engine's stream and waits only for what the host
+    // reads: the greedy token (and, since this driver runs no kernel, the count of
+    // non-finite logits may read non-zero, and the logits come back too), never for the
+    // context nor between a layer's calls. The blocks a call frees are reused once the
+    // device has passed it, so no cuMemFree waits for a queued kernel.
     EXPECT_EQ(log.Count("wait context"), 0) << log.text;
-    if (kv_cache) EXPECT_EQ(log.Count("wait stream"), 4) << log.text;
+    if (kv_cache) EXPECT_LE(log.Count("wait stream"), 2 * 4) << log.text;
     EXPECT_GT(log.Launches(), 2 * log.Count("wait stream")) << log.text;
     EXPECT_EQ(log.Count("free waits"), 0) << log.text;
   }

@@ -109,20 +109,31 @@ TEST_F(SoftwareDevice, TheHostCannotReadDeviceMemory) {
             kInvalidValue);
 }
 
+// As the driver documents for pageable host memory: a copy from it takes the bytes when it
+// is queued (the caller may reuse its buffer at once), a copy into it returns only once done.
+// Between device and managed memory, a copy completes when the host waits, not before.
 TEST_F(SoftwareDevice, CopiesCompleteWhenTheHostWaitsAndNotBefore) {
   std::vector<float> in(1000), out(1000, -1.0f);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+  const std::vector<float> sent = in;
   const CUdeviceptr p = Alloc(in.size() * 4);
+  CUdeviceptr managed = 0;
+  ASSERT_EQ(d_->cuMemAllocManaged(&managed, in.size() * 4, kCuMemAttachGlobal), 0);
+  const auto *staged = reinterpret_cast<const float *>(static_cast<uintptr_t>(managed));
   ASSERT_EQ(d_->cuMemcpyAsync(p, Host(in.data()), in.size() * 4, stream_), 0);
-  ASSERT_EQ(d_->cuMemcpyAsync(Host(out.data()), p, out.size() * 4, stream_), 0);
-  EXPECT_EQ(out[5], -1.0f);  // queued, not done
+  in.assign(in.size(), 7.0f);  // after the call: not what the device gets
+  ASSERT_EQ(d_->cuMemcpyAsync(managed, p, in.size() * 4, stream_), 0);
+  EXPECT_NE(staged[5], 5.0f);  // queued, not done
   ASSERT_EQ(d_->cuStreamSynchronize(stream_), 0);
-  EXPECT_EQ(out, in);
+  EXPECT_EQ(std::vector<float>(staged, staged + sent.size()), sent);
+  ASSERT_EQ(d_->cuMemcpyAsync(Host(out.data()), p, out.size() * 4, stream_), 0);
+  EXPECT_EQ(out, sent);  // into host memory: done when the call returns
   const software::DeviceCounters c = software::DeviceCountersNow();
   EXPECT_EQ(c.bytes_to_device, 4000u);
-  EXPECT_EQ(c.bytes_from_device, 4000u);
-  EXPECT_EQ(c.host_syncs, 1u);
-  EXPECT_EQ(c.allocations, 1u);
+  EXPECT_EQ(c.bytes_from_device, 8000u);
+  EXPECT_EQ(c.host_syncs, 2u);  // the stream's, and the copy into host memory's
+  EXPECT_EQ(c.allocations, 2u);
+  ASSERT_EQ(d_->cuMemFree(managed), 0);
 }
 
 TEST_F(SoftwareDevice, ACopyMustStayInsideOneAllocation) {

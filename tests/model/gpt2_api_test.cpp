@@ -888,6 +888,37 @@ TEST_F(ModelApiFolder, NonFiniteLogitsAreARuntimeErrorNamingStepAndPosition) {
       << tm_last_error();
 }
 
+// The same on the GPU target (CTest runs it on the software CUDA device as
+// gpt2_non_finite_on_the_software_gpu), where a greedy token is chosen on the device: a step
+// whose logits are not all finite computes them again, and fails with the CPU's message.
+TEST_F(ModelApiFolder, NonFiniteLogitsOnTheGpuAreNamedAsOnTheCpu) {
+  if (tm_target_check(TM_TARGET_GPU) != TM_OK) GTEST_SKIP() << "no GPU: " << tm_last_error();
+  CopyTinyA();
+  PoisonTensor("transformer.wpe.weight", 5 * 32, 32);  // position 5's embedding
+  tm_model_options mo;
+  tm_model_options_init(&mo);
+  mo.target = TM_TARGET_GPU;
+  tm_model *m = nullptr;
+  ASSERT_EQ(tm_model_load(ctx_, dir_.c_str(), &mo, &m), TM_OK) << tm_last_error();
+  models_.push_back(m);
+  int32_t prompt[] = {1, 2, 3};
+  tm_generate_options o;
+  tm_generate_options_init(&o);
+  o.max_new_tokens = 10;
+  Streamed streamed;
+  size_t n = 0;
+  EXPECT_EQ(tm_generate(m, prompt, 3, &o, Stream, &streamed, nullptr, 0, &n), TM_ERROR_RUNTIME);
+  const std::string message = tm_last_error();
+  EXPECT_NE(message.find("tm_generate: step 3 (position 5): the logit of token 0 is nan"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(streamed.tokens.size(), 3u) << "the steps before the NaN were streamed";
+  o.max_new_tokens = 2;
+  int32_t out[2];
+  ASSERT_EQ(tm_generate(m, prompt, 3, &o, nullptr, nullptr, out, 2, &n), TM_OK) << tm_last_error();
+  EXPECT_EQ(std::vector<int32_t>(out, out + 2), (std::vector<int32_t>{19, 407}));
+}
+
 TEST_F(ModelApiFolder, ConfigThatIsAFifoIsRefusedWithoutBlocking) {
   CopyTinyA();
   std::filesystem::remove(dir_ + "/config.json");

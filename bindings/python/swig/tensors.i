@@ -34,8 +34,45 @@ static int tmpy_dtype(PyArray_Descr *descr, tm_dtype *out) {
   return 0;
 }
 
-/* Fills t from a sequence of NumPy arrays (or one array when `single`). Outputs must be
- * writable. Strides go over as element counts; C-contiguous arrays pass NULL strides. */
+/* A tinymlir.DeviceTensor's (address, dtype, shape), from its _tm_tensor attribute: the
+ * shape as a new tuple reference, or NULL with an exception set. */
+static PyObject *tmpy_device_tensor_shape(PyObject *obj) {
+  PyObject *triple = PyObject_GetAttrString(obj, "_tm_tensor");
+  if (!triple) return NULL;
+  if (!PyTuple_Check(triple) || PyTuple_GET_SIZE(triple) != 3 ||
+      !PyTuple_Check(PyTuple_GET_ITEM(triple, 2))) {
+    Py_DECREF(triple);
+    PyErr_SetString(PyExc_TypeError, "_tm_tensor must be (address, dtype, shape tuple)");
+    return NULL;
+  }
+  PyObject *shape = PyTuple_GET_ITEM(triple, 2);
+  Py_INCREF(shape);
+  Py_DECREF(triple);
+  return shape;
+}
+
+/* Fills *tensor (contiguous) from a DeviceTensor's _tm_tensor, its shape into dims. */
+static int tmpy_device_tensor(PyObject *obj, tm_tensor *tensor, int64_t *dims) {
+  PyObject *triple = PyObject_GetAttrString(obj, "_tm_tensor");
+  if (!triple) return 0;
+  PyObject *shape = PyTuple_GET_ITEM(triple, 2);
+  const unsigned long long address = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(triple, 0));
+  const long dtype = PyLong_AsLong(PyTuple_GET_ITEM(triple, 1));
+  const Py_ssize_t rank = PyTuple_GET_SIZE(shape);
+  for (Py_ssize_t d = 0; d < rank; ++d) dims[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+  Py_DECREF(triple);
+  if (PyErr_Occurred()) return 0;
+  tensor->data = (void *)(uintptr_t)address;
+  tensor->dtype = (tm_dtype)dtype;
+  tensor->rank = (int32_t)rank;
+  tensor->shape = dims;
+  tensor->strides = NULL;
+  return 1;
+}
+
+/* Fills t from a sequence of NumPy arrays and tinymlir.DeviceTensors (or one array when
+ * `single`): a DeviceTensor is its buffer's memory, contiguous. Outputs must be writable.
+ * Strides go over as element counts; C-contiguous arrays pass NULL strides. */
 static int tmpy_tensors_from(PyObject *obj, int single, int writable, const char *fn,
                              const char *what, tmpy_tensors *t) {
   memset(t, 0, sizeof *t);
@@ -49,6 +86,13 @@ static int tmpy_tensors_from(PyObject *obj, int single, int writable, const char
   }
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject *a = PySequence_Fast_GET_ITEM(t->arrays, i);
+    if (PyObject_HasAttrString(a, "_tm_tensor")) {  /* a tinymlir.DeviceTensor */
+      PyObject *shape = tmpy_device_tensor_shape(a);
+      if (!shape) return 0;
+      total += PyTuple_GET_SIZE(shape);
+      Py_DECREF(shape);
+      continue;
+    }
     if (!PyArray_Check(a)) {
       PyErr_Format(PyExc_TypeError, "%s: %s %zd is a %s, expected a numpy.ndarray", fn, what,
                    i, Py_TYPE(a)->tp_name);
@@ -65,8 +109,14 @@ static int tmpy_tensors_from(PyObject *obj, int single, int writable, const char
   }
   int64_t *dims = t->dims;
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyArrayObject *a = (PyArrayObject *)PySequence_Fast_GET_ITEM(t->arrays, i);
+    PyObject *obj = PySequence_Fast_GET_ITEM(t->arrays, i);
     tm_tensor *tensor = &t->tensors[i];
+    if (PyObject_HasAttrString(obj, "_tm_tensor")) {
+      if (!tmpy_device_tensor(obj, tensor, dims)) return 0;
+      dims += tensor->rank;
+      continue;
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
     if (!tmpy_dtype(PyArray_DESCR(a), &tensor->dtype)) {
       PyObject *name = PyObject_Str((PyObject *)PyArray_DESCR(a));
       tmpy_fail(TM_ERROR_DTYPE,

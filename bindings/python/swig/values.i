@@ -301,3 +301,17 @@ tm_status tmpy_program_ir_text(tm_program *program, tm_stage stage, char **ir_te
   $result = SWIG_Python_AppendOutput($result,
                                      SWIG_NewPointerObj(copy, $1_descriptor, SWIG_POINTER_OWN));
 }
+
+/* tm_target_get_device_counters: a new tm_device_counters object, struct_size filled in here. */
+%typemap(in, numinputs=0) tm_device_counters *counters (tm_device_counters counters) {
+  memset(&counters, 0, sizeof counters);
+  counters.struct_size = (uint32_t)sizeof counters;
+  $1 = &counters;
+}
+%typemap(argout) tm_device_counters *counters {
+  tm_device_counters *copy = (tm_device_counters *)malloc(sizeof *copy);
+  if (!copy) SWIG_exception_fail(SWIG_MemoryError, "out of memory");
+  *copy = *$1;
+  $result = SWIG_Python_AppendOutput($result,
+                                     SWIG_NewPointerObj(copy, $1_descriptor, SWIG_POINTER_OWN));
+}

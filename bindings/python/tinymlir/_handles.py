@@ -369,7 +369,8 @@ class Program(_Handle):
         return capi.tm_program_ir_text(self._live_ptr(), int(Stage.of(stage)))
 
     def invoke(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
-        """tm_invoke on NumPy arrays: reads `inputs`, writes `outputs` (caller-owned)."""
+        """tm_invoke on NumPy arrays and DeviceTensors: reads `inputs`, writes `outputs`
+        (caller-owned)."""
         inputs, outputs = list(inputs), list(outputs)
         with self._using() as ptr:
             capi.tm_invoke(ptr, inputs, outputs)

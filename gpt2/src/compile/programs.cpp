@@ -113,6 +113,31 @@ void TraceHead(Tracer &tr, const Gpt2Config &c, int64_t t) {
   tr.end({tr.matmul(xn, tr.transpose(wte, {1, 0}))});
 }
 
+// The head at one position, then the greedy choice among the first c ids (see programs.h).
+void TraceHeadArgmax(Tracer &tr, const Gpt2Config &c, int64_t candidates) {
+  const int64_t d = c.n_embd;
+  tm_value x = tr.input(TM_F32, {1, d});
+  tm_value g = tr.input(TM_F32, {d}), b = tr.input(TM_F32, {d});
+  tm_value wte = tr.input(c.matrices, {c.vocab_size, d});
+  tm_value iota = tr.input(TM_F32, {candidates});
+  tm_value xn = tr.layer_norm(x, g, b, c.layer_norm_epsilon);
+  tm_value logits = tr.reshape(tr.matmul(wte, tr.reshape(xn, {d, 1})), {c.vocab_size});
+  if (candidates < c.vocab_size) logits = tr.slice(logits, {0}, {candidates});
+  // The first index holding the largest logit: the smallest of the indices that do, as
+  // -max(-index); every other index counts as C.
+  tm_value top = tr.reduce_max(logits, 0, /*keepdims=*/true);
+  tm_value index = tr.where(tr.equal(logits, top), iota,
+                            tr.scalar(static_cast<double>(candidates)));
+  tm_value token = tr.cast(tr.neg(tr.reduce_max(tr.neg(index), 0, /*keepdims=*/true)), TM_I32);
+  // 1 for a finite logit: NaN is not equal to itself, an infinity is above the largest float.
+  tm_value bounded = tr.where(tr.greater(tr.abs(logits), tr.scalar(3.4028234663852886e38)),
+                              tr.scalar(0.0), tr.scalar(1.0));
+  tm_value finite = tr.where(tr.equal(logits, logits), bounded, tr.scalar(0.0));
+  tm_value non_finite = tr.cast(
+      tr.reduce_sum(tr.sub(tr.scalar(1.0), finite), 0, /*keepdims=*/true), TM_I32);
+  tr.end({token, non_finite});
+}
+
 }  // namespace
 
 void TraceProgram(const Gpt2Config &config, ProgramKind kind, int64_t t, int64_t l,
@@ -124,6 +149,7 @@ void TraceProgram(const Gpt2Config &config, ProgramKind kind, int64_t t, int64_t
     case ProgramKind::kHead: TraceHead(*tracer, config, t); break;
     case ProgramKind::kAttention: TraceAttention(*tracer, config, t, l); break;
     case ProgramKind::kProjMlp: TraceProjMlp(*tracer, config, t); break;
+    case ProgramKind::kHeadArgmax: TraceHeadArgmax(*tracer, config, l); break;
   }
 }
 

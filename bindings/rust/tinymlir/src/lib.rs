@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 mod context;
+mod device;
 mod error;
 mod model;
 mod program;
@@ -36,6 +37,7 @@ mod tensor;
 mod trace;
 
 pub use context::{CacheStats, Context};
+pub use device::DeviceBuffer;
 pub use error::{Error, ErrorKind, Result};
 pub use model::{GenerateOptions, Model, ModelInfo, ModelOptions, ModelStats};
 pub use program::{CompileOptions, Program, Stage, Target};

@@ -316,6 +316,31 @@ impl<'a> TensorRef<'a> {
     pub(crate) fn raw(&self) -> sys::tm_tensor {
         self.layout.raw(self.data as *mut c_void, self.dtype)
     }
+
+    /// A C-contiguous view of `bytes` bytes of memory at `data` that the library reads in
+    /// place (a device buffer's: [`crate::DeviceBuffer::tensor`]).
+    pub(crate) fn in_memory(data: *const c_void, bytes: usize, dtype: DType, shape: &[i64]) -> Result<TensorRef<'a>> {
+        let layout = Layout::new(elements_in(bytes, dtype, shape)?, shape, None)?;
+        Ok(TensorRef { data, dtype, layout, _data: PhantomData })
+    }
+}
+
+/// How many elements of `dtype` a contiguous `shape` has, checking that they fit in `bytes`.
+fn elements_in(bytes: usize, dtype: DType, shape: &[i64]) -> Result<usize> {
+    if dtype.size() == 0 {
+        return Err(Error::new(ErrorKind::DType, format!("{dtype:?} has no element size for a tensor view")));
+    }
+    let count = shape
+        .iter()
+        .try_fold(1usize, |n, &d| usize::try_from(d).ok().and_then(|d| n.checked_mul(d)))
+        .ok_or_else(|| Error::new(ErrorKind::Shape, format!("shape {shape:?} is negative or too large")))?;
+    match count.checked_mul(dtype.size()) {
+        Some(needed) if needed <= bytes => Ok(count),
+        _ => Err(Error::new(
+            ErrorKind::OutOfRange,
+            format!("a {dtype:?} tensor of shape {shape:?} needs more than the {bytes} bytes it is given"),
+        )),
+    }
 }
 
 /// A writable view of a tensor in a borrowed slice: an output of [`Program::invoke`].
@@ -363,5 +388,12 @@ impl<'a> TensorMut<'a> {
     /// The C view (see [`TensorRef::raw`]); `&mut self` because the library writes through it.
     pub(crate) fn raw(&mut self) -> sys::tm_tensor {
         self.layout.raw(self.data, self.dtype)
+    }
+
+    /// A C-contiguous view of `bytes` bytes of memory at `data` that the library writes in
+    /// place (a device buffer's: [`crate::DeviceBuffer::tensor_mut`]).
+    pub(crate) fn in_memory(data: *mut c_void, bytes: usize, dtype: DType, shape: &[i64]) -> Result<TensorMut<'a>> {
+        let layout = Layout::new(elements_in(bytes, dtype, shape)?, shape, None)?;
+        Ok(TensorMut { data, dtype, layout, _data: PhantomData })
     }
 }
