@@ -66,6 +66,7 @@ constexpr EnvironmentVariable kVariables[] = {
     {"TINYMLIR_PERF_MAP", EnvironmentVariable::kSameCode, "1"},
     {"TINYMLIR_CACHE_DIR", EnvironmentVariable::kCacheFolder, "off"},
     {"TINYMLIR_SOFTWARE_GPU_MEMORY", EnvironmentVariable::kSameCode, "64M"},
+    {"TINYMLIR_GPU_MEMORY_BUDGET", EnvironmentVariable::kSameCode, "2G"},
 };
 
 }  // namespace

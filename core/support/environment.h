@@ -12,6 +12,8 @@
 // TINYMLIR_SOFTWARE_GPU_MEMORY (the software CUDA device's capacity) is read when the GPU's
 // driver is first loaded; a value it cannot take is that load's error
 // (core/targets/gpu/run/cuda_driver.h, which also reads the GPU target's TINYMLIR_CUDA_DRIVER).
+// TINYMLIR_GPU_MEMORY_BUDGET (a size) is read by the GPU's first allocation or call; a value
+// it cannot take is their error (core/targets/gpu/run/device_buffers.h).
 // TINYMLIR_CACHE_DIR takes any path or "off"; a folder the disk cache cannot use turns it
 // off, and tm_cache_disk_message says why. Each variable is read once per process. A
 // target may read variables of its own, for options it takes from the environment
