@@ -93,8 +93,16 @@ func TestDeviceBufferErrorsAreNamed(t *testing.T) {
 	_, err = NewDeviceBuffer(CPU, 0)
 	wantStatus(t, err, StatusInvalidArgument)
 	wantStatus(t, buf.CopyFrom(0, buf, 4, 8), StatusInvalidArgument)
+	ctx := must[*Context](t)(NewContext())
+	defer ctx.Close()
+	p := affineProgram(t, ctx, CPU, 4)
+	x := must[Tensor](t)(buf.Tensor(F32, 0, 4))
 	buf.Close()
 	wantStatus(t, Read(buf, 0, make([]float32, 1)), StatusInvalidArgument)
+	e = wantStatus(t, p.Invoke([]Tensor{x}, []Tensor{NewTensor(make([]float32, 4), 4)}), StatusInvalidArgument)
+	if !strings.Contains(e.Message, "input 0: its device buffer is closed") {
+		t.Error(e)
+	}
 }
 
 // On the GPU target, in a child process on the software CUDA device: two programs chained

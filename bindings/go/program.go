@@ -163,11 +163,28 @@ func withCTensors(inputs, outputs []Tensor, f func(in, out *C.tm_tensor) error) 
 	if len(outputs) > 0 {
 		out = &views[len(inputs)]
 	}
-	err := f(in, out)
-	for _, t := range all {
-		runtime.KeepAlive(t.buffer) // its memory was in the views
+	// Each device buffer stays open for the call (Close waits for it): its memory is in the
+	// views.
+	held := map[*DeviceBuffer]bool{}
+	defer func() {
+		for b := range held {
+			b.mu.RUnlock()
+		}
+	}()
+	for i, t := range all {
+		if t.buffer == nil || held[t.buffer] {
+			continue
+		}
+		t.buffer.mu.RLock()
+		held[t.buffer] = true
+		if t.buffer.c == nil {
+			if i < len(inputs) {
+				return newError(StatusInvalidArgument, "input %d: its device buffer is closed", i)
+			}
+			return newError(StatusInvalidArgument, "output %d: its device buffer is closed", i-len(inputs))
+		}
 	}
-	if err != nil {
+	if err := f(in, out); err != nil {
 		return err
 	}
 	for i := len(inputs); i < len(all); i++ {

@@ -68,9 +68,13 @@ def test_errors_are_named():
         buf.tensor(np.uint8, (4,))
     with pytest.raises(tm.InvalidArgumentError, match="an array of shape \\(3,\\)"):
         buf.tensor(np.float32, (4,)).write(np.zeros(3, np.float32))
+    program = affine_program("cpu", 4)
+    x = buf.tensor(np.float32, (4,))
     buf.close()
     with pytest.raises(tm.InvalidArgumentError, match="this device buffer is closed"):
         buf.read()
+    with pytest.raises(tm.InvalidArgumentError, match="this device buffer is closed"):
+        program.invoke([x], [np.empty(4, np.float32)])
 
 
 GPU_CHILD = textwrap.dedent("""

@@ -372,5 +372,10 @@ class Program(_Handle):
         """tm_invoke on NumPy arrays and DeviceTensors: reads `inputs`, writes `outputs`
         (caller-owned)."""
         inputs, outputs = list(inputs), list(outputs)
-        with self._using() as ptr:
+        with self._using() as ptr, contextlib.ExitStack() as held:
+            # A DeviceTensor's buffer stays open for the call (close() waits for it).
+            buffers = {id(t.buffer): t.buffer for t in inputs + outputs
+                       if hasattr(t, "_tm_tensor")}
+            for buffer in buffers.values():
+                held.enter_context(buffer._using())
             capi.tm_invoke(ptr, inputs, outputs)
