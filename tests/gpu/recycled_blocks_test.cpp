@@ -147,6 +147,23 @@ TEST_F(FakeDriver, AProgramsFreeIsRecycledOnlyOnceTheDeviceHasPassedItsCall) {
   EXPECT_EQ(gpu::IdleBytes(), 0u);
 }
 
+// Out of device memory, the engine gives back the blocks still waiting for their event too.
+TEST_F(FakeDriver, FreeingTheIdleBlocksTakesThoseWaitingForTheirEvent) {
+  {
+    gpu::DeferredFrees call;
+    void *block = tm_rt_gpu_malloc(7000);
+    ASSERT_NE(block, nullptr);
+    tm_rt_gpu_free(block);
+  }
+  const size_t before = DriverLog().size();
+  gpu::FreeIdle();
+  EXPECT_EQ(Count(DriverLog().substr(before), "wait stream"), 1);
+  EXPECT_EQ(gpu::IdleBytes(), 0u);
+  void *fresh = tm_rt_gpu_malloc(7000);  // a new block: the old one went back to the driver
+  EXPECT_EQ(Count(DriverLog().substr(before), "alloc 7000"), 1);
+  tm_rt_gpu_free(fresh);
+}
+
 // A call that waited for the device (its outputs were copied back) recycles at once.
 TEST_F(FakeDriver, ACallThatWaitedRecyclesItsBlocksAtOnce) {
   {

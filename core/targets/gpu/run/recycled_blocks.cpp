@@ -168,7 +168,10 @@ void FreeRecycled(void *block) {
   ManagedFree(block);
 }
 
-void FreeIdle() { FreeIdleBlocks(All()); }
+void FreeIdle() {
+  HarvestPending(All(), /*wait=*/true);
+  FreeIdleBlocks(All());
+}
 
 uint64_t IdleBytes() {
   Blocks &all = All();

@@ -47,7 +47,8 @@ void FreeRecycled(void *block);
 // Blocks still waiting for their event are not counted.
 uint64_t IdleBytes();
 
-// Gives every idle block back to the driver.
+// Gives every idle block back to the driver, and every block waiting for its event once the
+// device has done the work queued so far (it waits for that).
 void FreeIdle();
 
 // `bytes` of new managed memory (ManagedAlloc); when the driver is out of memory, the idle
