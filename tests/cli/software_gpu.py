@@ -83,7 +83,7 @@ else:
     graphs, kernels, syncs, allocations, to_device, from_device = map(float, found[0])
     if not (kernels >= 10 and allocations >= 0 and to_device >= 4):
         failures.append(f"--verbose on the software GPU: implausible figures {found[0]}")
-    # The calls queue on one stream; the host waits once a token, for the logits it reads.
+    # The calls queue on one stream; the host waits once a token, for the token it reads.
     if syncs != 1:
         failures.append(f"--verbose: {syncs} host syncs per decode token, not 1")
     # Greedy: the token is chosen on the device; its id and the count of non-finite logits
@@ -96,8 +96,11 @@ if "device per decode token" in cpu_verbose.stderr or cpu_verbose.returncode != 
 
 folder = os.path.join(CACHE, "gpt2-124m-random")
 checkpoint.ensure_checkpoint(folder)
-same_as_the_cpu(["--greedy", "--ids", "-n", "8"], "GPT-2 124M shapes, greedy", model=folder,
-                prompt="464 3290 318 257")
+# The 124M run takes minutes in a sanitizer build (the device's code is unoptimised there);
+# the normal build runs it.
+if not os.environ.get("TM_SANITIZER_BUILD"):
+    same_as_the_cpu(["--greedy", "--ids", "-n", "8"], "GPT-2 124M shapes, greedy", model=folder,
+                    prompt="464 3290 318 257")
 start = time.monotonic()
 result = run(["--target", "gpu", "--ids", "-n", "4", "1 2 3"], model=folder,
              env={**SOFTWARE, "TINYMLIR_SOFTWARE_GPU_MEMORY": "64M"})
